@@ -1,0 +1,373 @@
+"""Controller operations: volumes, attachments and capacity."""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from csi_mock.backend.parameters import resolve_kind, significant
+from csi_mock.config import DriverConfig
+from csi_mock.host.backing import BackingStore
+from csi_mock.host.paths import is_driver_volume_id
+from csi_mock.model.capacity import CapacityReport, capacity_at
+from csi_mock.model.errors import (
+    Aborted,
+    AlreadyExistsIncompatible,
+    CapacityExhausted,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    OutOfRange,
+)
+from csi_mock.model.kind import VolumeKind
+from csi_mock.model.placement import PlacementRequest, place_volume, validate_range
+from csi_mock.model.pool import Pool, PoolSpec
+from csi_mock.model.topology import Segment, reachable_from_any
+from csi_mock.model.volume import AccessType, Capability, Volume
+from csi_mock.store.sqlite import Attachment, StateStore
+
+NAME_MAX = 253
+PUBLISH_CONTEXT_NODE = "csi-mock/attached-node"
+PUBLISH_CONTEXT_DEVICE = "csi-mock/device"
+VOLUME_CONTEXT_SIZE = "csi-mock/size"
+VOLUME_CONTEXT_POOL = "csi-mock/pool"
+VOLUME_CONTEXT_KIND = "csi-mock/kind"
+VOLUME_CONTEXT_ACCESS_TYPE = "csi-mock/access-type"
+
+
+@dataclass(frozen=True)
+class CreateRequest:
+    name: str
+    capabilities: Sequence[Capability]
+    required_bytes: int = 0
+    limit_bytes: int = 0
+    parameters: Mapping[str, str] | None = None
+    requisite: Sequence[Segment] = ()
+    preferred: Sequence[Segment] = ()
+
+
+@dataclass(frozen=True)
+class VolumeStatus:
+    volume: Volume
+    published_nodes: tuple[str, ...]
+
+
+class Controller:
+    """Owns the pools' live accounting; every change is persisted before it returns."""
+
+    def __init__(self, config: DriverConfig, store: StateStore, backing: BackingStore) -> None:
+        self.config = config
+        self.store = store
+        self.backing = backing
+        self.kinds = {name: VolumeKind(name, kind.cost) for name, kind in config.kinds.items()}
+        self.pools = [
+            Pool(
+                PoolSpec(
+                    name=pool.name,
+                    size=pool.size,
+                    segment=dict(pool.segment),
+                    max_volume_size=pool.max_volume_size,
+                    min_volume_size=pool.min_volume_size,
+                    kinds=frozenset(pool.kinds) if pool.kinds is not None else None,
+                    allocation=pool.allocation,
+                )
+            )
+            for pool in config.effective_pools()
+        ]
+        self._pools = {pool.name: pool for pool in self.pools}
+
+    # -- start-up --------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Rebuild accounting from the store and make the backing files agree with it.
+
+        After a crash the store is the truth: backing entries without a volume row are
+        removed (a create or delete was cut short) and missing ones are recreated.
+        """
+        usage = self.store.pool_usage()
+        allocations = self.store.allocations()
+        unknown = sorted(set(allocations) - set(self._pools))
+        if unknown:
+            raise RuntimeError(
+                f"the state holds volumes in pools no longer configured: {', '.join(unknown)}"
+            )
+        with self.store.transaction():
+            for pool in self.pools:
+                saved = usage.get(pool.name)
+                if saved is not None and saved.total is not None:
+                    pool.total = saved.total
+                pool.load(allocations.get(pool.name, []), saved.external if saved else 0)
+                if saved is None or saved.used != pool.used:
+                    self.store.set_pool_used(pool.name, pool.used)
+        known = self.store.all_volume_ids()
+        for leftover in self.backing.ids() - known:
+            if is_driver_volume_id(leftover):
+                self.backing.remove(leftover)
+        for volume in self.store.volumes_after(0, None):
+            if not self.backing.exists(volume.id):
+                self.backing.create(volume.id, volume.access_type, volume.size)
+
+    # -- volumes ---------------------------------------------------------------------
+
+    def create_volume(self, request: CreateRequest) -> Volume:
+        if not request.name:
+            raise InvalidArgument("name is required")
+        if len(request.name) > NAME_MAX or any(ord(c) < 32 for c in request.name):
+            raise InvalidArgument(f"name must be 1..{NAME_MAX} printable characters")
+        if not request.capabilities:
+            raise InvalidArgument("volume_capabilities is required")
+        access_type = _single_access_type(request.capabilities)
+        parameters = dict(request.parameters or {})
+        kind = resolve_kind(parameters, self.kinds, self.config.effective_default_kind)
+        validate_range(request.required_bytes, request.limit_bytes)
+
+        existing = self.store.volume_by_name(request.name)
+        if existing is not None:
+            self._check_compatible(existing, request, access_type, parameters)
+            return existing
+
+        placement = place_volume(
+            PlacementRequest(
+                kind=kind,
+                required_bytes=request.required_bytes,
+                limit_bytes=request.limit_bytes,
+                requisite=request.requisite,
+                preferred=request.preferred,
+                default_size=self.config.controller.default_volume_size,
+            ),
+            self.pools,
+        )
+        volume = Volume(
+            id=new_volume_id(),
+            name=request.name,
+            pool=placement.pool.name,
+            kind=kind.name,
+            size=placement.size,
+            allocation=placement.allocation,
+            offset=placement.offset,
+            access_type=access_type,
+            segment=dict(placement.pool.segment),
+            parameters=parameters,
+            capabilities=tuple(request.capabilities),
+            created_at=time.time(),
+        )
+        try:
+            # Backing first: a crash now leaves only an orphan entry that load() removes.
+            self.backing.create(volume.id, access_type, volume.size)
+            with self.store.transaction():
+                volume = self.store.insert_volume(volume)
+        except BaseException:
+            placement.pool.release(placement.offset, placement.allocation)
+            self.backing.remove(volume.id)
+            raise
+        return volume
+
+    def _check_compatible(
+        self,
+        existing: Volume,
+        request: CreateRequest,
+        access_type: AccessType,
+        parameters: Mapping[str, str],
+    ) -> None:
+        problems = []
+        if request.required_bytes and existing.size < request.required_bytes:
+            problems.append(f"size {existing.size} < required_bytes {request.required_bytes}")
+        if request.limit_bytes and existing.size > request.limit_bytes:
+            problems.append(f"size {existing.size} > limit_bytes {request.limit_bytes}")
+        if access_type is not existing.access_type:
+            problems.append(f"access type {existing.access_type.value}, not {access_type.value}")
+        if significant(parameters) != significant(existing.parameters):
+            problems.append(f"parameters {dict(significant(existing.parameters))}")
+        if request.requisite and not reachable_from_any(existing.segment, request.requisite):
+            problems.append(f"it is not reachable from the requisite topology {existing.segment}")
+        if problems:
+            raise AlreadyExistsIncompatible(
+                f"volume {existing.name!r} already exists with " + "; ".join(problems)
+            )
+
+    def delete_volume(self, volume_id: str) -> None:
+        if not volume_id:
+            raise InvalidArgument("volume_id is required")
+        volume = self._find(volume_id)
+        if volume is None:
+            return  # Idempotent: already gone.
+        attached = self.store.attachments_of_volume(volume_id)
+        if attached:
+            raise FailedPrecondition(
+                f"volume {volume_id} is still published to node(s) "
+                + ", ".join(a.node_id for a in attached)
+            )
+        with self.store.transaction():
+            self.store.delete_volume(volume)
+        self._pools[volume.pool].release(volume.offset, volume.allocation)
+        # After the commit: a crash now leaves an orphan backing entry that load() removes.
+        self.backing.remove(volume.id)
+
+    def expand_volume(self, volume_id: str, required: int, limit: int) -> Volume:
+        if not volume_id:
+            raise InvalidArgument("volume_id is required")
+        if required <= 0:
+            raise InvalidArgument("capacity_range.required_bytes is required")
+        validate_range(required, limit)
+        volume = self._require(volume_id)
+        if volume.size >= required:
+            return volume  # Idempotent, and shrinking is not a thing in CSI.
+        pool = self._pools[volume.pool]
+        if pool.spec.max_volume_size is not None and required > pool.spec.max_volume_size:
+            raise OutOfRange(
+                f"pool {pool.name} takes volumes up to {pool.spec.max_volume_size} bytes"
+            )
+        kind = self.kinds[volume.kind]
+        allocation = kind.allocation_for(required)
+        pool.release(volume.offset, volume.allocation)
+        offset = pool.reserve(allocation)
+        if offset is None:
+            restored = pool.reserve_at(volume.offset, volume.allocation)
+            assert restored
+            raise CapacityExhausted(
+                f"pool {pool.name} has no room to grow {volume_id} to {required} bytes"
+            )
+        with self.store.transaction():
+            self.store.resize_volume(volume, required, allocation, offset)
+        self.backing.resize(volume.id, required)
+        resized = self.store.volume_by_id(volume_id)
+        assert resized is not None
+        return resized
+
+    def get_volume(self, volume_id: str) -> VolumeStatus:
+        if not volume_id:
+            raise InvalidArgument("volume_id is required")
+        volume = self._require(volume_id)
+        return VolumeStatus(volume, self._published_nodes(volume_id))
+
+    def list_volumes(self, max_entries: int, starting_token: str) -> tuple[list[VolumeStatus], str]:
+        if max_entries < 0:
+            raise InvalidArgument("max_entries must not be negative")
+        after = 0
+        if starting_token:
+            if not starting_token.isdigit() or int(starting_token) > self.store.max_volume_seq():
+                raise Aborted(f"starting_token {starting_token!r} is not valid")
+            after = int(starting_token)
+        page = self.store.volumes_after(after, max_entries + 1 if max_entries else None)
+        next_token = ""
+        if max_entries and len(page) > max_entries:
+            page = page[:max_entries]
+            next_token = str(page[-1].seq)
+        return [VolumeStatus(v, self._published_nodes(v.id)) for v in page], next_token
+
+    def validate_capabilities(
+        self, volume_id: str, capabilities: Sequence[Capability], parameters: Mapping[str, str]
+    ) -> str | None:
+        """None when every capability is supported, otherwise why not."""
+        if not volume_id:
+            raise InvalidArgument("volume_id is required")
+        if not capabilities:
+            raise InvalidArgument("volume_capabilities is required")
+        volume = self._require(volume_id)
+        for capability in capabilities:
+            if capability.access_type is not volume.access_type:
+                return f"volume is a {volume.access_type.value} volume"
+        if parameters and significant(parameters) != significant(volume.parameters):
+            return "parameters differ from the ones the volume was created with"
+        return None
+
+    # -- capacity --------------------------------------------------------------------
+
+    def capacity(self, location: Segment | None, parameters: Mapping[str, str]) -> CapacityReport:
+        kind = resolve_kind(parameters, self.kinds, self.config.effective_default_kind)
+        return capacity_at(location, kind, self.pools)
+
+    def pool(self, name: str) -> Pool:
+        pool = self._pools.get(name)
+        if pool is None:
+            raise NotFound(f"no pool named {name!r}")
+        return pool
+
+    # -- attachments -----------------------------------------------------------------
+
+    def publish(
+        self, volume_id: str, node_id: str, capability: Capability | None, readonly: bool
+    ) -> dict[str, str]:
+        if not volume_id:
+            raise InvalidArgument("volume_id is required")
+        if not node_id:
+            raise InvalidArgument("node_id is required")
+        if capability is None:
+            raise InvalidArgument("volume_capability is required")
+        volume = self._require(volume_id)
+        if not self._node_known(node_id):
+            raise NotFound(f"node {node_id!r} is not known to this controller")
+        if capability.access_type is not volume.access_type:
+            raise InvalidArgument(
+                f"volume {volume_id} is a {volume.access_type.value} volume,"
+                f" not {capability.access_type.value}"
+            )
+        context = {PUBLISH_CONTEXT_NODE: node_id, PUBLISH_CONTEXT_DEVICE: f"/dev/mock/{volume_id}"}
+        attachments = self.store.attachments_of_volume(volume_id)
+        for attachment in attachments:
+            if attachment.node_id == node_id:
+                if attachment.readonly != readonly or attachment.capability != capability:
+                    raise AlreadyExistsIncompatible(
+                        f"volume {volume_id} is already published to {node_id}"
+                        " with a different capability or readonly flag"
+                    )
+                return context
+        if attachments and capability.access_mode.single_node:
+            raise FailedPrecondition(
+                f"volume {volume_id} is {capability.access_mode.name} and already published"
+                f" to {attachments[0].node_id}"
+            )
+        limit = self.config.controller.attach_limit
+        if limit and self.store.attachment_count_on_node(node_id) >= limit:
+            raise CapacityExhausted(f"node {node_id} reached its attach limit of {limit} volumes")
+        with self.store.transaction():
+            self.store.add_attachment(Attachment(volume_id, node_id, readonly, capability))
+        return context
+
+    def unpublish(self, volume_id: str, node_id: str) -> None:
+        if not volume_id:
+            raise InvalidArgument("volume_id is required")
+        with self.store.transaction():
+            if node_id:
+                self.store.remove_attachment(volume_id, node_id)
+            else:
+                for attachment in self.store.attachments_of_volume(volume_id):
+                    self.store.remove_attachment(volume_id, attachment.node_id)
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _find(self, volume_id: str) -> Volume | None:
+        if not is_driver_volume_id(volume_id):
+            return None
+        return self.store.volume_by_id(volume_id)
+
+    def _require(self, volume_id: str) -> Volume:
+        volume = self._find(volume_id)
+        if volume is None:
+            raise NotFound(f"volume {volume_id!r} does not exist")
+        return volume
+
+    def _published_nodes(self, volume_id: str) -> tuple[str, ...]:
+        return tuple(a.node_id for a in self.store.attachments_of_volume(volume_id))
+
+    def _node_known(self, node_id: str) -> bool:
+        patterns = self.config.controller.known_nodes
+        if patterns is None:
+            if self.config.mode.node and self.config.node.id:
+                return node_id == self.config.node.id
+            return True
+        return any(fnmatch.fnmatchcase(node_id, pattern) for pattern in patterns)
+
+
+def new_volume_id() -> str:
+    return "vol-" + uuid.uuid4().hex
+
+
+def _single_access_type(capabilities: Sequence[Capability]) -> AccessType:
+    types = {c.access_type for c in capabilities}
+    if len(types) > 1:
+        raise InvalidArgument("volume_capabilities mixes block and mount access types")
+    return types.pop()

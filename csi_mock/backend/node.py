@@ -1,0 +1,349 @@
+"""Node operations: staging, publishing (real bind mounts), stats, expansion."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from csi_mock.backend.controller import PUBLISH_CONTEXT_NODE, VOLUME_CONTEXT_SIZE
+from csi_mock.config import EPHEMERAL_CONTEXT_KEY, DriverConfig
+from csi_mock.host.backing import BackingStore, Usage, remove_tree, usage_of
+from csi_mock.host.mounts import Mounter
+from csi_mock.host.paths import checked_path, is_driver_volume_id, opaque_id_component
+from csi_mock.model.errors import (
+    AlreadyExistsIncompatible,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    OutOfRange,
+)
+from csi_mock.model.quantity import QuantityError, parse_quantity
+from csi_mock.model.volume import AccessType, Capability
+from csi_mock.store.sqlite import Publication, Staging, StateStore
+
+EPHEMERAL_SIZE_KEY = "size"
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    node_id: str
+    max_volumes_per_node: int
+    segment: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class VolumeStats:
+    total_bytes: int
+    used_bytes: int
+    available_bytes: int
+    used_inodes: int
+    total_inodes: int
+    abnormal: str | None
+    """Why the volume is unhealthy, or None."""
+
+
+class Node:
+    """The node service's behaviour for one node ID."""
+
+    def __init__(
+        self,
+        config: DriverConfig,
+        store: StateStore,
+        backing: BackingStore,
+        mounter: Mounter,
+    ) -> None:
+        assert config.node.id is not None
+        self.config = config
+        self.node_id = config.node.id
+        self.store = store
+        self.backing = backing
+        self.mounter = mounter
+        self.max_volumes_per_node = config.node.max_volumes_per_node
+        self.ephemeral_root = config.state_dir / "ephemeral"
+        self.ephemeral_root.mkdir(parents=True, exist_ok=True)
+
+    def info(self) -> NodeInfo:
+        return NodeInfo(self.node_id, self.max_volumes_per_node, self.config.node_segment())
+
+    # -- staging -----------------------------------------------------------------------
+
+    def stage(
+        self,
+        volume_id: str,
+        staging_path: str,
+        capability: Capability | None,
+        publish_context: Mapping[str, str],
+        volume_context: Mapping[str, str],
+    ) -> None:
+        if not volume_id:
+            raise InvalidArgument("volume_id is required")
+        staging_path = checked_path(staging_path, "staging_target_path")
+        if capability is None:
+            raise InvalidArgument("volume_capability is required")
+        self._require_attached(volume_id, publish_context)
+        existing = self.store.staging(volume_id)
+        if existing is not None:
+            if existing.staging_path != staging_path or existing.capability != capability:
+                raise AlreadyExistsIncompatible(
+                    f"volume {volume_id} is already staged at {existing.staging_path}"
+                    " with a different path or capability"
+                )
+            self._ensure_staged(existing)
+            return
+        data_path = self._backing_path(volume_id, capability.access_type, volume_context)
+        staging = Staging(volume_id, staging_path, capability, str(data_path))
+        self._ensure_staged(staging)
+        with self.store.transaction():
+            self.store.add_staging(staging)
+
+    def _ensure_staged(self, staging: Staging) -> None:
+        os.makedirs(staging.staging_path, exist_ok=True)
+        # Block volumes need no staging mount: publish binds the backing file directly.
+        if staging.capability.access_type is AccessType.MOUNT and not self.mounter.is_mounted(
+            staging.staging_path
+        ):
+            self.mounter.bind(staging.data_path, staging.staging_path, readonly=False)
+
+    def unstage(self, volume_id: str, staging_path: str) -> None:
+        if not volume_id:
+            raise InvalidArgument("volume_id is required")
+        staging_path = checked_path(staging_path, "staging_target_path")
+        staging = self.store.staging(volume_id)
+        if staging is None:
+            return  # Idempotent.
+        if staging.staging_path != staging_path:
+            raise NotFound(f"volume {volume_id} is staged at {staging.staging_path}, not here")
+        if self.store.publications_of_volume(volume_id):
+            raise FailedPrecondition(f"volume {volume_id} is still published on this node")
+        self.mounter.unmount(staging_path)
+        with self.store.transaction():
+            self.store.remove_staging(volume_id)
+
+    # -- publishing -------------------------------------------------------------------
+
+    def publish(
+        self,
+        volume_id: str,
+        target_path: str,
+        staging_path: str,
+        capability: Capability | None,
+        readonly: bool,
+        publish_context: Mapping[str, str],
+        volume_context: Mapping[str, str],
+    ) -> None:
+        if not volume_id:
+            raise InvalidArgument("volume_id is required")
+        target_path = checked_path(target_path, "target_path")
+        if capability is None:
+            raise InvalidArgument("volume_capability is required")
+        ephemeral = volume_context.get(EPHEMERAL_CONTEXT_KEY) == "true"
+        existing = self.store.publication(volume_id, target_path)
+        if existing is not None:
+            if existing.readonly != readonly or existing.capability != capability:
+                raise AlreadyExistsIncompatible(
+                    f"volume {volume_id} is already published at {target_path}"
+                    " with a different capability or readonly flag"
+                )
+            self._ensure_published(existing)
+            return
+        if ephemeral:
+            publication = self._ephemeral_publication(
+                volume_id, target_path, capability, readonly, volume_context
+            )
+        else:
+            publication = self._persistent_publication(
+                volume_id,
+                target_path,
+                staging_path,
+                capability,
+                readonly,
+                publish_context,
+                volume_context,
+            )
+        self._ensure_published(publication)
+        with self.store.transaction():
+            self.store.add_publication(publication)
+
+    def _persistent_publication(
+        self,
+        volume_id: str,
+        target_path: str,
+        staging_path: str,
+        capability: Capability,
+        readonly: bool,
+        publish_context: Mapping[str, str],
+        volume_context: Mapping[str, str],
+    ) -> Publication:
+        if self.config.node.stage_unstage:
+            staging_path = checked_path(staging_path, "staging_target_path")
+            staging = self.store.staging(volume_id)
+            if staging is None or staging.staging_path != staging_path:
+                raise FailedPrecondition(f"volume {volume_id} is not staged at {staging_path}")
+            data_path = staging.data_path
+        else:
+            self._require_attached(volume_id, publish_context)
+            data_path = str(self._backing_path(volume_id, capability.access_type, volume_context))
+        source = (
+            staging_path
+            if (self.config.node.stage_unstage and capability.access_type is AccessType.MOUNT)
+            else data_path
+        )
+        return Publication(
+            volume_id=volume_id,
+            target_path=target_path,
+            staging_path=source,
+            readonly=readonly,
+            capability=capability,
+            data_path=data_path,
+        )
+
+    def _ephemeral_publication(
+        self,
+        volume_id: str,
+        target_path: str,
+        capability: Capability,
+        readonly: bool,
+        volume_context: Mapping[str, str],
+    ) -> Publication:
+        if capability.access_type is not AccessType.MOUNT:
+            raise InvalidArgument("inline ephemeral volumes must use the mount access type")
+        try:
+            size = parse_quantity(
+                volume_context.get(EPHEMERAL_SIZE_KEY)
+                or str(self.config.controller.default_volume_size)
+            )
+        except QuantityError as error:
+            raise InvalidArgument(f"volume_context {EPHEMERAL_SIZE_KEY}: {error}") from None
+        data_path = self.ephemeral_root / opaque_id_component(volume_id)
+        data_path.mkdir(exist_ok=True)
+        return Publication(
+            volume_id=volume_id,
+            target_path=target_path,
+            staging_path=str(data_path),
+            readonly=readonly,
+            capability=capability,
+            data_path=str(data_path),
+            ephemeral=True,
+            size=size,
+        )
+
+    def _ensure_published(self, publication: Publication) -> None:
+        target = publication.target_path
+        if publication.capability.access_type is AccessType.BLOCK:
+            if not os.path.exists(target):
+                Path(target).touch()
+        else:
+            os.makedirs(target, exist_ok=True)
+        if not self.mounter.is_mounted(target):
+            self.mounter.bind(publication.staging_path, target, readonly=publication.readonly)
+
+    def unpublish(self, volume_id: str, target_path: str) -> None:
+        if not volume_id:
+            raise InvalidArgument("volume_id is required")
+        target_path = checked_path(target_path, "target_path")
+        publication = self.store.publication(volume_id, target_path)
+        if publication is None:
+            return  # Idempotent: nothing published there by us.
+        self.mounter.unmount(target_path)
+        if self.mounter.real:
+            _remove_mount_point(target_path)  # Only the now-empty mount point.
+        else:
+            remove_tree(Path(target_path))
+        if publication.ephemeral:
+            remove_tree(Path(publication.data_path))
+        with self.store.transaction():
+            self.store.remove_publication(volume_id, target_path)
+
+    # -- stats and expansion ------------------------------------------------------------
+
+    def stats(self, volume_id: str, volume_path: str) -> VolumeStats:
+        if not volume_id:
+            raise InvalidArgument("volume_id is required")
+        volume_path = checked_path(volume_path, "volume_path")
+        record = self._record_at(volume_id, volume_path)
+        if not os.path.exists(volume_path):
+            raise NotFound(f"volume_path {volume_path} does not exist")
+        data_path = Path(record.data_path)
+        total = self._size_of(record)
+        if not data_path.exists():
+            return VolumeStats(total, 0, total, 0, 0, f"backing data {data_path} is missing")
+        usage: Usage = usage_of(data_path)
+        fs = os.statvfs(data_path)
+        return VolumeStats(
+            total_bytes=total,
+            used_bytes=usage.used_bytes,
+            available_bytes=max(0, total - usage.used_bytes),
+            used_inodes=usage.used_inodes,
+            total_inodes=fs.f_files,
+            abnormal=None,
+        )
+
+    def expand(self, volume_id: str, volume_path: str, required: int, limit: int) -> int:
+        if not volume_id:
+            raise InvalidArgument("volume_id is required")
+        volume_path = checked_path(volume_path, "volume_path")
+        if required < 0 or limit < 0:
+            raise InvalidArgument("capacity_range must not be negative")
+        if limit and required > limit:
+            raise OutOfRange(f"required_bytes {required} exceeds limit_bytes {limit}")
+        record = self._record_at(volume_id, volume_path)
+        if record.capability.access_type is AccessType.BLOCK and required:
+            path = Path(record.data_path)
+            if path.is_file() and path.stat().st_size < required:
+                os.truncate(path, required)
+        return required or self._size_of(record)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _require_attached(self, volume_id: str, publish_context: Mapping[str, str]) -> None:
+        if not self.config.attach_required:
+            return
+        attached_to = publish_context.get(PUBLISH_CONTEXT_NODE)
+        if attached_to != self.node_id:
+            raise FailedPrecondition(
+                f"volume {volume_id} was not published to node {self.node_id} by"
+                " ControllerPublishVolume (publish_context lacks the attachment)"
+            )
+
+    def _backing_path(
+        self, volume_id: str, access_type: AccessType, volume_context: Mapping[str, str]
+    ) -> Path:
+        if not is_driver_volume_id(volume_id):
+            raise NotFound(f"volume {volume_id!r} does not exist")
+        if self.backing.exists(volume_id):
+            return self.backing.path(volume_id)
+        if not self.config.node.materialize_missing_volumes:
+            raise NotFound(f"volume {volume_id!r} does not exist in {self.backing.root}")
+        size = int(volume_context.get(VOLUME_CONTEXT_SIZE, "0") or 0)
+        return self.backing.create(volume_id, access_type, size)
+
+    def _record_at(self, volume_id: str, path: str) -> Staging | Publication:
+        publication = self.store.publication(volume_id, path)
+        if publication is not None:
+            return publication
+        staging = self.store.staging(volume_id)
+        if staging is not None and staging.staging_path == path:
+            return staging
+        if self.store.publications_of_volume(volume_id) or staging is not None:
+            raise NotFound(f"volume {volume_id} is not published or staged at {path}")
+        raise NotFound(f"volume {volume_id!r} is not staged or published on this node")
+
+    def _size_of(self, record: Staging | Publication) -> int:
+        if isinstance(record, Publication) and record.size:
+            return record.size
+        path = Path(record.data_path)
+        if path.is_file():
+            return path.stat().st_size
+        return self.config.controller.default_volume_size
+
+
+def _remove_mount_point(path: str) -> None:
+    try:
+        if os.path.isdir(path):
+            os.rmdir(path)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass

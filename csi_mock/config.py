@@ -1,0 +1,259 @@
+"""Driver configuration: one typed model, validated once at start-up.
+
+A YAML file and command-line flags (including csi-driver-host-path's flag names) are
+merged into one plain mapping and validated together, so every error names the key.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from csi_mock.model.pool import Allocation
+from csi_mock.model.quantity import QuantityError, parse_quantity
+
+DEFAULT_DRIVER_NAME = "csi-mock.example"
+DEFAULT_NODE_TOPOLOGY_KEY = "topology.csi-mock.example/node"
+EPHEMERAL_CONTEXT_KEY = "csi.storage.k8s.io/ephemeral"
+
+
+class ConfigError(ValueError):
+    """Invalid configuration; the message names every bad key and value."""
+
+
+def _quantity(value: object) -> int:
+    if isinstance(value, str | int) and not isinstance(value, bool):
+        try:
+            return parse_quantity(value)
+        except QuantityError as error:
+            raise ValueError(str(error)) from None
+    raise ValueError(f"{value!r} is not a quantity")
+
+
+Quantity = Annotated[int, BeforeValidator(_quantity)]
+
+_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+
+
+def _validate_segment(segment: Mapping[str, str]) -> dict[str, str]:
+    for key, value in segment.items():
+        prefix, _, name = key.rpartition("/")
+        if (prefix and not _DNS_SUBDOMAIN.match(prefix)) or not _LABEL_NAME.match(name):
+            raise ValueError(f"topology key {key!r} is not a valid label key")
+        if value and not _LABEL_NAME.match(value):
+            raise ValueError(f"topology value {value!r} of {key!r} is not a valid label value")
+    return dict(segment)
+
+
+Segment = Annotated[dict[str, str], BeforeValidator(lambda v: v if v is not None else {})]
+
+
+class Mode(enum.Enum):
+    CONTROLLER = "controller"
+    NODE = "node"
+    ALL = "all"
+
+    @property
+    def controller(self) -> bool:
+        return self in (Mode.CONTROLLER, Mode.ALL)
+
+    @property
+    def node(self) -> bool:
+        return self in (Mode.NODE, Mode.ALL)
+
+
+class MountMode(enum.Enum):
+    AUTO = "auto"
+    BIND = "bind"
+    """Real bind mounts (needs root)."""
+    DIRECTORY = "directory"
+    """No mounts: target directories are created and recorded (unprivileged runs)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class KindConfig(_Model):
+    cost: float = Field(1.0, gt=0, le=64)
+
+
+class PoolConfig(_Model):
+    name: str = Field(pattern=_SAFE_NAME.pattern)
+    size: Quantity
+    segment: Segment = Field(default_factory=dict)
+    max_volume_size: Quantity | None = None
+    min_volume_size: Quantity = 0
+    kinds: list[str] | None = None
+    allocation: Allocation = Allocation.POOLED
+
+    @model_validator(mode="after")
+    def _check(self) -> PoolConfig:
+        _validate_segment(self.segment)
+        if self.max_volume_size is not None and self.max_volume_size < self.min_volume_size:
+            raise ValueError("max_volume_size is smaller than min_volume_size")
+        return self
+
+
+class NodeConfig(_Model):
+    id: str | None = Field(None, min_length=1, max_length=253)
+    max_volumes_per_node: int = Field(0, ge=0)
+    segment: Segment | None = None
+    """Topology labels NodeGetInfo reports; default: {node_topology_key: id}."""
+    mount: MountMode = MountMode.AUTO
+    stage_unstage: bool = True
+    materialize_missing_volumes: bool = False
+    """Create a volume's backing directory on first use when the controller's backend
+    directory is not shared with this node (e.g. separate kind nodes)."""
+
+
+class ControllerConfig(_Model):
+    known_nodes: list[str] | None = None
+    """Node IDs (globs) ControllerPublishVolume accepts; default: any, or only this
+    process's own node ID in combined mode."""
+    attach_limit: int = Field(0, ge=0)
+    default_volume_size: Quantity = 1 << 30
+    report_maximum_volume_size: bool = True
+    expansion: bool = True
+
+
+class DriverConfig(_Model):
+    name: str = Field(DEFAULT_DRIVER_NAME, pattern=_DNS_SUBDOMAIN.pattern, max_length=63)
+    mode: Mode = Mode.ALL
+    endpoint: str = "unix:///run/csi-mock/csi.sock"
+    state_dir: Path = Path("/var/lib/csi-mock")
+    backend_dir: Path | None = None
+    """Where volume data lives; default <state_dir>/volumes. Point the controller and
+    node processes at the same directory to model network-attached storage."""
+    attach_required: bool = False
+    topology: bool = True
+    node_topology_key: str = DEFAULT_NODE_TOPOLOGY_KEY
+    kinds: dict[str, KindConfig] = Field(default_factory=lambda: {"default": KindConfig()})
+    default_kind: str | None = None
+    pools: list[PoolConfig] = Field(default_factory=list)
+    node: NodeConfig = Field(default_factory=NodeConfig)
+    controller: ControllerConfig = Field(default_factory=ControllerConfig)
+    log_level: str = Field("info", pattern="^(debug|info|warning|error)$")
+
+    @field_validator("endpoint")
+    @classmethod
+    def _unix_endpoint(cls, endpoint: str) -> str:
+        if not endpoint.startswith("unix://") or not endpoint[7:].startswith("/"):
+            raise ValueError("must be unix:///absolute/path.sock")
+        return endpoint
+
+    @model_validator(mode="after")
+    def _check(self) -> DriverConfig:
+        if self.mode.node and not self.node.id:
+            raise ValueError("node.id is required when the node service runs (mode node or all)")
+        if not self.kinds:
+            raise ValueError("kinds must define at least one kind")
+        if self.default_kind is not None and self.default_kind not in self.kinds:
+            raise ValueError(f"default_kind {self.default_kind!r} is not one of the kinds")
+        names = [pool.name for pool in self.pools]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"pool names must be unique: {', '.join(duplicates)}")
+        for pool in self.pools:
+            for kind in pool.kinds or ():
+                if kind not in self.kinds:
+                    raise ValueError(f"pool {pool.name!r} serves unknown kind {kind!r}")
+        _validate_segment({self.node_topology_key: "x"})
+        if self.node.segment:
+            _validate_segment(self.node.segment)
+        return self
+
+    # -- derived values -------------------------------------------------------------
+
+    @property
+    def socket_path(self) -> Path:
+        return Path(self.endpoint[len("unix://") :])
+
+    @property
+    def volumes_dir(self) -> Path:
+        return self.backend_dir or self.state_dir / "volumes"
+
+    @property
+    def effective_default_kind(self) -> str:
+        return self.default_kind or next(iter(self.kinds))
+
+    def node_segment(self) -> dict[str, str]:
+        """The topology NodeGetInfo reports (empty when topology is off)."""
+        if not self.topology:
+            return {}
+        if self.node.segment is not None:
+            return dict(self.node.segment)
+        return {self.node_topology_key: self.node.id or ""}
+
+    def effective_pools(self) -> list[PoolConfig]:
+        """Configured pools, or one default pool for this node when none are given."""
+        if self.pools:
+            return list(self.pools)
+        segment = self.node_segment() if self.node.id else {}
+        return [PoolConfig(name="default", size=1 << 40, segment=segment)]
+
+
+def load_config(
+    path: Path | None = None, overrides: Mapping[str, Any] | None = None
+) -> DriverConfig:
+    """Read the YAML file (if any), apply dotted-key overrides and validate once."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(path.read_text())
+        except OSError as error:
+            raise ConfigError(f"cannot read config file {path}: {error.strerror}") from None
+        except yaml.YAMLError as error:
+            raise ConfigError(f"{path}: invalid YAML: {error}") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"{path}: the top level must be a mapping")
+        data = loaded or {}
+    for dotted, value in (overrides or {}).items():
+        _set_dotted(data, dotted, value)
+    return validate_config(data, source=str(path) if path else "flags")
+
+
+def validate_config(data: Mapping[str, Any], source: str = "config") -> DriverConfig:
+    try:
+        return DriverConfig.model_validate(data)
+    except ValidationError as error:
+        raise ConfigError(_describe(error, source)) from None
+
+
+def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    for key in keys[:-1]:
+        child = data.setdefault(key, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{'.'.join(keys)}: {key} is not a mapping")
+        data = child
+    data[keys[-1]] = value
+
+
+def _describe(error: ValidationError, source: str) -> str:
+    lines = [f"invalid configuration ({source}):"]
+    for problem in error.errors():
+        location = ".".join(str(part) for part in problem["loc"])
+        message = problem["msg"].removeprefix("Value error, ")
+        if problem["type"] == "extra_forbidden":
+            message = "unknown key"
+        given = problem.get("input")
+        shown = "" if isinstance(given, dict | list) or given is None else f" (got {given!r})"
+        lines.append(f"  {location}: {message}{shown}" if location else f"  {message}")
+    return "\n".join(lines)

@@ -1,0 +1,105 @@
+"""Bind mounts through mount(2), and a directory-only stand-in for unprivileged runs."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+from typing import Protocol
+
+MS_RDONLY = 0x1
+MS_REMOUNT = 0x20
+MS_BIND = 0x1000
+MNT_DETACH = 0x2
+
+
+class Mounter(Protocol):
+    real: bool
+
+    def bind(self, source: str, target: str, *, readonly: bool) -> None: ...
+
+    def unmount(self, target: str) -> None: ...
+
+    def is_mounted(self, target: str) -> bool: ...
+
+
+class BindMounter:
+    """Real bind mounts, made with the mount(2) system call (no subprocess per call)."""
+
+    real = True
+
+    def __init__(self) -> None:
+        self._libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        self._libc.mount.argtypes = [
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.c_char_p,
+            ctypes.c_ulong,
+            ctypes.c_void_p,
+        ]
+        self._libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+
+    def bind(self, source: str, target: str, *, readonly: bool) -> None:
+        self._mount(source, target, MS_BIND)
+        if readonly:
+            try:
+                self._mount(source, target, MS_BIND | MS_REMOUNT | MS_RDONLY)
+            except OSError:
+                self.unmount(target)
+                raise
+
+    def unmount(self, target: str) -> None:
+        # Lazy detach, so a busy mount never wedges NodeUnpublish.
+        while self.is_mounted(target):
+            if self._libc.umount2(os.fsencode(target), MNT_DETACH) != 0:
+                error = ctypes.get_errno()
+                raise OSError(error, f"umount {target}: {os.strerror(error)}")
+
+    def is_mounted(self, target: str) -> bool:
+        return os.path.normpath(target) in mount_points()
+
+    def _mount(self, source: str, target: str, flags: int) -> None:
+        if self._libc.mount(os.fsencode(source), os.fsencode(target), None, flags, None) != 0:
+            error = ctypes.get_errno()
+            raise OSError(error, f"mount --bind {source} {target}: {os.strerror(error)}")
+
+
+class DirectoryMounter:
+    """No mounts at all: the driver only creates and records paths."""
+
+    real = False
+
+    def bind(self, source: str, target: str, *, readonly: bool) -> None:
+        return None
+
+    def unmount(self, target: str) -> None:
+        return None
+
+    def is_mounted(self, target: str) -> bool:
+        return False
+
+
+def mount_points() -> set[str]:
+    """Mount points of this process's mount namespace, from /proc/self/mountinfo."""
+    points: set[str] = set()
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as info:
+        for line in info:
+            fields = line.split(" ", 5)
+            if len(fields) > 4:
+                points.add(_unescape(fields[4]))
+    return points
+
+
+def _unescape(field: str) -> str:
+    # mountinfo escapes space, tab, newline and backslash as \ooo octal.
+    if "\\" not in field:
+        return field
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and field[i + 1 : i + 4].isdigit():
+            out.append(chr(int(field[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)

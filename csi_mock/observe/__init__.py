@@ -1,0 +1,1 @@
+"""What the driver tells about itself: the record of every call."""

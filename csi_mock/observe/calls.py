@@ -1,0 +1,88 @@
+"""One record per RPC: the JSON log line (and, later, the journal entry)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from google.protobuf.message import Message
+
+# Request fields worth seeing in a log line; large or secret fields are never copied.
+KEY_FIELDS = (
+    "name",
+    "volume_id",
+    "node_id",
+    "target_path",
+    "staging_target_path",
+    "volume_path",
+    "starting_token",
+    "max_entries",
+)
+
+
+@dataclass
+class CallRecord:
+    time: float
+    method: str
+    service: str
+    request: dict[str, Any] = field(default_factory=dict)
+    code: str = "OK"
+    message: str = ""
+    duration_ms: float = 0.0
+    fault: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
+
+
+def key_fields(request: Message) -> dict[str, Any]:
+    """The identifying fields of a request: IDs, names, paths, sizes, topology."""
+    found: dict[str, Any] = {}
+    descriptor = request.DESCRIPTOR
+    for name in KEY_FIELDS:
+        if name in descriptor.fields_by_name:
+            value = getattr(request, name)
+            if value:
+                found[name] = value
+    if "capacity_range" in descriptor.fields_by_name and request.HasField("capacity_range"):
+        capacity = request.capacity_range  # type: ignore[attr-defined]
+        found["required_bytes"] = capacity.required_bytes
+        if capacity.limit_bytes:
+            found["limit_bytes"] = capacity.limit_bytes
+    if "parameters" in descriptor.fields_by_name:
+        parameters = dict(request.parameters)  # type: ignore[attr-defined]
+        if parameters:
+            found["parameters"] = parameters
+    if "accessible_topology" in descriptor.fields_by_name and request.HasField(
+        "accessible_topology"
+    ):
+        found["topology"] = dict(request.accessible_topology.segments)  # type: ignore[attr-defined]
+    return found
+
+
+def split_method(full_method: str) -> tuple[str, str]:
+    """'/csi.v1.Controller/CreateVolume' -> ('Controller', 'CreateVolume')."""
+    service, _, method = full_method.rpartition("/")
+    return service.rsplit(".", 1)[-1], method
+
+
+RecordSink = Callable[[CallRecord], None]
+
+
+class JsonLogSink:
+    """Writes each record as one JSON line through the standard logging module."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self._logger = logger
+
+    def __call__(self, record: CallRecord) -> None:
+        level = logging.INFO if record.code == "OK" else logging.WARNING
+        self._logger.log(level, record.to_json())
+
+
+def now() -> float:
+    return time.time()

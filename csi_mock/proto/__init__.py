@@ -1,0 +1,1 @@
+"""Generated CSI v1 protocol bindings (see scripts/gen_proto.py)."""

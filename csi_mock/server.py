@@ -1,0 +1,131 @@
+"""Assembling and running the driver: state, services and the gRPC server."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import grpc
+
+from csi_mock.backend.controller import Controller
+from csi_mock.backend.node import Node
+from csi_mock.config import DriverConfig, MountMode
+from csi_mock.host.backing import BackingStore
+from csi_mock.host.mounts import BindMounter, DirectoryMounter, Mounter
+from csi_mock.observe.calls import JsonLogSink, RecordSink
+from csi_mock.proto import csi_pb2_grpc as pb_grpc
+from csi_mock.services.controller import ControllerServicer
+from csi_mock.services.identity import IdentityServicer
+from csi_mock.services.interceptor import CallInterceptor
+from csi_mock.services.node import NodeServicer
+from csi_mock.services.readiness import Readiness
+from csi_mock.store.sqlite import StateStore
+
+log = logging.getLogger("csi_mock")
+SHUTDOWN_GRACE_SECONDS = 10.0
+
+
+def choose_mounter(mode: MountMode) -> Mounter:
+    if mode is MountMode.BIND or (mode is MountMode.AUTO and os.geteuid() == 0):
+        return BindMounter()
+    return DirectoryMounter()
+
+
+@dataclass
+class Driver:
+    """A configured driver: its state and behaviour, before or while it serves."""
+
+    config: DriverConfig
+    store: StateStore
+    controller: Controller | None
+    node: Node | None
+    readiness: Readiness = field(default_factory=Readiness)
+
+    @classmethod
+    def open(cls, config: DriverConfig, mounter: Mounter | None = None) -> Driver:
+        config.state_dir.mkdir(parents=True, exist_ok=True)
+        store = StateStore(config.state_dir / "state.db")
+        backing = BackingStore(config.volumes_dir)
+        controller = Controller(config, store, backing) if config.mode.controller else None
+        node = None
+        if config.mode.node:
+            node = Node(config, store, backing, mounter or choose_mounter(config.node.mount))
+        return cls(config=config, store=store, controller=controller, node=node)
+
+    def load(self) -> None:
+        """Bring accounting and backing files in line with the store, then go ready."""
+        try:
+            if self.controller is not None:
+                self.controller.load()
+        except Exception as error:
+            self.readiness.failure = f"loading state failed: {error}"
+            raise
+        self.readiness.ready = True
+
+    def close(self) -> None:
+        self.store.close()
+
+
+class DriverServer:
+    """The gRPC server of one driver on its unix socket."""
+
+    def __init__(self, driver: Driver, sinks: Sequence[RecordSink] = ()) -> None:
+        self.driver = driver
+        self.interceptor = CallInterceptor(driver.readiness, sinks)
+        self._server = grpc.aio.server(interceptors=[self.interceptor])
+        config = driver.config
+        pb_grpc.add_IdentityServicer_to_server(
+            IdentityServicer(config, driver.readiness), self._server
+        )
+        if driver.controller is not None:
+            pb_grpc.add_ControllerServicer_to_server(
+                ControllerServicer(config, driver.controller), self._server
+            )
+        if driver.node is not None:
+            pb_grpc.add_NodeServicer_to_server(NodeServicer(config, driver.node), self._server)
+        self.socket_path = config.socket_path
+
+    async def start(self) -> None:
+        self.socket_path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_socket(self.socket_path)
+        self._server.add_insecure_port(f"unix://{self.socket_path}")
+        await self._server.start()
+        # Serve Identity (Probe says not ready) while the state loads.
+        await asyncio.to_thread(self.driver.load)
+
+    async def stop(self, grace: float = SHUTDOWN_GRACE_SECONDS) -> None:
+        """Finish in-flight calls (up to `grace` seconds), then remove the socket."""
+        await self._server.stop(grace)
+        _remove_stale_socket(self.socket_path)
+        self.driver.close()
+
+    async def wait(self) -> None:
+        await self._server.wait_for_termination()
+
+
+def _remove_stale_socket(path: os.PathLike[str]) -> None:
+    try:
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+async def serve(config: DriverConfig) -> None:
+    """Run until SIGTERM or SIGINT, then shut down gracefully."""
+    driver = Driver.open(config)
+    server = DriverServer(driver, sinks=[JsonLogSink(logging.getLogger("csi_mock.calls"))])
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await server.start()
+    log.info("serving %s (%s mode) on %s", config.name, config.mode.value, server.socket_path)
+    await stop.wait()
+    log.info("shutting down")
+    await server.stop()

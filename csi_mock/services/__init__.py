@@ -1,0 +1,1 @@
+"""CSI gRPC servicers: thin translations between protobuf and the backend."""

@@ -1,0 +1,218 @@
+"""The CSI Controller service."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from csi_mock.backend.controller import (
+    VOLUME_CONTEXT_ACCESS_TYPE,
+    VOLUME_CONTEXT_KIND,
+    VOLUME_CONTEXT_POOL,
+    VOLUME_CONTEXT_SIZE,
+    Controller,
+    CreateRequest,
+    VolumeStatus,
+)
+from csi_mock.config import DriverConfig
+from csi_mock.model.errors import InvalidArgument, Unimplemented
+from csi_mock.model.volume import Volume
+from csi_mock.proto import csi_pb2 as pb
+from csi_mock.proto import csi_pb2_grpc as pb_grpc
+from csi_mock.services.convert import (
+    capabilities_from_pb,
+    capability_from_pb,
+    topology_to_pb,
+)
+
+Context = grpc.aio.ServicerContext[Any, Any]
+RPC = pb.ControllerServiceCapability.RPC
+
+
+class ControllerServicer(pb_grpc.ControllerServicer):
+    def __init__(self, config: DriverConfig, controller: Controller) -> None:
+        self._config = config
+        self._controller = controller
+
+    async def CreateVolume(
+        self, request: pb.CreateVolumeRequest, context: Context
+    ) -> pb.CreateVolumeResponse:
+        if request.HasField("volume_content_source"):
+            raise InvalidArgument("volume_content_source is not supported (no snapshots/clones)")
+        requirements = request.accessibility_requirements
+        volume = self._controller.create_volume(
+            CreateRequest(
+                name=request.name,
+                capabilities=capabilities_from_pb(request.volume_capabilities),
+                required_bytes=request.capacity_range.required_bytes,
+                limit_bytes=request.capacity_range.limit_bytes,
+                parameters=dict(request.parameters),
+                requisite=[dict(t.segments) for t in requirements.requisite],
+                preferred=[dict(t.segments) for t in requirements.preferred],
+            )
+        )
+        return pb.CreateVolumeResponse(volume=self._volume_to_pb(volume))
+
+    async def DeleteVolume(
+        self, request: pb.DeleteVolumeRequest, context: Context
+    ) -> pb.DeleteVolumeResponse:
+        self._controller.delete_volume(request.volume_id)
+        return pb.DeleteVolumeResponse()
+
+    async def ControllerPublishVolume(
+        self, request: pb.ControllerPublishVolumeRequest, context: Context
+    ) -> pb.ControllerPublishVolumeResponse:
+        self._require_attach("ControllerPublishVolume")
+        capability = (
+            capability_from_pb(request.volume_capability, "volume_capability")
+            if request.HasField("volume_capability")
+            else None
+        )
+        publish_context = self._controller.publish(
+            request.volume_id, request.node_id, capability, request.readonly
+        )
+        return pb.ControllerPublishVolumeResponse(publish_context=publish_context)
+
+    async def ControllerUnpublishVolume(
+        self, request: pb.ControllerUnpublishVolumeRequest, context: Context
+    ) -> pb.ControllerUnpublishVolumeResponse:
+        self._require_attach("ControllerUnpublishVolume")
+        self._controller.unpublish(request.volume_id, request.node_id)
+        return pb.ControllerUnpublishVolumeResponse()
+
+    async def ValidateVolumeCapabilities(
+        self, request: pb.ValidateVolumeCapabilitiesRequest, context: Context
+    ) -> pb.ValidateVolumeCapabilitiesResponse:
+        problem = self._controller.validate_capabilities(
+            request.volume_id,
+            capabilities_from_pb(request.volume_capabilities),
+            dict(request.parameters),
+        )
+        if problem is not None:
+            return pb.ValidateVolumeCapabilitiesResponse(message=problem)
+        confirmed = pb.ValidateVolumeCapabilitiesResponse.Confirmed(
+            volume_context=request.volume_context,
+            volume_capabilities=request.volume_capabilities,
+            parameters=request.parameters,
+            mutable_parameters=request.mutable_parameters,
+        )
+        return pb.ValidateVolumeCapabilitiesResponse(confirmed=confirmed)
+
+    async def ListVolumes(
+        self, request: pb.ListVolumesRequest, context: Context
+    ) -> pb.ListVolumesResponse:
+        statuses, next_token = self._controller.list_volumes(
+            request.max_entries, request.starting_token
+        )
+        return pb.ListVolumesResponse(
+            entries=[
+                pb.ListVolumesResponse.Entry(
+                    volume=self._volume_to_pb(status.volume),
+                    status=pb.ListVolumesResponse.VolumeStatus(
+                        published_node_ids=list(status.published_nodes)
+                    ),
+                )
+                for status in statuses
+            ],
+            next_token=next_token,
+        )
+
+    async def GetCapacity(
+        self, request: pb.GetCapacityRequest, context: Context
+    ) -> pb.GetCapacityResponse:
+        for index, capability in enumerate(request.volume_capabilities):
+            capability_from_pb(capability, f"volume_capabilities[{index}]")
+        location = (
+            dict(request.accessible_topology.segments)
+            if request.HasField("accessible_topology")
+            else None
+        )
+        report = self._controller.capacity(location, dict(request.parameters))
+        response = pb.GetCapacityResponse(available_capacity=report.available_capacity)
+        if self._config.controller.report_maximum_volume_size:
+            response.maximum_volume_size.value = report.maximum_volume_size
+        response.minimum_volume_size.value = report.minimum_volume_size
+        return response
+
+    async def ControllerGetCapabilities(
+        self, request: pb.ControllerGetCapabilitiesRequest, context: Context
+    ) -> pb.ControllerGetCapabilitiesResponse:
+        rpcs = [
+            RPC.CREATE_DELETE_VOLUME,
+            RPC.LIST_VOLUMES,
+            RPC.GET_CAPACITY,
+            RPC.GET_VOLUME,
+            RPC.SINGLE_NODE_MULTI_WRITER,
+        ]
+        if self._config.attach_required:
+            rpcs += [RPC.PUBLISH_UNPUBLISH_VOLUME, RPC.PUBLISH_READONLY]
+            rpcs.append(RPC.LIST_VOLUMES_PUBLISHED_NODES)
+        if self._config.controller.expansion:
+            rpcs.append(RPC.EXPAND_VOLUME)
+        return pb.ControllerGetCapabilitiesResponse(
+            capabilities=[pb.ControllerServiceCapability(rpc=RPC(type=rpc)) for rpc in rpcs]
+        )
+
+    async def ControllerExpandVolume(
+        self, request: pb.ControllerExpandVolumeRequest, context: Context
+    ) -> pb.ControllerExpandVolumeResponse:
+        if not self._config.controller.expansion:
+            raise Unimplemented("volume expansion is disabled (controller.expansion: false)")
+        volume = self._controller.expand_volume(
+            request.volume_id,
+            request.capacity_range.required_bytes,
+            request.capacity_range.limit_bytes,
+        )
+        return pb.ControllerExpandVolumeResponse(
+            capacity_bytes=volume.size, node_expansion_required=True
+        )
+
+    async def ControllerGetVolume(
+        self, request: pb.ControllerGetVolumeRequest, context: Context
+    ) -> pb.ControllerGetVolumeResponse:
+        status: VolumeStatus = self._controller.get_volume(request.volume_id)
+        return pb.ControllerGetVolumeResponse(
+            volume=self._volume_to_pb(status.volume),
+            status=pb.ControllerGetVolumeResponse.VolumeStatus(
+                published_node_ids=list(status.published_nodes)
+            ),
+        )
+
+    # -- not offered: refused explicitly, matching the advertised capabilities -----------
+
+    async def CreateSnapshot(self, request: Any, context: Context) -> Any:
+        raise Unimplemented("snapshots are not supported")
+
+    async def DeleteSnapshot(self, request: Any, context: Context) -> Any:
+        raise Unimplemented("snapshots are not supported")
+
+    async def ListSnapshots(self, request: Any, context: Context) -> Any:
+        raise Unimplemented("snapshots are not supported")
+
+    async def GetSnapshot(self, request: Any, context: Context) -> Any:
+        raise Unimplemented("snapshots are not supported")
+
+    async def ControllerModifyVolume(self, request: Any, context: Context) -> Any:
+        raise Unimplemented("volume modification is not supported")
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _require_attach(self, method: str) -> None:
+        if not self._config.attach_required:
+            raise Unimplemented(f"{method}: attach is disabled (attach_required: false)")
+
+    def _volume_to_pb(self, volume: Volume) -> pb.Volume:
+        message = pb.Volume(
+            volume_id=volume.id,
+            capacity_bytes=volume.size,
+            volume_context={
+                VOLUME_CONTEXT_SIZE: str(volume.size),
+                VOLUME_CONTEXT_POOL: volume.pool,
+                VOLUME_CONTEXT_KIND: volume.kind,
+                VOLUME_CONTEXT_ACCESS_TYPE: volume.access_type.value,
+            },
+        )
+        if self._config.topology and volume.segment:
+            message.accessible_topology.append(topology_to_pb(volume.segment))
+        return message

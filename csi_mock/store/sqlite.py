@@ -1,0 +1,412 @@
+"""The state store: volumes, pool usage, attachments, stagings and publications.
+
+One SQLite database in WAL mode. Every operation touches only the rows it concerns
+(indexed), so the cost of a call does not grow with the number of volumes, and every
+change that must be atomic (a volume row and its pool's usage) commits in one
+transaction: a kill -9 at any point leaves either the old or the new state.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from csi_mock.model.volume import AccessType, Capability, Volume
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS volumes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL UNIQUE,
+    pool TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    allocation INTEGER NOT NULL,
+    extent_offset INTEGER NOT NULL,
+    access_type TEXT NOT NULL,
+    segment TEXT NOT NULL,
+    parameters TEXT NOT NULL,
+    capabilities TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS volumes_by_pool ON volumes(pool);
+CREATE TABLE IF NOT EXISTS pools (
+    name TEXT PRIMARY KEY,
+    total INTEGER,
+    used INTEGER NOT NULL DEFAULT 0,
+    external INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS attachments (
+    volume_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    readonly INTEGER NOT NULL,
+    capability TEXT NOT NULL,
+    PRIMARY KEY (volume_id, node_id)
+);
+CREATE INDEX IF NOT EXISTS attachments_by_node ON attachments(node_id);
+CREATE TABLE IF NOT EXISTS stagings (
+    volume_id TEXT PRIMARY KEY,
+    staging_path TEXT NOT NULL,
+    capability TEXT NOT NULL,
+    data_path TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS publications (
+    volume_id TEXT NOT NULL,
+    target_path TEXT NOT NULL,
+    staging_path TEXT NOT NULL,
+    readonly INTEGER NOT NULL,
+    capability TEXT NOT NULL,
+    data_path TEXT NOT NULL,
+    ephemeral INTEGER NOT NULL DEFAULT 0,
+    size INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (volume_id, target_path)
+);
+"""
+
+
+@dataclass(frozen=True)
+class Attachment:
+    volume_id: str
+    node_id: str
+    readonly: bool
+    capability: Capability
+
+
+@dataclass(frozen=True)
+class Staging:
+    volume_id: str
+    staging_path: str
+    capability: Capability
+    data_path: str
+
+
+@dataclass(frozen=True)
+class Publication:
+    volume_id: str
+    target_path: str
+    staging_path: str
+    readonly: bool
+    capability: Capability
+    data_path: str
+    ephemeral: bool = False
+    size: int = 0
+
+
+@dataclass(frozen=True)
+class PoolUsage:
+    name: str
+    total: int | None
+    used: int
+    external: int
+
+
+class StateStore:
+    """Typed access to the driver's SQLite state. Not thread-safe: one owner."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL survives a process crash (kill -9) without losing commits; only an
+        # OS crash or power loss can drop the last transactions.
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA foreign_keys=ON")
+        self._depth = 0
+        with self.transaction():
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self._db.execute(statement)
+            row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if row is None:
+                self._db.execute(
+                    "INSERT INTO meta(key, value) VALUES('schema', ?)", (str(SCHEMA_VERSION),)
+                )
+            elif int(row["value"]) != SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"{path}: state schema {row['value']} is not the supported {SCHEMA_VERSION}"
+                )
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group writes atomically; nested uses join the outer transaction."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        else:
+            self._db.execute("COMMIT")
+        finally:
+            self._depth = 0
+
+    # -- volumes -----------------------------------------------------------------
+
+    def insert_volume(self, volume: Volume) -> Volume:
+        cursor = self._db.execute(
+            "INSERT INTO volumes(id, name, pool, kind, size, allocation, extent_offset,"
+            " access_type, segment, parameters, capabilities, created_at)"
+            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                volume.id,
+                volume.name,
+                volume.pool,
+                volume.kind,
+                volume.size,
+                volume.allocation,
+                volume.offset,
+                volume.access_type.value,
+                _dumps(volume.segment),
+                _dumps(volume.parameters),
+                json.dumps([c.to_json() for c in volume.capabilities]),
+                volume.created_at,
+            ),
+        )
+        self._add_pool_usage(volume.pool, volume.allocation)
+        seq = cursor.lastrowid
+        assert seq is not None
+        return _replace_seq(volume, seq)
+
+    def delete_volume(self, volume: Volume) -> None:
+        self._db.execute("DELETE FROM volumes WHERE id=?", (volume.id,))
+        self._add_pool_usage(volume.pool, -volume.allocation)
+
+    def resize_volume(self, volume: Volume, size: int, allocation: int, offset: int) -> None:
+        self._db.execute(
+            "UPDATE volumes SET size=?, allocation=?, extent_offset=? WHERE id=?",
+            (size, allocation, offset, volume.id),
+        )
+        self._add_pool_usage(volume.pool, allocation - volume.allocation)
+
+    def volume_by_id(self, volume_id: str) -> Volume | None:
+        row = self._db.execute("SELECT * FROM volumes WHERE id=?", (volume_id,)).fetchone()
+        return _volume(row) if row else None
+
+    def volume_by_name(self, name: str) -> Volume | None:
+        row = self._db.execute("SELECT * FROM volumes WHERE name=?", (name,)).fetchone()
+        return _volume(row) if row else None
+
+    def volumes_after(self, seq: int, limit: int | None) -> list[Volume]:
+        """Volumes in creation order with seq > `seq` (keyset pagination)."""
+        query = "SELECT * FROM volumes WHERE seq>? ORDER BY seq"
+        args: tuple[int, ...] = (seq,)
+        if limit:
+            query += " LIMIT ?"
+            args = (seq, limit)
+        return [_volume(row) for row in self._db.execute(query, args)]
+
+    def max_volume_seq(self) -> int:
+        row = self._db.execute("SELECT COALESCE(MAX(seq), 0) AS m FROM volumes").fetchone()
+        return int(row["m"])
+
+    def volume_count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) AS n FROM volumes").fetchone()["n"])
+
+    def allocations(self) -> dict[str, list[tuple[int, int]]]:
+        """(offset, allocation) of every volume, by pool. Read once at start-up."""
+        result: dict[str, list[tuple[int, int]]] = {}
+        for row in self._db.execute("SELECT pool, extent_offset, allocation FROM volumes"):
+            result.setdefault(row["pool"], []).append((row["extent_offset"], row["allocation"]))
+        return result
+
+    def all_volume_ids(self) -> set[str]:
+        return {row["id"] for row in self._db.execute("SELECT id FROM volumes")}
+
+    # -- pools -------------------------------------------------------------------
+
+    def pool_usage(self) -> dict[str, PoolUsage]:
+        return {
+            row["name"]: PoolUsage(row["name"], row["total"], row["used"], row["external"])
+            for row in self._db.execute("SELECT * FROM pools")
+        }
+
+    def set_pool_total(self, name: str, total: int | None) -> None:
+        self._ensure_pool(name)
+        self._db.execute("UPDATE pools SET total=? WHERE name=?", (total, name))
+
+    def set_pool_external(self, name: str, external: int) -> None:
+        self._ensure_pool(name)
+        self._db.execute("UPDATE pools SET external=? WHERE name=?", (external, name))
+
+    def set_pool_used(self, name: str, used: int) -> None:
+        self._ensure_pool(name)
+        self._db.execute("UPDATE pools SET used=? WHERE name=?", (used, name))
+
+    def _add_pool_usage(self, name: str, delta: int) -> None:
+        self._ensure_pool(name)
+        self._db.execute("UPDATE pools SET used=used+? WHERE name=?", (delta, name))
+
+    def _ensure_pool(self, name: str) -> None:
+        self._db.execute("INSERT OR IGNORE INTO pools(name) VALUES(?)", (name,))
+
+    # -- attachments (controller side) --------------------------------------------
+
+    def add_attachment(self, attachment: Attachment) -> None:
+        self._db.execute(
+            "INSERT INTO attachments(volume_id, node_id, readonly, capability) VALUES(?,?,?,?)",
+            (
+                attachment.volume_id,
+                attachment.node_id,
+                int(attachment.readonly),
+                json.dumps(attachment.capability.to_json()),
+            ),
+        )
+
+    def remove_attachment(self, volume_id: str, node_id: str) -> bool:
+        cursor = self._db.execute(
+            "DELETE FROM attachments WHERE volume_id=? AND node_id=?", (volume_id, node_id)
+        )
+        return cursor.rowcount > 0
+
+    def attachments_of_volume(self, volume_id: str) -> list[Attachment]:
+        rows = self._db.execute(
+            "SELECT * FROM attachments WHERE volume_id=? ORDER BY node_id", (volume_id,)
+        )
+        return [_attachment(row) for row in rows]
+
+    def attachment_count_on_node(self, node_id: str) -> int:
+        row = self._db.execute(
+            "SELECT COUNT(*) AS n FROM attachments WHERE node_id=?", (node_id,)
+        ).fetchone()
+        return int(row["n"])
+
+    # -- stagings and publications (node side) ----------------------------------------
+
+    def staging(self, volume_id: str) -> Staging | None:
+        row = self._db.execute("SELECT * FROM stagings WHERE volume_id=?", (volume_id,)).fetchone()
+        if row is None:
+            return None
+        return Staging(
+            row["volume_id"],
+            row["staging_path"],
+            Capability.from_json(json.loads(row["capability"])),
+            row["data_path"],
+        )
+
+    def add_staging(self, staging: Staging) -> None:
+        self._db.execute(
+            "INSERT INTO stagings(volume_id, staging_path, capability, data_path) VALUES(?,?,?,?)",
+            (
+                staging.volume_id,
+                staging.staging_path,
+                json.dumps(staging.capability.to_json()),
+                staging.data_path,
+            ),
+        )
+
+    def remove_staging(self, volume_id: str) -> None:
+        self._db.execute("DELETE FROM stagings WHERE volume_id=?", (volume_id,))
+
+    def publication(self, volume_id: str, target_path: str) -> Publication | None:
+        row = self._db.execute(
+            "SELECT * FROM publications WHERE volume_id=? AND target_path=?",
+            (volume_id, target_path),
+        ).fetchone()
+        return _publication(row) if row else None
+
+    def publications_of_volume(self, volume_id: str) -> list[Publication]:
+        rows = self._db.execute("SELECT * FROM publications WHERE volume_id=?", (volume_id,))
+        return [_publication(row) for row in rows]
+
+    def publications_at(self, target_path: str) -> list[Publication]:
+        rows = self._db.execute("SELECT * FROM publications WHERE target_path=?", (target_path,))
+        return [_publication(row) for row in rows]
+
+    def add_publication(self, publication: Publication) -> None:
+        self._db.execute(
+            "INSERT INTO publications(volume_id, target_path, staging_path, readonly,"
+            " capability, data_path, ephemeral, size) VALUES(?,?,?,?,?,?,?,?)",
+            (
+                publication.volume_id,
+                publication.target_path,
+                publication.staging_path,
+                int(publication.readonly),
+                json.dumps(publication.capability.to_json()),
+                publication.data_path,
+                int(publication.ephemeral),
+                publication.size,
+            ),
+        )
+
+    def remove_publication(self, volume_id: str, target_path: str) -> None:
+        self._db.execute(
+            "DELETE FROM publications WHERE volume_id=? AND target_path=?",
+            (volume_id, target_path),
+        )
+
+    def all_publications(self) -> list[Publication]:
+        return [_publication(row) for row in self._db.execute("SELECT * FROM publications")]
+
+    def all_stagings(self) -> list[Staging]:
+        rows = self._db.execute("SELECT volume_id FROM stagings").fetchall()
+        return [s for row in rows if (s := self.staging(row["volume_id"])) is not None]
+
+
+def _dumps(mapping: Mapping[str, str]) -> str:
+    return json.dumps(dict(mapping), sort_keys=True)
+
+
+def _replace_seq(volume: Volume, seq: int) -> Volume:
+    return replace(volume, seq=seq)
+
+
+def _volume(row: sqlite3.Row) -> Volume:
+    return Volume(
+        id=row["id"],
+        name=row["name"],
+        pool=row["pool"],
+        kind=row["kind"],
+        size=row["size"],
+        allocation=row["allocation"],
+        offset=row["extent_offset"],
+        access_type=AccessType(row["access_type"]),
+        segment=json.loads(row["segment"]),
+        parameters=json.loads(row["parameters"]),
+        capabilities=tuple(Capability.from_json(c) for c in json.loads(row["capabilities"])),
+        created_at=row["created_at"],
+        seq=row["seq"],
+    )
+
+
+def _attachment(row: sqlite3.Row) -> Attachment:
+    return Attachment(
+        volume_id=row["volume_id"],
+        node_id=row["node_id"],
+        readonly=bool(row["readonly"]),
+        capability=Capability.from_json(json.loads(row["capability"])),
+    )
+
+
+def _publication(row: sqlite3.Row) -> Publication:
+    return Publication(
+        volume_id=row["volume_id"],
+        target_path=row["target_path"],
+        staging_path=row["staging_path"],
+        readonly=bool(row["readonly"]),
+        capability=Capability.from_json(json.loads(row["capability"])),
+        data_path=row["data_path"],
+        ephemeral=bool(row["ephemeral"]),
+        size=row["size"],
+    )

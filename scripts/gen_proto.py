@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Generate the Python gRPC bindings for the CSI protocol.
+
+Runs ``grpc_tools.protoc`` on ``proto/csi.proto`` and writes into
+``csi_mock/proto/``:
+
+* ``csi_pb2.py`` / ``csi_pb2_grpc.py``   - protobuf messages and gRPC stubs/servicers
+* ``csi_pb2.pyi`` / ``csi_pb2_grpc.pyi`` - type stubs from mypy-protobuf
+* ``__init__.py``                        - package marker
+
+grpc_tools emits ``import csi_pb2`` in the gRPC modules, which only works when
+the output directory is on ``sys.path``; it is rewritten to a package-relative
+import so that ``from csi_mock.proto import csi_pb2, csi_pb2_grpc`` works.
+
+The output depends only on the proto file and the installed grpcio-tools /
+mypy-protobuf versions, so repeated runs produce identical files.
+
+Usage::
+
+    python scripts/gen_proto.py           # (re)generate csi_mock/proto/
+    python scripts/gen_proto.py --check   # exit 1 if the committed files are stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROTO_DIR = ROOT / "proto"
+PROTO_FILE = PROTO_DIR / "csi.proto"
+OUT_DIR = ROOT / "csi_mock" / "proto"
+
+INIT_PY = '"""Generated CSI v1 protocol bindings (see scripts/gen_proto.py)."""\n'
+
+# Generated files, in the order they are reported.
+GENERATED = ("__init__.py", "csi_pb2.py", "csi_pb2.pyi", "csi_pb2_grpc.py", "csi_pb2_grpc.pyi")
+
+# file name -> (import emitted by the generator, package-relative replacement)
+IMPORT_REWRITES: dict[str, tuple[str, str]] = {
+    "csi_pb2_grpc.py": ("import csi_pb2 as csi__pb2\n", "from . import csi_pb2 as csi__pb2\n"),
+    "csi_pb2_grpc.pyi": ("import csi_pb2 as _csi_pb2\n", "from . import csi_pb2 as _csi_pb2\n"),
+}
+
+REGENERATE_HINT = "run python scripts/gen_proto.py"
+
+
+class GenerationError(Exception):
+    """Raised when protoc or one of its plugins fails or produces unexpected output."""
+
+
+def find_plugin(name: str) -> Path:
+    """Locate a protoc plugin executable installed alongside this interpreter."""
+    candidates = [Path(sysconfig.get_path("scripts")) / name, Path(sys.executable).parent / name]
+    on_path = shutil.which(name)
+    if on_path is not None:
+        candidates.append(Path(on_path))
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise GenerationError(f"protoc plugin {name!r} not found; pip install mypy-protobuf")
+
+
+def run_protoc(out_dir: Path) -> None:
+    """Run protoc with the python, grpc_python, mypy and mypy_grpc generators."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "grpc_tools.protoc",  # adds grpc_tools' bundled google/protobuf/*.proto to -I
+        f"--proto_path={PROTO_DIR}",
+        f"--plugin=protoc-gen-mypy={find_plugin('protoc-gen-mypy')}",
+        f"--plugin=protoc-gen-mypy_grpc={find_plugin('protoc-gen-mypy_grpc')}",
+        f"--python_out={out_dir}",
+        f"--grpc_python_out={out_dir}",
+        f"--mypy_out=quiet:{out_dir}",
+        f"--mypy_grpc_out=quiet:{out_dir}",
+        str(PROTO_FILE),
+    ]
+    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise GenerationError(
+            f"protoc failed (exit {result.returncode}):\n{result.stderr or result.stdout}"
+        )
+
+
+def fix_imports(out_dir: Path) -> None:
+    """Rewrite the top-level ``import csi_pb2`` in the gRPC modules to a relative import."""
+    for name, (old, new) in IMPORT_REWRITES.items():
+        path = out_dir / name
+        text = path.read_text(encoding="utf-8")
+        if text.count(old) != 1:
+            raise GenerationError(f"{name}: expected exactly one {old.strip()!r} to rewrite")
+        path.write_text(text.replace(old, new), encoding="utf-8", newline="\n")
+
+
+def generate(out_dir: Path) -> None:
+    """Generate all files listed in GENERATED into ``out_dir``."""
+    run_protoc(out_dir)
+    fix_imports(out_dir)
+    (out_dir / "__init__.py").write_text(INIT_PY, encoding="utf-8", newline="\n")
+    missing = [name for name in GENERATED if not (out_dir / name).is_file()]
+    if missing:
+        raise GenerationError(f"protoc did not produce: {', '.join(missing)}")
+
+
+def stale_files(fresh_dir: Path, target_dir: Path) -> list[str]:
+    """Names of generated files that are missing from or differ in ``target_dir``."""
+    stale = []
+    for name in GENERATED:
+        target = target_dir / name
+        if not target.is_file() or target.read_bytes() != (fresh_dir / name).read_bytes():
+            stale.append(name)
+    return stale
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Generate csi_mock/proto/ from proto/csi.proto.")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="do not write; exit 1 if the files in csi_mock/proto/ are out of date",
+    )
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="gen_proto_") as tmp:
+        fresh_dir = Path(tmp)
+        try:
+            generate(fresh_dir)
+        except GenerationError as exc:
+            print(f"gen_proto: error: {exc}", file=sys.stderr)
+            return 2
+
+        stale = stale_files(fresh_dir, OUT_DIR)
+        rel_out = OUT_DIR.relative_to(ROOT).as_posix()
+        if args.check:
+            if stale:
+                print(
+                    f"gen_proto: generated code in {rel_out}/ is stale or missing: "
+                    f"{', '.join(stale)}\n"
+                    f"  {REGENERATE_HINT} (with grpcio-tools "
+                    f"{metadata.version('grpcio-tools')} installed here) and commit the result",
+                    file=sys.stderr,
+                )
+                return 1
+            print(f"gen_proto: {rel_out}/ is up to date")
+            return 0
+
+        OUT_DIR.mkdir(parents=True, exist_ok=True)
+        for name in stale:
+            shutil.copyfile(fresh_dir / name, OUT_DIR / name)
+        print(f"gen_proto: updated {len(stale)} of {len(GENERATED)} files in {rel_out}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
