@@ -39,7 +39,7 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         if handler is None or handler.unary_unary is None:
             return handler
         service, method = split_method(handler_call_details.method)
-        behaviour: Behaviour = handler.unary_unary
+        behaviour: Behaviour = handler.unary_unary  # type: ignore[assignment]
 
         async def observed(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             record = CallRecord(

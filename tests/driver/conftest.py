@@ -1,0 +1,93 @@
+"""In-process driver fixtures: a real gRPC server on a unix socket in tmp_path."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from csi_mock.config import DriverConfig, validate_config
+from csi_mock.proto import csi_pb2_grpc as pb_grpc
+from csi_mock.server import Driver, DriverServer
+
+
+@dataclass
+class RunningDriver:
+    """A served driver plus typed stubs for its three services."""
+
+    config: DriverConfig
+    server: DriverServer
+    channel: grpc.aio.Channel
+    identity: pb_grpc.IdentityStub
+    controller: pb_grpc.ControllerStub
+    node: pb_grpc.NodeStub
+
+    @property
+    def driver(self) -> Driver:
+        return self.server.driver
+
+
+StartDriver = Callable[..., Awaitable[RunningDriver]]
+
+
+def driver_config(tmp_path: Path, **overrides: Any) -> DriverConfig:
+    """A combined-mode config rooted in tmp_path; keyword arguments replace keys."""
+    data: dict[str, Any] = {
+        "endpoint": f"unix://{tmp_path}/csi.sock",
+        "state_dir": str(tmp_path / "state"),
+        "node": {"id": "node-1", "mount": "directory"},
+        "kinds": {"striped": {"cost": 1}, "mirrored": {"cost": 2}},
+        "pools": [
+            {
+                "name": "node-1",
+                "size": "10Gi",
+                "segment": {"topology.csi-mock.example/node": "node-1"},
+                "max_volume_size": "4Gi",
+            },
+            {
+                "name": "node-2",
+                "size": "20Gi",
+                "segment": {"topology.csi-mock.example/node": "node-2"},
+                "max_volume_size": "8Gi",
+            },
+        ],
+    }
+    data.update(overrides)
+    return validate_config(data)
+
+
+@pytest.fixture
+async def start_driver(tmp_path: Path) -> AsyncIterator[StartDriver]:
+    """Start drivers on demand (`await start_driver(**config_overrides)`); all stop at the end."""
+    running: list[RunningDriver] = []
+
+    async def start(**overrides: Any) -> RunningDriver:
+        config = driver_config(tmp_path, **overrides)
+        server = DriverServer(Driver.open(config))
+        await server.start()
+        channel = grpc.aio.insecure_channel(f"unix://{config.socket_path}")
+        handle = RunningDriver(
+            config=config,
+            server=server,
+            channel=channel,
+            identity=pb_grpc.IdentityStub(channel),
+            controller=pb_grpc.ControllerStub(channel),
+            node=pb_grpc.NodeStub(channel),
+        )
+        running.append(handle)
+        return handle
+
+    yield start
+    for handle in running:
+        await handle.channel.close()
+        await handle.server.stop(grace=1)
+
+
+@pytest.fixture
+async def csi(start_driver: StartDriver) -> RunningDriver:
+    """The default driver: combined mode, two node pools, striped and mirrored kinds."""
+    return await start_driver()

@@ -1,0 +1,67 @@
+import pytest
+
+from csi_mock.model.kind import VolumeKind
+from csi_mock.model.pool import Allocation, Pool, PoolSpec
+
+GI = 2**30
+STRIPED = VolumeKind("striped", 1)
+MIRRORED = VolumeKind("mirrored", 2)
+
+
+def pool(**kwargs: object) -> Pool:
+    spec: dict[str, object] = {"name": "p", "size": 10 * GI}
+    spec.update(kwargs)
+    return Pool(PoolSpec(**spec))  # type: ignore[arg-type]
+
+
+def test_mirrored_kind_sees_half_the_capacity_of_striped() -> None:
+    p = pool()
+    assert p.available_capacity(STRIPED) == 10 * GI
+    assert p.available_capacity(MIRRORED) == 5 * GI
+    assert p.maximum_volume_size(MIRRORED) == 5 * GI
+
+
+def test_maximum_volume_size_is_capped_by_the_per_volume_maximum() -> None:
+    assert pool(max_volume_size=4 * GI).maximum_volume_size(STRIPED) == 4 * GI
+
+
+def test_maximum_volume_size_is_zero_when_free_space_is_below_the_minimum() -> None:
+    p = pool(size=GI, min_volume_size=2 * GI)
+    assert p.maximum_volume_size(STRIPED) == 0
+
+
+def test_contiguous_pool_reports_the_largest_extent_as_maximum() -> None:
+    p = pool(size=10 * GI, allocation=Allocation.CONTIGUOUS)
+    offsets = [p.reserve(2 * GI) for _ in range(5)]
+    assert None not in offsets
+    p.release(offsets[1] or 0, 2 * GI)
+    p.release(offsets[3] or 0, 2 * GI)
+    assert p.available_capacity(STRIPED) == 4 * GI
+    assert p.maximum_volume_size(STRIPED) == 2 * GI
+
+
+def test_external_consumption_reduces_free_space() -> None:
+    p = pool()
+    p.load([], external=3 * GI)
+    assert p.free() == 7 * GI
+
+
+def test_reserve_fails_without_room_and_changes_nothing() -> None:
+    p = pool(size=GI)
+    assert p.reserve(2 * GI) is None
+    assert p.used == 0
+
+
+def test_resize_refuses_to_shrink_below_used_space() -> None:
+    p = pool(size=10 * GI)
+    p.reserve(6 * GI)
+    with pytest.raises(ValueError, match="cannot shrink"):
+        p.resize(5 * GI)
+    p.resize(20 * GI)
+    assert p.free() == 14 * GI
+
+
+def test_size_for_request_rounds_up_to_the_pool_minimum_within_the_limit() -> None:
+    p = pool(min_volume_size=GI)
+    assert p.size_for_request(1, 0) == GI
+    assert p.size_for_request(1, GI // 2) is None

@@ -1,0 +1,38 @@
+import pytest
+
+from csi_mock.model.quantity import INT64_MAX, QuantityError, format_quantity, parse_quantity
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("0", 0),
+        ("1024", 1024),
+        ("10Gi", 10 * 2**30),
+        ("500M", 500 * 10**6),
+        ("1.5Ki", 1536),
+        ("1e3", 1000),
+        ("1k", 1000),
+        ("0.5", 1),  # rounded up to whole bytes, as Kubernetes does
+        (4096, 4096),
+    ],
+)
+def test_parse_quantity_accepts_kubernetes_notation(text: str | int, expected: int) -> None:
+    assert parse_quantity(text) == expected
+
+
+@pytest.mark.parametrize("text", ["-1", "-5Gi", "10Xi", "Gi", "", "1.2.3", "ten", "1e40", "9Ei"])
+def test_parse_quantity_refuses_malformed_negative_or_overflowing(text: str) -> None:
+    with pytest.raises(QuantityError):
+        parse_quantity(text)
+
+
+def test_parse_quantity_refuses_int64_overflow_as_int() -> None:
+    with pytest.raises(QuantityError, match="int64"):
+        parse_quantity(INT64_MAX + 1)
+
+
+def test_format_quantity_uses_the_largest_exact_binary_unit() -> None:
+    assert format_quantity(10 * 2**30) == "10Gi"
+    assert format_quantity(1536) == "1536"
+    assert format_quantity(3 * 2**20) == "3Mi"

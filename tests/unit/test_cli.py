@@ -1,0 +1,82 @@
+import subprocess
+import sys
+
+import pytest
+
+from csi_mock import __version__
+from csi_mock.cli import build_parser, resolve_config
+from csi_mock.config import ConfigError
+
+NODE_KEY = "topology.csi-mock.example/node"
+
+
+def resolve(*argv: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    return resolve_config(build_parser().parse_args(["serve", *argv]), env or {})
+
+
+def test_hostpath_flags_map_to_the_same_meaning() -> None:
+    config = resolve(
+        "--endpoint=unix:///tmp/x.sock",
+        "--nodeid=n1",
+        "--drivername=hostpath.csi.k8s.io",
+        "--statedir=/tmp/state",
+        "--capacity",
+        "fast=10Gi",
+        "--capacity=slow=1Ti",
+        "--max-volume-size=4Gi",
+        "--maxvolumespernode=7",
+        "--attach-limit=3",
+        "--enable-attach",
+        "--enable-topology=true",
+    )
+    assert config.name == "hostpath.csi.k8s.io"
+    assert config.node.max_volumes_per_node == 7
+    assert config.controller.attach_limit == 3
+    assert config.attach_required is True
+    assert [(p.name, p.size, p.kinds) for p in config.pools] == [
+        ("fast", 10 * 2**30, ["fast"]),
+        ("slow", 2**40, ["slow"]),
+    ]
+    assert all(p.segment == {NODE_KEY: "n1"} for p in config.pools)
+    assert all(p.max_volume_size == 4 * 2**30 for p in config.pools)
+
+
+def test_go_style_single_dash_flags_are_accepted() -> None:
+    config = resolve("-nodeid=n2", "-endpoint=unix:///tmp/y.sock")
+    assert config.node.id == "n2"
+
+
+def test_csi_endpoint_environment_variable_is_honoured() -> None:
+    config = resolve("--nodeid=n1", env={"CSI_ENDPOINT": "unix:///tmp/env.sock"})
+    assert config.endpoint == "unix:///tmp/env.sock"
+
+
+def test_topology_off_leaves_capacity_pools_unbound() -> None:
+    config = resolve("--nodeid=n1", "--capacity=fast=1Gi", "--enable-topology=false")
+    assert config.pools[0].segment == {}
+
+
+def test_bad_capacity_flag_names_the_flag() -> None:
+    with pytest.raises(ConfigError, match="--capacity 'fast'"):
+        resolve("--nodeid=n1", "--capacity=fast")
+
+
+def test_serve_exits_2_with_a_message_naming_the_bad_key() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "csi_mock.cli", "serve", "--nodeid=n1", "--endpoint=/rel"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "endpoint: must be unix:///absolute/path.sock" in result.stderr
+
+
+def test_version_flag_prints_the_package_version() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "csi_mock.cli", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.stdout.strip() == f"csi-mock {__version__}"
