@@ -20,7 +20,7 @@ from csi_mock.model.errors import (
     OutOfRange,
 )
 from csi_mock.model.quantity import QuantityError, parse_quantity
-from csi_mock.model.volume import AccessType, Capability
+from csi_mock.model.volume import AccessMode, AccessType, Capability
 from csi_mock.store.sqlite import Publication, Staging, StateStore
 
 EPHEMERAL_SIZE_KEY = "size"
@@ -148,6 +148,13 @@ class Node:
                 )
             self._ensure_published(existing)
             return
+        if capability.access_mode is AccessMode.SINGLE_NODE_SINGLE_WRITER:
+            others = self.store.publications_of_volume(volume_id)
+            if others:
+                raise FailedPrecondition(
+                    f"volume {volume_id} is SINGLE_NODE_SINGLE_WRITER and already published"
+                    f" at {others[0].target_path}"
+                )
         if ephemeral:
             publication = self._ephemeral_publication(
                 volume_id, target_path, capability, readonly, volume_context
@@ -261,9 +268,8 @@ class Node:
     def stats(self, volume_id: str, volume_path: str) -> VolumeStats:
         if not volume_id:
             raise InvalidArgument("volume_id is required")
-        volume_path = checked_path(volume_path, "volume_path")
-        record = self._record_at(volume_id, volume_path)
-        if not os.path.exists(volume_path):
+        record = self._record_at(volume_id, _lookup_path(volume_path))
+        if not os.path.exists(_recorded_path(record)):
             raise NotFound(f"volume_path {volume_path} does not exist")
         data_path = Path(record.data_path)
         total = self._size_of(record)
@@ -283,7 +289,7 @@ class Node:
     def expand(self, volume_id: str, volume_path: str, required: int, limit: int) -> int:
         if not volume_id:
             raise InvalidArgument("volume_id is required")
-        volume_path = checked_path(volume_path, "volume_path")
+        volume_path = _lookup_path(volume_path)
         if required < 0 or limit < 0:
             raise InvalidArgument("capacity_range must not be negative")
         if limit and required > limit:
@@ -337,6 +343,17 @@ class Node:
         if path.is_file():
             return path.stat().st_size
         return self.config.controller.default_volume_size
+
+
+def _lookup_path(path: str) -> str:
+    """A path used only to find a record: anything we did not record is NOT_FOUND."""
+    if not path:
+        raise InvalidArgument("volume_path is required")
+    return os.path.normpath(path) if os.path.isabs(path) else path
+
+
+def _recorded_path(record: Staging | Publication) -> str:
+    return record.target_path if isinstance(record, Publication) else record.staging_path
 
 
 def _remove_mount_point(path: str) -> None:

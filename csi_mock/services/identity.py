@@ -34,9 +34,9 @@ class IdentityServicer(pb_grpc.IdentityServicer):
     async def GetPluginCapabilities(
         self, request: pb.GetPluginCapabilitiesRequest, context: Context
     ) -> pb.GetPluginCapabilitiesResponse:
-        capabilities = []
-        if self._config.mode.controller:
-            capabilities.append(_service(Service.CONTROLLER_SERVICE))
+        # A plugin-wide fact: a node-mode process belongs to a plugin whose controller
+        # runs elsewhere, and sidecars/csi-sanity ask the node socket about it.
+        capabilities = [_service(Service.CONTROLLER_SERVICE)]
         if self._config.topology:
             capabilities.append(_service(Service.VOLUME_ACCESSIBILITY_CONSTRAINTS))
         if self._config.controller.expansion:

@@ -40,7 +40,7 @@ def test_a_pool_serving_an_undefined_kind_is_refused() -> None:
 
 
 def test_node_mode_requires_a_node_id() -> None:
-    with pytest.raises(ConfigError, match="node.id is required"):
+    with pytest.raises(ConfigError, match=r"node\.id is required"):
         validate_config({"mode": "node"})
 
 
