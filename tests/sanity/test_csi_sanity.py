@@ -36,14 +36,16 @@ class Setup:
     split: bool = False
     attach: bool = False
     topology: bool = True
+    attach_limit: int = 0
+    """Also NodeGetInfo's max_volumes_per_node; enables csi-sanity's attach-limit test."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 SETUPS = [
     Setup("combined"),
-    Setup("combined-attach", attach=True),
+    Setup("combined-attach", attach=True, attach_limit=4),
     Setup("split-sockets", split=True),
-    Setup("split-sockets-attach", split=True, attach=True),
+    Setup("split-sockets-attach", split=True, attach=True, attach_limit=4),
     Setup("no-topology", topology=False),
 ]
 
@@ -76,8 +78,8 @@ def driver_config(setup: Setup, root: Path, mode: str, socket: Path) -> dict[str
         "backend_dir": str(root / "volumes"),
         "attach_required": setup.attach,
         "topology": setup.topology,
-        "node": {"id": "node-1"},
-        "controller": {"known_nodes": ["node-1"]},
+        "node": {"id": "node-1", "max_volumes_per_node": setup.attach_limit},
+        "controller": {"known_nodes": ["node-1"], "attach_limit": setup.attach_limit},
         "pools": [{"name": "node-1", "size": "1Ti", "segment": segment}],
         **setup.extra,
     }
@@ -171,11 +173,17 @@ def test_csi_sanity_passes_with_no_failures(setup: Setup, sanity_root: Path) -> 
             "--ginkgo.no-color",
             "--ginkgo.timeout=10m",
         ]
+        if setup.attach_limit:
+            command.append("--csi.testnodevolumeattachlimit")
         if setup.split:
             command.append(f"--csi.controllerendpoint={controller_socket}")
         run = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
         assert report.exists(), f"csi-sanity wrote no report:\n{run.stdout[-3000:]}"
         result = parse_junit(report)
+        keep = os.environ.get("CSI_SANITY_REPORTS")
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            shutil.copy(report, Path(keep) / f"csi-sanity-{setup.name}.xml")
         summary = (
             f"csi-sanity [{setup.name}]: {result.passed} passed, {len(result.failed)} failed,"
             f" {len(result.skipped)} skipped"
