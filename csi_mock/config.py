@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from csi_mock.control.faults import FaultRuleSpec
 from csi_mock.model.pool import Allocation
 from csi_mock.model.quantity import QuantityError, parse_quantity
 
@@ -133,6 +134,23 @@ class ControllerConfig(_Model):
     expansion: bool = True
 
 
+class AdminConfig(_Model):
+    socket: Path | None = None
+    """HTTP/JSON admin API on a unix socket; default <state_dir>/admin.sock. No token."""
+    tcp: str | None = Field(None, pattern=r"^[^\s:]+:[0-9]{1,5}$")
+    """Also listen on host:port (e.g. 0.0.0.0:9809 for the API server's pod proxy)."""
+    token: str | None = Field(None, min_length=16)
+    token_file: Path | None = None
+    """Bearer token required on TCP (read once at start-up)."""
+    journal_size: int = Field(10_000, ge=1, le=1_000_000)
+
+    @model_validator(mode="after")
+    def _check(self) -> AdminConfig:
+        if self.tcp and not (self.token or self.token_file):
+            raise ValueError("admin.tcp needs admin.token or admin.token_file (bearer auth)")
+        return self
+
+
 class DriverConfig(_Model):
     name: str = Field(DEFAULT_DRIVER_NAME, pattern=_DNS_SUBDOMAIN.pattern, max_length=63)
     mode: Mode = Mode.ALL
@@ -149,6 +167,9 @@ class DriverConfig(_Model):
     pools: list[PoolConfig] = Field(default_factory=list)
     node: NodeConfig = Field(default_factory=NodeConfig)
     controller: ControllerConfig = Field(default_factory=ControllerConfig)
+    admin: AdminConfig = Field(default_factory=AdminConfig)
+    faults: list[FaultRuleSpec] = Field(default_factory=list)
+    """Fault rules active from start-up (more can be added through the admin API)."""
     log_level: str = Field("info", pattern="^(debug|info|warning|error)$")
 
     @field_validator("endpoint")
@@ -184,6 +205,10 @@ class DriverConfig(_Model):
     @property
     def socket_path(self) -> Path:
         return Path(self.endpoint[len("unix://") :])
+
+    @property
+    def admin_socket_path(self) -> Path:
+        return self.admin.socket or self.state_dir / "admin.sock"
 
     @property
     def volumes_dir(self) -> Path:

@@ -15,6 +15,9 @@ import grpc
 from csi_mock.backend.controller import Controller
 from csi_mock.backend.node import Node
 from csi_mock.config import DriverConfig, MountMode
+from csi_mock.control.faults import FaultEngine
+from csi_mock.control.journal import Journal
+from csi_mock.control.metrics import Metrics
 from csi_mock.host.backing import BackingStore
 from csi_mock.host.mounts import BindMounter, DirectoryMounter, Mounter
 from csi_mock.observe.calls import JsonLogSink, RecordSink
@@ -45,6 +48,9 @@ class Driver:
     controller: Controller | None
     node: Node | None
     readiness: Readiness = field(default_factory=Readiness)
+    faults: FaultEngine = field(default_factory=FaultEngine)
+    journal: Journal = field(default_factory=Journal)
+    metrics: Metrics = field(default_factory=Metrics)
 
     @classmethod
     def open(cls, config: DriverConfig, mounter: Mounter | None = None) -> Driver:
@@ -55,7 +61,17 @@ class Driver:
         node = None
         if config.mode.node:
             node = Node(config, store, backing, mounter or choose_mounter(config.node.mount))
-        return cls(config=config, store=store, controller=controller, node=node)
+        driver = cls(
+            config=config,
+            store=store,
+            controller=controller,
+            node=node,
+            journal=Journal(config.admin.journal_size),
+            metrics=Metrics(lambda: controller.pools if controller else ()),
+        )
+        for spec in config.faults:
+            driver.faults.add(spec)
+        return driver
 
     def load(self) -> None:
         """Bring accounting and backing files in line with the store, then go ready."""
@@ -76,7 +92,9 @@ class DriverServer:
 
     def __init__(self, driver: Driver, sinks: Sequence[RecordSink] = ()) -> None:
         self.driver = driver
-        self.interceptor = CallInterceptor(driver.readiness, sinks)
+        self.interceptor = CallInterceptor(
+            driver.readiness, [driver.journal, driver.metrics, *sinks], driver.faults
+        )
         self._server = grpc.aio.server(interceptors=[self.interceptor])
         config = driver.config
         pb_grpc.add_IdentityServicer_to_server(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import time
 import uuid
@@ -78,6 +79,8 @@ class Controller:
             for pool in config.effective_pools()
         ]
         self._pools = {pool.name: pool for pool in self.pools}
+        self.attach_limit = config.controller.attach_limit
+        self._frozen: list[Pool] | None = None
 
     # -- start-up --------------------------------------------------------------------
 
@@ -278,7 +281,54 @@ class Controller:
 
     def capacity(self, location: Segment | None, parameters: Mapping[str, str]) -> CapacityReport:
         kind = resolve_kind(parameters, self.kinds, self.config.effective_default_kind)
-        return capacity_at(location, kind, self.pools)
+        return capacity_at(location, kind, self._frozen or self.pools)
+
+    # -- capacity knobs (admin API) -----------------------------------------------------
+
+    @property
+    def capacity_frozen(self) -> bool:
+        return self._frozen is not None
+
+    def freeze_capacity(self) -> None:
+        """Answer GetCapacity from a snapshot of the pools as they are now (stale capacity)."""
+        if self._frozen is None:
+            self._frozen = [copy.deepcopy(pool) for pool in self.pools]
+
+    def unfreeze_capacity(self) -> None:
+        self._frozen = None
+
+    def resize_pool(self, name: str, size: int) -> Pool:
+        pool = self.pool(name)
+        try:
+            pool.resize(size)
+        except ValueError as error:
+            raise FailedPrecondition(str(error)) from None
+        with self.store.transaction():
+            self.store.set_pool_total(name, size)
+        return pool
+
+    def consume_external(self, name: str, amount: int) -> Pool:
+        """Take space outside CSI, as another user of the backend would."""
+        pool = self.pool(name)
+        if amount > pool.free():
+            raise CapacityExhausted(
+                f"pool {name} has {pool.free()} bytes free, cannot consume {amount}"
+            )
+        return self._set_external(pool, pool.external + amount)
+
+    def release_external(self, name: str, amount: int) -> Pool:
+        pool = self.pool(name)
+        if amount > pool.external:
+            raise FailedPrecondition(
+                f"pool {name} has only {pool.external} externally consumed bytes to release"
+            )
+        return self._set_external(pool, pool.external - amount)
+
+    def _set_external(self, pool: Pool, external: int) -> Pool:
+        with self.store.transaction():
+            self.store.set_pool_external(pool.name, external)
+        pool.external = external
+        return pool
 
     def pool(self, name: str) -> Pool:
         pool = self._pools.get(name)
@@ -320,7 +370,7 @@ class Controller:
                 f"volume {volume_id} is {capability.access_mode.name} and already published"
                 f" to {attachments[0].node_id}"
             )
-        limit = self.config.controller.attach_limit
+        limit = self.attach_limit
         if limit and self.store.attachment_count_on_node(node_id) >= limit:
             raise CapacityExhausted(f"node {node_id} reached its attach limit of {limit} volumes")
         with self.store.transaction():

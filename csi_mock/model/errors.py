@@ -39,3 +39,11 @@ class Aborted(DomainError):
 
 class Unavailable(DomainError):
     """The driver is not ready yet (state still loading)."""
+
+
+class InjectedFault(DomainError):
+    """A fault rule's error: carries the status code the rule names."""
+
+    def __init__(self, code: object, message: str) -> None:
+        super().__init__(message)
+        self.code = code

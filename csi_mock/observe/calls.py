@@ -34,6 +34,7 @@ class CallRecord:
     message: str = ""
     duration_ms: float = 0.0
     fault: str | None = None
+    seq: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
@@ -61,7 +62,25 @@ def key_fields(request: Message) -> dict[str, Any]:
         "accessible_topology"
     ):
         found["topology"] = dict(request.accessible_topology.segments)  # type: ignore[attr-defined]
+    if "accessibility_requirements" in descriptor.fields_by_name and request.HasField(
+        "accessibility_requirements"
+    ):
+        requirements = request.accessibility_requirements  # type: ignore[attr-defined]
+        for kind in ("requisite", "preferred"):
+            segments = [dict(t.segments) for t in getattr(requirements, kind)]
+            if segments:
+                found[kind] = segments
     return found
+
+
+def request_segments(fields: dict[str, Any]) -> list[dict[str, str]]:
+    """Every topology segment a request names (GetCapacity's, CreateVolume's)."""
+    segments: list[dict[str, str]] = []
+    if "topology" in fields:
+        segments.append(fields["topology"])
+    segments.extend(fields.get("requisite", []))
+    segments.extend(fields.get("preferred", []))
+    return segments
 
 
 def split_method(full_method: str) -> tuple[str, str]:

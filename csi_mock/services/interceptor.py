@@ -6,16 +6,21 @@ times each call and hands a CallRecord to every sink (JSON log, journal, metrics
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import grpc
+from google.protobuf.message import Message
 
-from csi_mock.model.errors import Unavailable
+from csi_mock.control.faults import FaultEngine, FaultRuleSpec
+from csi_mock.model.errors import InjectedFault, Unavailable
 from csi_mock.observe.calls import CallRecord, RecordSink, key_fields, split_method
 from csi_mock.services.readiness import Readiness
 from csi_mock.services.status import status_of
+
+HANG_WITHOUT_DEADLINE = 3600.0
 
 if TYPE_CHECKING:
     Handler = grpc.RpcMethodHandler[Any, Any]
@@ -23,9 +28,15 @@ Behaviour = Callable[[Any, grpc.aio.ServicerContext[Any, Any]], Awaitable[Any]]
 
 
 class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
-    def __init__(self, readiness: Readiness, sinks: Sequence[RecordSink]) -> None:
+    def __init__(
+        self,
+        readiness: Readiness,
+        sinks: Sequence[RecordSink],
+        faults: FaultEngine | None = None,
+    ) -> None:
         self._readiness = readiness
         self._sinks = list(sinks)
+        self._faults = faults
 
     def add_sink(self, sink: RecordSink) -> None:
         self._sinks.append(sink)
@@ -49,7 +60,15 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             try:
                 if service != "Identity" and not self._readiness.ready:
                     raise Unavailable(self._readiness.failure or "driver state is still loading")
-                return await behaviour(request, context)
+                rule = self._faults.select(method, record.request) if self._faults else None
+                if rule is None:
+                    return await behaviour(request, context)
+                record.fault = rule.id
+                await apply_before(rule.spec, context)
+                response = await behaviour(request, context)
+                if rule.spec.override:
+                    apply_overrides(response, rule.spec.override)
+                return response
             except Exception as error:
                 if isinstance(error, grpc.aio.AbortError):
                     record.code = context.code().name if context.code() else "UNKNOWN"
@@ -67,3 +86,26 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )
+
+
+async def apply_before(spec: FaultRuleSpec, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+    """Delay, hang or fail before the real handler runs."""
+    if spec.delay:
+        await asyncio.sleep(spec.delay)
+    if spec.hang:
+        remaining = context.time_remaining()
+        # Past the caller's deadline gRPC cancels this task; without one, hang a long time.
+        await asyncio.sleep(remaining + 1 if remaining is not None else HANG_WITHOUT_DEADLINE)
+        raise InjectedFault(grpc.StatusCode.DEADLINE_EXCEEDED, "injected hang ended")
+    if spec.error is not None:
+        raise InjectedFault(spec.error.status, spec.error.message)
+
+
+def apply_overrides(response: Message, override: dict[str, Any]) -> None:
+    """Set response fields; wrapper types (Int64Value...) get their `value` set."""
+    for name, value in override.items():
+        field = response.DESCRIPTOR.fields_by_name[name]
+        if field.message_type is not None and "value" in field.message_type.fields_by_name:
+            getattr(response, name).value = value
+        else:
+            setattr(response, name, value)

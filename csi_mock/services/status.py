@@ -21,6 +21,8 @@ STATUS_OF_ERROR: dict[type[errors.DomainError], grpc.StatusCode] = {
 
 def status_of(error: BaseException) -> tuple[grpc.StatusCode, str]:
     """The status code and message a failed call reports for `error`."""
+    if isinstance(error, errors.InjectedFault) and isinstance(error.code, grpc.StatusCode):
+        return error.code, str(error)
     for kind in type(error).__mro__:
         code = STATUS_OF_ERROR.get(kind)
         if code is not None:

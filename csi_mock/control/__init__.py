@@ -1,0 +1,1 @@
+"""The control surface: fault rules, capacity knobs, the call journal and metrics."""
