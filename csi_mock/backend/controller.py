@@ -30,7 +30,7 @@ from csi_mock.model.topology import Segment, reachable_from_any
 from csi_mock.model.volume import AccessType, Capability, Volume
 from csi_mock.store.sqlite import Attachment, StateStore
 
-NAME_MAX = 253
+NAME_MAX_BYTES = 128  # CSI: string fields SHALL NOT exceed 128 bytes
 PUBLISH_CONTEXT_NODE = "csi-mock/attached-node"
 PUBLISH_CONTEXT_DEVICE = "csi-mock/device"
 VOLUME_CONTEXT_SIZE = "csi-mock/size"
@@ -118,8 +118,7 @@ class Controller:
     def create_volume(self, request: CreateRequest) -> Volume:
         if not request.name:
             raise InvalidArgument("name is required")
-        if len(request.name) > NAME_MAX or any(ord(c) < 32 for c in request.name):
-            raise InvalidArgument(f"name must be 1..{NAME_MAX} printable characters")
+        check_name(request.name)
         if not request.capabilities:
             raise InvalidArgument("volume_capabilities is required")
         access_type = _single_access_type(request.capabilities)
@@ -212,7 +211,11 @@ class Controller:
     def expand_volume(self, volume_id: str, required: int, limit: int) -> Volume:
         if not volume_id:
             raise InvalidArgument("volume_id is required")
-        if required <= 0:
+        if required < 0 or limit < 0:
+            raise InvalidArgument(
+                "capacity_range: required_bytes and limit_bytes must not be negative"
+            )
+        if required == 0:
             raise InvalidArgument("capacity_range.required_bytes is required")
         validate_range(required, limit)
         volume = self._require(volume_id)
@@ -251,7 +254,8 @@ class Controller:
             raise InvalidArgument("max_entries must not be negative")
         after = 0
         if starting_token:
-            if not starting_token.isdigit() or int(starting_token) > self.store.max_volume_seq():
+            valid = starting_token.isascii() and starting_token.isdigit()
+            if not valid or int(starting_token) > self.store.max_volume_seq():
                 raise Aborted(f"starting_token {starting_token!r} is not valid")
             after = int(starting_token)
         page = self.store.volumes_after(after, max_entries + 1 if max_entries else None)
@@ -365,10 +369,13 @@ class Controller:
                         " with a different capability or readonly flag"
                     )
                 return context
-        if attachments and capability.access_mode.single_node:
+        single = [a for a in attachments if a.capability.access_mode.single_node]
+        if attachments and (capability.access_mode.single_node or single):
+            holder = (single or attachments)[0]
             raise FailedPrecondition(
-                f"volume {volume_id} is {capability.access_mode.name} and already published"
-                f" to {attachments[0].node_id}"
+                f"volume {volume_id} is already published to {holder.node_id}"
+                f" ({holder.capability.access_mode.name}); {capability.access_mode.name}"
+                " cannot share it with another node"
             )
         limit = self.attach_limit
         if limit and self.store.attachment_count_on_node(node_id) >= limit:
@@ -410,6 +417,21 @@ class Controller:
                 return node_id == self.config.node.id
             return True
         return any(fnmatch.fnmatchcase(node_id, pattern) for pattern in patterns)
+
+
+def check_name(name: str) -> None:
+    """CSI names: at most 128 bytes, none of the control characters the spec bans."""
+    if len(name.encode()) > NAME_MAX_BYTES:
+        raise InvalidArgument(f"name is longer than {NAME_MAX_BYTES} bytes")
+    for char in name:
+        if _banned(ord(char)):
+            raise InvalidArgument(f"name contains the banned character U+{ord(char):04X}")
+
+
+def _banned(point: int) -> bool:
+    # Allowed: tab (09), newline (0A) and carriage return (0D); banned: the rest of C0,
+    # DEL and C1 (U+0000-0008, 000B, 000C, 000E-001F, 007F-009F).
+    return (point < 0x20 and point not in (0x09, 0x0A, 0x0D)) or 0x7F <= point <= 0x9F
 
 
 def new_volume_id() -> str:

@@ -24,6 +24,14 @@ from csi_mock.model.volume import AccessMode, AccessType, Capability
 from csi_mock.store.sqlite import Publication, Staging, StateStore
 
 EPHEMERAL_SIZE_KEY = "size"
+# Modes under which a volume may have only one publication on a node (CSI NodePublish).
+_ONE_PUBLICATION_MODES = frozenset(
+    {
+        AccessMode.SINGLE_NODE_WRITER,
+        AccessMode.SINGLE_NODE_READER_ONLY,
+        AccessMode.SINGLE_NODE_SINGLE_WRITER,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -93,7 +101,8 @@ class Node:
             self._ensure_staged(existing)
             return
         data_path = self._backing_path(volume_id, capability.access_type, volume_context)
-        staging = Staging(volume_id, staging_path, capability, str(data_path))
+        size = self._volume_size(volume_id, volume_context, data_path)
+        staging = Staging(volume_id, staging_path, capability, str(data_path), size)
         self._ensure_staged(staging)
         with self.store.transaction():
             self.store.add_staging(staging)
@@ -114,7 +123,7 @@ class Node:
         if staging is None:
             return  # Idempotent.
         if staging.staging_path != staging_path:
-            raise NotFound(f"volume {volume_id} is staged at {staging.staging_path}, not here")
+            return  # Not staged at this path: the spec says OK.
         if self.store.publications_of_volume(volume_id):
             raise FailedPrecondition(f"volume {volume_id} is still published on this node")
         self.mounter.unmount(staging_path)
@@ -148,13 +157,9 @@ class Node:
                 )
             self._ensure_published(existing)
             return
-        if capability.access_mode is AccessMode.SINGLE_NODE_SINGLE_WRITER:
-            others = self.store.publications_of_volume(volume_id)
-            if others:
-                raise FailedPrecondition(
-                    f"volume {volume_id} is SINGLE_NODE_SINGLE_WRITER and already published"
-                    f" at {others[0].target_path}"
-                )
+        if staging_path:
+            staging_path = checked_path(staging_path, "staging_target_path")
+        self._check_second_target(volume_id, capability)
         if ephemeral:
             publication = self._ephemeral_publication(
                 volume_id, target_path, capability, readonly, volume_context
@@ -173,6 +178,24 @@ class Node:
         with self.store.transaction():
             self.store.add_publication(publication)
 
+    def _check_second_target(self, volume_id: str, capability: Capability) -> None:
+        """A volume already published elsewhere on this node may be published again only
+        with the same capability and a mode that allows several publications."""
+        others = self.store.publications_of_volume(volume_id)
+        if not others:
+            return
+        other = others[0]
+        if capability.access_mode in _ONE_PUBLICATION_MODES:
+            raise FailedPrecondition(
+                f"volume {volume_id} is {capability.access_mode.name} and already published"
+                f" at {other.target_path}"
+            )
+        if other.capability != capability:
+            raise FailedPrecondition(
+                f"volume {volume_id} is published at {other.target_path} with another"
+                " volume_capability"
+            )
+
     def _persistent_publication(
         self,
         volume_id: str,
@@ -184,14 +207,20 @@ class Node:
         volume_context: Mapping[str, str],
     ) -> Publication:
         if self.config.node.stage_unstage:
+            if not staging_path:
+                raise FailedPrecondition(
+                    "staging_target_path is required: this plugin stages volumes"
+                    " (STAGE_UNSTAGE_VOLUME)"
+                )
             staging_path = checked_path(staging_path, "staging_target_path")
             staging = self.store.staging(volume_id)
             if staging is None or staging.staging_path != staging_path:
                 raise FailedPrecondition(f"volume {volume_id} is not staged at {staging_path}")
-            data_path = staging.data_path
+            data_path, size = staging.data_path, staging.size
         else:
             self._require_attached(volume_id, publish_context)
-            data_path = str(self._backing_path(volume_id, capability.access_type, volume_context))
+            backing = self._backing_path(volume_id, capability.access_type, volume_context)
+            data_path, size = str(backing), self._volume_size(volume_id, volume_context, backing)
         source = (
             staging_path
             if (self.config.node.stage_unstage and capability.access_type is AccessType.MOUNT)
@@ -204,6 +233,7 @@ class Node:
             readonly=readonly,
             capability=capability,
             data_path=data_path,
+            size=size,
         )
 
     def _ephemeral_publication(
@@ -295,11 +325,16 @@ class Node:
         if limit and required > limit:
             raise OutOfRange(f"required_bytes {required} exceeds limit_bytes {limit}")
         record = self._record_at(volume_id, volume_path)
-        if record.capability.access_type is AccessType.BLOCK and required:
+        if not required:
+            return self._size_of(record)
+        if record.capability.access_type is AccessType.BLOCK:
             path = Path(record.data_path)
             if path.is_file() and path.stat().st_size < required:
                 os.truncate(path, required)
-        return required or self._size_of(record)
+        if required > self._size_of(record):
+            with self.store.transaction():
+                self.store.set_node_volume_size(volume_id, required)
+        return max(required, self._size_of(record))
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -319,7 +354,13 @@ class Node:
         if not is_driver_volume_id(volume_id):
             raise NotFound(f"volume {volume_id!r} does not exist")
         if self.backing.exists(volume_id):
-            return self.backing.path(volume_id)
+            path = self.backing.path(volume_id)
+            actual = AccessType.BLOCK if path.is_file() else AccessType.MOUNT
+            if actual is not access_type:
+                raise FailedPrecondition(
+                    f"volume {volume_id} is a {actual.value} volume, not {access_type.value}"
+                )
+            return path
         if not self.config.node.materialize_missing_volumes:
             raise NotFound(f"volume {volume_id!r} does not exist in {self.backing.root}")
         size = int(volume_context.get(VOLUME_CONTEXT_SIZE, "0") or 0)
@@ -336,12 +377,25 @@ class Node:
             raise NotFound(f"volume {volume_id} is not published or staged at {path}")
         raise NotFound(f"volume {volume_id!r} is not staged or published on this node")
 
+    def _volume_size(
+        self, volume_id: str, volume_context: Mapping[str, str], data_path: Path
+    ) -> int:
+        """The volume's capacity: from the controller's volume_context, the controller's
+        own record (combined mode) or the backing file; 0 when nothing tells."""
+        given = volume_context.get(VOLUME_CONTEXT_SIZE, "")
+        if given.isascii() and given.isdigit():
+            return int(given)
+        volume = self.store.volume_by_id(volume_id)
+        if volume is not None:
+            return volume.size
+        return data_path.stat().st_size if data_path.is_file() else 0
+
     def _size_of(self, record: Staging | Publication) -> int:
-        if isinstance(record, Publication) and record.size:
-            return record.size
         path = Path(record.data_path)
         if path.is_file():
-            return path.stat().st_size
+            return path.stat().st_size  # A block volume's size is its backing file's.
+        if record.size:
+            return record.size
         return self.config.controller.default_volume_size
 
 

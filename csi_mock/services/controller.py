@@ -38,6 +38,10 @@ class ControllerServicer(pb_grpc.ControllerServicer):
     async def CreateVolume(
         self, request: pb.CreateVolumeRequest, context: Context
     ) -> pb.CreateVolumeResponse:
+        if request.mutable_parameters:
+            raise InvalidArgument(
+                "mutable_parameters is not supported (no MODIFY_VOLUME capability)"
+            )
         if request.HasField("volume_content_source"):
             raise InvalidArgument("volume_content_source is not supported (no snapshots/clones)")
         requirements = request.accessibility_requirements
@@ -95,7 +99,6 @@ class ControllerServicer(pb_grpc.ControllerServicer):
             volume_context=request.volume_context,
             volume_capabilities=request.volume_capabilities,
             parameters=request.parameters,
-            mutable_parameters=request.mutable_parameters,
         )
         return pb.ValidateVolumeCapabilitiesResponse(confirmed=confirmed)
 

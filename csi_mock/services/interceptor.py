@@ -69,6 +69,14 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
                 if rule.spec.override:
                     apply_overrides(response, rule.spec.override)
                 return response
+            except asyncio.CancelledError:
+                # gRPC cancels the handler when the caller's deadline passes (a hang ends
+                # here) or the caller goes away: record what the caller saw, not OK.
+                remaining = context.time_remaining()
+                expired = remaining is not None and remaining <= 0
+                record.code = "DEADLINE_EXCEEDED" if expired else "CANCELLED"
+                record.message = "deadline exceeded" if expired else "cancelled by the caller"
+                raise
             except Exception as error:
                 if isinstance(error, grpc.aio.AbortError):
                     record.code = context.code().name if context.code() else "UNKNOWN"

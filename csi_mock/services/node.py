@@ -8,6 +8,7 @@ import grpc
 
 from csi_mock.backend.node import Node
 from csi_mock.config import DriverConfig
+from csi_mock.model.errors import Unimplemented
 from csi_mock.proto import csi_pb2 as pb
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
 from csi_mock.services.convert import capability_from_pb, topology_to_pb
@@ -24,6 +25,7 @@ class NodeServicer(pb_grpc.NodeServicer):
     async def NodeStageVolume(
         self, request: pb.NodeStageVolumeRequest, context: Context
     ) -> pb.NodeStageVolumeResponse:
+        self._require_staging("NodeStageVolume")
         self._node.stage(
             request.volume_id,
             request.staging_target_path,
@@ -36,6 +38,7 @@ class NodeServicer(pb_grpc.NodeServicer):
     async def NodeUnstageVolume(
         self, request: pb.NodeUnstageVolumeRequest, context: Context
     ) -> pb.NodeUnstageVolumeResponse:
+        self._require_staging("NodeUnstageVolume")
         self._node.unstage(request.volume_id, request.staging_target_path)
         return pb.NodeUnstageVolumeResponse()
 
@@ -87,6 +90,8 @@ class NodeServicer(pb_grpc.NodeServicer):
     async def NodeExpandVolume(
         self, request: pb.NodeExpandVolumeRequest, context: Context
     ) -> pb.NodeExpandVolumeResponse:
+        if not self._config.controller.expansion:
+            raise Unimplemented("volume expansion is disabled (controller.expansion: false)")
         size = self._node.expand(
             request.volume_id,
             request.volume_path,
@@ -106,6 +111,10 @@ class NodeServicer(pb_grpc.NodeServicer):
         return pb.NodeGetCapabilitiesResponse(
             capabilities=[pb.NodeServiceCapability(rpc=RPC(type=rpc)) for rpc in rpcs]
         )
+
+    def _require_staging(self, method: str) -> None:
+        if not self._config.node.stage_unstage:
+            raise Unimplemented(f"{method}: staging is disabled (node.stage_unstage: false)")
 
     async def NodeGetInfo(
         self, request: pb.NodeGetInfoRequest, context: Context

@@ -58,7 +58,8 @@ CREATE TABLE IF NOT EXISTS stagings (
     volume_id TEXT PRIMARY KEY,
     staging_path TEXT NOT NULL,
     capability TEXT NOT NULL,
-    data_path TEXT NOT NULL
+    data_path TEXT NOT NULL,
+    size INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS publications (
     volume_id TEXT NOT NULL,
@@ -88,6 +89,7 @@ class Staging:
     staging_path: str
     capability: Capability
     data_path: str
+    size: int = 0
 
 
 @dataclass(frozen=True)
@@ -303,18 +305,26 @@ class StateStore:
             row["staging_path"],
             Capability.from_json(json.loads(row["capability"])),
             row["data_path"],
+            row["size"],
         )
 
     def add_staging(self, staging: Staging) -> None:
         self._db.execute(
-            "INSERT INTO stagings(volume_id, staging_path, capability, data_path) VALUES(?,?,?,?)",
+            "INSERT INTO stagings(volume_id, staging_path, capability, data_path, size)"
+            " VALUES(?,?,?,?,?)",
             (
                 staging.volume_id,
                 staging.staging_path,
                 json.dumps(staging.capability.to_json()),
                 staging.data_path,
+                staging.size,
             ),
         )
+
+    def set_node_volume_size(self, volume_id: str, size: int) -> None:
+        """Record a node-side expansion on the volume's staging and publications."""
+        self._db.execute("UPDATE stagings SET size=? WHERE volume_id=?", (size, volume_id))
+        self._db.execute("UPDATE publications SET size=? WHERE volume_id=?", (size, volume_id))
 
     def remove_staging(self, volume_id: str) -> None:
         self._db.execute("DELETE FROM stagings WHERE volume_id=?", (volume_id,))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+import os
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,3 +93,36 @@ async def start_driver(tmp_path: Path) -> AsyncIterator[StartDriver]:
 async def csi(start_driver: StartDriver) -> RunningDriver:
     """The default driver: combined mode, two node pools, striped and mirrored kinds."""
     return await start_driver()
+
+
+# -- real mounts -------------------------------------------------------------------------
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("root") is not None and os.geteuid() != 0:
+        pytest.skip("needs root for real bind mounts")
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_mounts(tmp_path: Path) -> Iterator[None]:
+    """Safety net: fail a test that leaves mounts below tmp_path, after detaching them.
+
+    Every mount a test makes must be undone by the driver's own NodeUnpublish and
+    NodeUnstage; this only keeps a failing test from leaking mounts into the host.
+    """
+    yield
+    from tests.driver.csi_helpers import mount_points
+
+    root = os.path.realpath(tmp_path)
+    leftovers = [p for p in mount_points() if p == root or p.startswith(root + os.sep)]
+    for point in sorted(set(leftovers), key=len, reverse=True):
+        while point in mount_points():
+            subprocess.run(["umount", "-l", point], check=True)
+    if leftovers:
+        pytest.fail(f"the test left mounts behind (now detached): {sorted(set(leftovers))}")
+
+
+@pytest.fixture
+async def bind_csi(start_driver: StartDriver) -> RunningDriver:
+    """The default driver, but publishing with real bind mounts (needs root)."""
+    return await start_driver(node={"id": "node-1", "mount": "bind"})
