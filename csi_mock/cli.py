@@ -1,4 +1,4 @@
-"""The `csi-mock` command: `serve` runs the driver."""
+"""The `csi-mock` command: `serve` runs the driver, `ctl` controls a running one."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from csi_mock import __version__
+from csi_mock.admin.ctl import add_ctl_parser, run_ctl
 from csi_mock.config import ConfigError, DriverConfig, load_config, validate_config
 from csi_mock.model.quantity import QuantityError, parse_quantity
 
@@ -74,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--log-level", choices=["debug", "info", "warning", "error"], help="log level"
     )
+    add_ctl_parser(commands)
     return parser
 
 
@@ -169,8 +171,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             format="%(message)s",
             stream=sys.stderr,
         )
-        asyncio.run(_serve(config))
+        try:
+            asyncio.run(_serve(config))
+        except ConfigError as error:  # found at start-up, e.g. an unreadable token file
+            print(f"csi-mock: {error}", file=sys.stderr)
+            return 2
         return 0
+    if args.command == "ctl":
+        return run_ctl(args, os.environ)
     parser.error(f"unknown command {args.command}")
     return 2
 

@@ -6,12 +6,12 @@ import asyncio
 import logging
 import os
 import signal
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import grpc
 
+from csi_mock.admin.server import AdminServer
 from csi_mock.backend.controller import Controller
 from csi_mock.backend.node import Node
 from csi_mock.config import DriverConfig, MountMode
@@ -20,6 +20,7 @@ from csi_mock.control.journal import Journal
 from csi_mock.control.metrics import Metrics
 from csi_mock.host.backing import BackingStore
 from csi_mock.host.mounts import BindMounter, DirectoryMounter, Mounter
+from csi_mock.host.paths import remove_stale_socket
 from csi_mock.observe.calls import JsonLogSink, RecordSink
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
 from csi_mock.services.controller import ControllerServicer
@@ -110,7 +111,7 @@ class DriverServer:
 
     async def start(self) -> None:
         self.socket_path.parent.mkdir(parents=True, exist_ok=True)
-        _remove_stale_socket(self.socket_path)
+        remove_stale_socket(self.socket_path)
         self._server.add_insecure_port(f"unix://{self.socket_path}")
         await self._server.start()
         # Serve Identity (Probe says not ready) while the state loads.
@@ -119,31 +120,34 @@ class DriverServer:
     async def stop(self, grace: float = SHUTDOWN_GRACE_SECONDS) -> None:
         """Finish in-flight calls (up to `grace` seconds), then remove the socket."""
         await self._server.stop(grace)
-        _remove_stale_socket(self.socket_path)
+        remove_stale_socket(self.socket_path)
         self.driver.close()
 
     async def wait(self) -> None:
         await self._server.wait_for_termination()
 
 
-def _remove_stale_socket(path: os.PathLike[str]) -> None:
-    try:
-        if stat.S_ISSOCK(os.lstat(path).st_mode):
-            os.unlink(path)
-    except FileNotFoundError:
-        pass
-
-
 async def serve(config: DriverConfig) -> None:
-    """Run until SIGTERM or SIGINT, then shut down gracefully."""
+    """Run until SIGTERM or SIGINT, then shut down gracefully.
+
+    The admin API starts after the gRPC server (state is loaded by then) and stops
+    before it, each letting in-flight requests finish.
+    """
     driver = Driver.open(config)
     server = DriverServer(driver, sinks=[JsonLogSink(logging.getLogger("csi_mock.calls"))])
+    admin = AdminServer(driver)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     await server.start()
+    try:
+        await admin.start()
+    except BaseException:
+        await server.stop()
+        raise
     log.info("serving %s (%s mode) on %s", config.name, config.mode.value, server.socket_path)
     await stop.wait()
     log.info("shutting down")
+    await admin.stop()
     await server.stop()

@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from csi_mock.control.methods import RESPONSE_OF, methods_matching
 from csi_mock.observe.calls import request_segments
@@ -68,22 +75,36 @@ class FaultRuleSpec(BaseModel):
     probability: float = Field(1.0, gt=0, le=1)
     seed: int | None = None
 
+    # Field validators (not one model validator) so that each error's location names
+    # the field: config files and the admin API report it as such.
+    @field_validator("method")
+    @classmethod
+    def _known_method(cls, method: str) -> str:
+        if not methods_matching(method):
+            raise ValueError(f"{method!r} matches no CSI method this driver serves")
+        return method
+
+    @field_validator("override")
+    @classmethod
+    def _known_fields(
+        cls, override: dict[str, int | float | str | bool] | None, info: ValidationInfo
+    ) -> dict[str, int | float | str | bool] | None:
+        if override and info.data.get("error") is not None:
+            raise ValueError("error and override exclude each other")
+        method = info.data.get("method")  # absent when the method itself was invalid
+        for name in override or {}:
+            for matched in methods_matching(method) if method else ():
+                if name not in RESPONSE_OF[matched].fields_by_name:
+                    raise ValueError(
+                        f"{matched} responses have no field {name!r}"
+                        f" (fields: {', '.join(RESPONSE_OF[matched].fields_by_name)})"
+                    )
+        return override
+
     @model_validator(mode="after")
     def _check(self) -> FaultRuleSpec:
-        methods = methods_matching(self.method)
-        if not methods:
-            raise ValueError(f"method: {self.method!r} matches no CSI method this driver serves")
         if self.error is None and not self.delay and not self.hang and not self.override:
             raise ValueError("a rule needs an action: error, delay, hang or override")
-        if self.error is not None and self.override:
-            raise ValueError("error and override exclude each other")
-        for name in self.override or {}:
-            for method in methods:
-                if name not in RESPONSE_OF[method].fields_by_name:
-                    raise ValueError(
-                        f"override: {method} responses have no field {name!r}"
-                        f" (fields: {', '.join(RESPONSE_OF[method].fields_by_name)})"
-                    )
         return self
 
 
@@ -188,8 +209,17 @@ class FaultEngine:
             raise KeyError(f"no rule with id {rule_id!r}") from None
 
     def select(self, method: str, request: Mapping[str, Any]) -> FaultRule | None:
+        """The rule whose fault this call gets, if any.
+
+        Every matching rule counts the match, but rules after the deciding one are not
+        asked to fire: a shadowed rule keeps its `times` budget and its random stream.
+        """
         chosen: FaultRule | None = None
         for rule in list(self._rules.values()):
-            if rule.matches(method, request) and rule.try_fire() and chosen is None:
+            if not rule.matches(method, request):
+                continue
+            if chosen is not None:
+                rule.matched += 1  # shadowed: counted as a match, not asked to fire
+            elif rule.try_fire():
                 chosen = rule
         return chosen

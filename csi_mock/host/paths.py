@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 
 from csi_mock.model.errors import InvalidArgument
 
@@ -32,3 +33,12 @@ def is_driver_volume_id(volume_id: str) -> bool:
 def opaque_id_component(volume_id: str) -> str:
     """A safe directory name for an ID chosen by someone else (inline ephemeral)."""
     return "eph-" + hashlib.sha256(volume_id.encode()).hexdigest()[:32]
+
+
+def remove_stale_socket(path: os.PathLike[str] | str) -> None:
+    """Remove a unix socket left by an earlier run (never a file of another kind)."""
+    try:
+        if stat.S_ISSOCK(os.lstat(path).st_mode):
+            os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,255 @@
+"""The JSON resources of the admin API.
+
+One typed shape per resource: the server builds it from the driver's state (`of`), the
+client parses it back (`from_json`), and `to_json` is exactly what travels, so the two
+sides cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from csi_mock.model.kind import VolumeKind
+from csi_mock.model.pool import Pool
+from csi_mock.model.volume import Volume
+from csi_mock.observe.calls import CallRecord
+
+_T = TypeVar("_T")
+
+TOKEN_HEADER = "X-CSI-Mock-Token"
+"""Carries the TCP token where `Authorization: Bearer` cannot: behind the Kubernetes API
+server's pod proxy, which consumes the Authorization header for its own authentication."""
+
+
+def _known(cls: type[_T], data: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of `data` that are fields of `cls` (a newer server may send more)."""
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return {key: value for key, value in data.items() if key in names}
+
+
+@dataclass(frozen=True)
+class Health:
+    """GET /healthz."""
+
+    ready: bool
+    failure: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Health:
+        return cls(**_known(cls, data))
+
+
+@dataclass(frozen=True)
+class ErrorView:
+    code: str
+    message: str = "injected fault"
+
+
+@dataclass(frozen=True)
+class FaultRuleView:
+    """A fault rule as the API shows it: its spec (defaults filled in) and counters."""
+
+    id: str
+    method: str
+    matched: int = 0
+    fired: int = 0
+    error: ErrorView | None = None
+    delay: float = 0.0
+    hang: bool = False
+    override: dict[str, int | float | str | bool] | None = None
+    volume: str | None = None
+    node: str | None = None
+    parameters: dict[str, str] | None = None
+    topology: dict[str, str] | None = None
+    times: int | None = None
+    skip: int = 0
+    probability: float = 1.0
+    seed: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> FaultRuleView:
+        """Parse FaultRule.describe() output (which leaves default fields out)."""
+        values = _known(cls, data)
+        if values.get("error") is not None:
+            values["error"] = ErrorView(**values["error"])
+        return cls(**values)
+
+    @property
+    def action(self) -> str:
+        """The rule's action in words, e.g. 'error RESOURCE_EXHAUSTED' or 'delay 0.5s'."""
+        parts = []
+        if self.delay:
+            parts.append(f"delay {self.delay:g}s")
+        if self.hang:
+            parts.append("hang")
+        if self.error is not None:
+            parts.append(f"error {self.error.code}")
+        if self.override:
+            parts.append("override " + ",".join(f"{k}={v}" for k, v in self.override.items()))
+        return " + ".join(parts)
+
+
+@dataclass(frozen=True)
+class PoolView:
+    """A pool's live accounting (never the frozen GetCapacity snapshot)."""
+
+    name: str
+    segment: dict[str, str]
+    kinds: list[str]
+    allocation: str
+    total: int
+    used: int
+    external: int
+    free: int
+    largest_free_extent: int
+    max_volume_size: dict[str, int]
+    """The largest volume of each served kind the pool can take now."""
+
+    @classmethod
+    def of(cls, pool: Pool, kinds: Iterable[VolumeKind]) -> PoolView:
+        served = [kind for kind in kinds if pool.serves(kind)]
+        return cls(
+            name=pool.name,
+            segment=dict(pool.segment),
+            kinds=[kind.name for kind in served],
+            allocation=pool.spec.allocation.value,
+            total=pool.total,
+            used=pool.used,
+            external=pool.external,
+            free=pool.free(),
+            largest_free_extent=pool.largest_free_extent(),
+            max_volume_size={kind.name: pool.maximum_volume_size(kind) for kind in served},
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PoolView:
+        return cls(**_known(cls, data))
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The live limits; None where that service does not run in this process."""
+
+    max_volumes_per_node: int | None
+    """NodeGetInfo max_volumes_per_node (0 = no limit)."""
+    attach_limit: int | None
+    """ControllerPublishVolume attachments per node (0 = no limit)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Limits:
+        return cls(**_known(cls, data))
+
+
+@dataclass(frozen=True)
+class AttachmentView:
+    node_id: str
+    readonly: bool
+
+
+@dataclass(frozen=True)
+class VolumeView:
+    """A volume from the state store, with its attachments and node-side use."""
+
+    id: str
+    name: str
+    pool: str
+    kind: str
+    size: int
+    allocation: int
+    access_type: str
+    segment: dict[str, str]
+    parameters: dict[str, str]
+    capabilities: list[dict[str, Any]]
+    created_at: float
+    seq: int
+    attachments: list[AttachmentView] = field(default_factory=list)
+    """ControllerPublishVolume attachments (nodes the volume is published to)."""
+    staging_path: str | None = None
+    """Where this process's node service staged it, if it did."""
+    target_paths: list[str] = field(default_factory=list)
+    """Where this process's node service published it."""
+
+    @classmethod
+    def of(
+        cls,
+        volume: Volume,
+        attachments: Iterable[AttachmentView],
+        staging_path: str | None,
+        target_paths: Sequence[str],
+    ) -> VolumeView:
+        return cls(
+            id=volume.id,
+            name=volume.name,
+            pool=volume.pool,
+            kind=volume.kind,
+            size=volume.size,
+            allocation=volume.allocation,
+            access_type=volume.access_type.value,
+            segment=dict(volume.segment),
+            parameters=dict(volume.parameters),
+            capabilities=[capability.to_json() for capability in volume.capabilities],
+            created_at=volume.created_at,
+            seq=volume.seq,
+            attachments=list(attachments),
+            staging_path=staging_path,
+            target_paths=list(target_paths),
+        )
+
+    @property
+    def published_nodes(self) -> list[str]:
+        return [attachment.node_id for attachment in self.attachments]
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> VolumeView:
+        values = _known(cls, data)
+        values["attachments"] = [AttachmentView(**a) for a in values.get("attachments", [])]
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class VolumePage:
+    """GET /v1/volumes: one page in creation order; `next_after` continues it."""
+
+    volumes: list[VolumeView]
+    next_after: int | None
+    """Pass as `after` for the next page; None on the last page."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "volumes": [volume.to_json() for volume in self.volumes],
+            "next_after": self.next_after,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> VolumePage:
+        return cls(
+            volumes=[VolumeView.from_json(v) for v in data.get("volumes", [])],
+            next_after=data.get("next_after"),
+        )
+
+
+def record_to_json(record: CallRecord) -> dict[str, Any]:
+    """A journal record: the same fields as the driver's JSON log line."""
+    return dataclasses.asdict(record)
+
+
+def record_from_json(data: Mapping[str, Any]) -> CallRecord:
+    return CallRecord(**_known(CallRecord, data))

@@ -1,0 +1,34 @@
+"""The admin API's routes, one module per resource."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from aiohttp import web
+
+from csi_mock.admin.routes.capacity import CapacityRoutes
+from csi_mock.admin.routes.faults import FaultRoutes
+from csi_mock.admin.routes.health import HealthRoutes
+from csi_mock.admin.routes.journal import JournalRoutes
+from csi_mock.admin.routes.limits import LimitsRoutes
+from csi_mock.admin.routes.pools import PoolRoutes
+from csi_mock.admin.routes.volumes import VolumeRoutes
+
+if TYPE_CHECKING:
+    from csi_mock.server import Driver
+
+
+class Routes(Protocol):
+    def register(self, router: web.UrlDispatcher) -> None: ...
+
+
+def all_routes(driver: Driver) -> list[Routes]:
+    return [
+        HealthRoutes(driver),
+        FaultRoutes(driver),
+        PoolRoutes(driver),
+        CapacityRoutes(driver),
+        LimitsRoutes(driver),
+        VolumeRoutes(driver),
+        JournalRoutes(driver),
+    ]

@@ -1,0 +1,52 @@
+"""/v1/limits: NodeGetInfo's max_volumes_per_node and the controller's attach limit."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from csi_mock.admin.inputs import LimitsPatch, read_body
+from csi_mock.admin.resources import Limits
+from csi_mock.admin.routes.running import controller_of, node_of
+
+if TYPE_CHECKING:
+    from csi_mock.server import Driver
+
+
+class LimitsRoutes:
+    def __init__(self, driver: Driver) -> None:
+        self._driver = driver
+
+    def register(self, router: web.UrlDispatcher) -> None:
+        router.add_get("/v1/limits", self.get)
+        router.add_patch("/v1/limits", self.patch)
+
+    async def get(self, request: web.Request) -> web.Response:
+        return self._answer()
+
+    async def patch(self, request: web.Request) -> web.Response:
+        """Set the given limits; both are checked before either changes."""
+        patch = await read_body(request, LimitsPatch)
+        # Look up both services first: a 409 for either must leave both limits as they were.
+        node = (
+            node_of(self._driver, "max_volumes_per_node")
+            if patch.max_volumes_per_node is not None
+            else None
+        )
+        controller = (
+            controller_of(self._driver, "attach_limit") if patch.attach_limit is not None else None
+        )
+        if node is not None and patch.max_volumes_per_node is not None:
+            node.max_volumes_per_node = patch.max_volumes_per_node
+        if controller is not None and patch.attach_limit is not None:
+            controller.attach_limit = patch.attach_limit
+        return self._answer()
+
+    def _answer(self) -> web.Response:
+        driver = self._driver
+        limits = Limits(
+            max_volumes_per_node=driver.node.max_volumes_per_node if driver.node else None,
+            attach_limit=driver.controller.attach_limit if driver.controller else None,
+        )
+        return web.json_response(limits.to_json())
