@@ -20,8 +20,8 @@ lint: install
 	$(PYTHON) -m ruff format --check csi_mock tests scripts benchmarks
 	$(PYTHON) -m mypy
 
-tools:  ## build every pinned external tool into the cache (see docs/toolchain.md)
-	bash scripts/tools.sh build
+tools:  ## build every pinned external tool into the cache (subset: TOOLS="csi-sanity kubectl"; docs/toolchain.md)
+	bash scripts/tools.sh build $(TOOLS)
 
 doctor:  ## list every pinned tool: version, present or missing
 	bash scripts/tools.sh doctor

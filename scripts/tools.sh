@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# Build and inspect the pinned external tools (Kubernetes, etcd, CSI sidecars,
+# csi-sanity, containerd, ...) that the test harness runs.
+#
+#   scripts/tools.sh build [TOOL...]   build all (or some) tools; reuses finished builds
+#   scripts/tools.sh doctor            pinned version / present? / version the binary reports
+#   scripts/tools.sh path [TOOL]       print the bin dir (or the path of one binary)
+#   scripts/tools.sh list              print unit, version and binaries, one unit a line
+#   scripts/tools.sh regen UNIT...     regenerate tools/UNIT/go.mod+go.sum (needs the module proxy)
+#   scripts/tools.sh prune             delete cached builds the current pins no longer use
+#
+# TOOL is a unit name (tools/<unit>/) or the name of a binary it produces.
+# Pins live in tools/<unit>/build.env + go.mod + go.sum. See docs/toolchain.md.
+#
+# Environment:
+#   CSI_MOCK_TOOLS_DIR   cache root (default ~/.cache/csi-mock/tools); the bin dir is
+#                        $CSI_MOCK_TOOLS_DIR/<toolset-id>/bin, finished builds live in
+#                        $CSI_MOCK_TOOLS_DIR/store/<unit>-<version>-<key>/
+#   CSI_MOCK_TOOLS_NICE  niceness for go build (default 10)
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TOOLS_SRC="$REPO/tools"
+ROOT="${CSI_MOCK_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/csi-mock/tools}"
+NICE="${CSI_MOCK_TOOLS_NICE:-10}"
+# Bump when the way binaries are built changes (flags, layout), to invalidate old builds.
+RECIPE=1
+# Build order: csi-sanity first (CI needs it fast), then sidecars, etcd, Kubernetes, the rest.
+UNITS=(csi-sanity csi-provisioner csi-attacher node-driver-registrar livenessprobe
+       etcd kubernetes containerd runc cni-plugins crictl kind hostpathplugin)
+
+export GOTOOLCHAIN=local GOWORK=off
+export GOFLAGS="-mod=readonly -buildvcs=false"
+
+die() { echo "tools.sh: $*" >&2; exit 1; }
+
+GOVERSION=$(go env GOVERSION 2>/dev/null) || die "go not found in PATH"
+
+# load_unit UNIT: sets MODULE VERSION PACKAGES BINARIES CGO LDFLAGS TAGS UNAVAILABLE
+load_unit() {
+  local f="$TOOLS_SRC/$1/build.env"
+  [[ -f $f ]] || die "unknown unit $1 (no $f)"
+  MODULE= VERSION= PACKAGES= BINARIES= CGO=0 LDFLAGS= TAGS= UNAVAILABLE=
+  # shellcheck disable=SC1090
+  source "$f"
+}
+
+# unit_key UNIT: content hash of everything that determines the unit's binaries.
+# (Any change to the text hashed here, even the literal first line, invalidates every cached build.)
+unit_key() {
+  local d="$TOOLS_SRC/$1"
+  {
+    echo "recipe=$RECIPE go=$GOVERSION arch=$(go env GOOS)/$(go env GOARCH) nice-irrelevant"
+    for f in "$d"/build.env "$d"/go.mod "$d"/go.sum "$d"/*.go; do
+      [[ -f $f ]] || continue
+      echo "== ${f##*/}"; cat "$f"
+    done
+  } | sha256sum | cut -c1-16
+}
+
+# Computed once per invocation: key per unit, toolset id over all units.
+declare -A KEY
+toolset_id() {
+  local u all=""
+  for u in "${UNITS[@]}"; do
+    KEY[$u]=$(unit_key "$u")
+    all+="$u=${KEY[$u]};"
+  done
+  TOOLSET="ts-$(printf '%s' "$all" | sha256sum | cut -c1-12)"
+  BIN="$ROOT/$TOOLSET/bin"
+}
+
+store_dir() { load_unit "$1"; echo "$ROOT/store/$1-$VERSION-${KEY[$1]}"; }
+
+# resolve NAME -> unit (accepts unit names and binary names)
+resolve() {
+  local name=$1 u b
+  for u in "${UNITS[@]}"; do [[ $u == "$name" ]] && { echo "$u"; return; }; done
+  for u in "${UNITS[@]}"; do
+    load_unit "$u"
+    for b in $BINARIES; do [[ $b == "$name" ]] && { echo "$u"; return; }; done
+  done
+  die "unknown tool '$name' (try: scripts/tools.sh list)"
+}
+
+# link_unit UNIT: (re)point bin/<binary> symlinks at the unit's store dir, atomically.
+link_unit() {
+  local u=$1 dir b rel
+  dir=$(store_dir "$u")
+  mkdir -p "$BIN"
+  for b in $BINARIES; do
+    rel="../../store/${dir##*/}/$b"
+    ln -sfn "$rel" "$BIN/.$b.tmp.$$"
+    mv -Tf "$BIN/.$b.tmp.$$" "$BIN/$b"
+  done
+}
+
+ldflags_for() {
+  local major minor date v=${VERSION#v}
+  major=${v%%.*}; minor=${v#*.}; minor=${minor%%.*}
+  # Build date = the module version's commit time (reproducible, not "now").
+  date=$(cd "$TOOLS_SRC/$1" && go list -m -f '{{if .Time}}{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}{{end}}' "$MODULE" 2>/dev/null || true)
+  local s=$LDFLAGS
+  s=${s//@VERSION@/$VERSION}; s=${s//@SEMVER@/$v}; s=${s//@MAJOR@/$major}; s=${s//@MINOR@/$minor}; s=${s//@DATE@/${date:-1970-01-01T00:00:00Z}}
+  echo "-s -w $s"
+}
+
+TMPDIR_ACTIVE=""
+cleanup() { [[ -n $TMPDIR_ACTIVE && -d $TMPDIR_ACTIVE ]] && rm -rf "$TMPDIR_ACTIVE"; TMPDIR_ACTIVE=""; }
+
+# build_unit UNIT INDEX TOTAL
+build_unit() {
+  local u=$1 i=$2 n=$3 final tmp pkgs=() p t0 t1 ld b
+  load_unit "$u"
+  if [[ -n $UNAVAILABLE ]]; then
+    echo "[$i/$n] $u $VERSION: UNAVAILABLE - $UNAVAILABLE" >&2
+    SKIPPED+=("$u")
+    return 0
+  fi
+  final=$(store_dir "$u")
+  if [[ -f $final/.complete ]]; then
+    link_unit "$u"
+    echo "[$i/$n] $u $VERSION ($BINARIES): up to date"
+    return 0
+  fi
+  echo "[$i/$n] building $u $VERSION ($BINARIES) ..."
+  for p in $PACKAGES; do
+    case $p in
+      .) pkgs+=(.) ;;
+      /) pkgs+=("$MODULE") ;;
+      *) pkgs+=("$MODULE/$p") ;;
+    esac
+  done
+  mkdir -p "$ROOT/store"
+  tmp=$(mktemp -d "$ROOT/store/.tmp-$u-XXXXXX")
+  TMPDIR_ACTIVE=$tmp
+  ld=$(ldflags_for "$u")
+  t0=$(date +%s)
+  (
+    cd "$TOOLS_SRC/$u"
+    CGO_ENABLED=$CGO nice -n "$NICE" go build -trimpath ${TAGS:+-tags "$TAGS"} \
+      -ldflags "$ld" -o "$tmp/" "${pkgs[@]}"
+  ) || { cleanup; FAILED+=("$u"); echo "[$i/$n] $u: BUILD FAILED" >&2; return 0; }
+  t1=$(date +%s)
+  for b in $BINARIES; do
+    [[ -x $tmp/$b ]] || { cleanup; FAILED+=("$u"); echo "[$i/$n] $u: $b missing after build" >&2; return 0; }
+  done
+  printf 'unit=%s\nversion=%s\nkey=%s\ngo=%s\nbuilt=%s\nseconds=%s\n' \
+    "$u" "$VERSION" "${KEY[$u]}" "$GOVERSION" "$(date -u +%FT%TZ)" "$((t1 - t0))" > "$tmp/.complete"
+  rm -rf "$final"            # only a stale incomplete dir can be here
+  mv -T "$tmp" "$final"      # atomic: the unit appears complete or not at all
+  TMPDIR_ACTIVE=""
+  link_unit "$u"
+  BUILT+=("$u")
+  printf '%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$u" "$VERSION" "$((t1 - t0))" "$GOVERSION" >> "$ROOT/build-times.tsv"
+  echo "[$i/$n] $u $VERSION built in $((t1 - t0))s"
+}
+
+cmd_build() {
+  local sel=() u seen="" i=0 t0 lockfd
+  if (($# == 0)); then sel=("${UNITS[@]}"); else
+    for a in "$@"; do u=$(resolve "$a"); [[ " $seen " == *" $u "* ]] || { sel+=("$u"); seen+=" $u"; }; done
+  fi
+  toolset_id
+  mkdir -p "$ROOT/store" "$BIN"
+  exec {lockfd}>"$ROOT/.lock"
+  flock -n "$lockfd" || { echo "tools.sh: waiting for another build to finish ..." >&2; flock "$lockfd"; }
+  # Leftovers of interrupted builds (we hold the lock, so nobody is writing them).
+  rm -rf "$ROOT"/store/.tmp-* 2>/dev/null || true
+  trap 'cleanup; exit 130' INT TERM
+  trap cleanup EXIT
+  BUILT=() FAILED=() SKIPPED=()
+  t0=$(date +%s)
+  echo "tools: $GOVERSION, toolset $TOOLSET, cache $ROOT"
+  for u in "${sel[@]}"; do
+    i=$((i + 1))
+    build_unit "$u" "$i" "${#sel[@]}"
+  done
+  echo "tools: ${#BUILT[@]} built, ${#FAILED[@]} failed, ${#SKIPPED[@]} unavailable, $(( $(date +%s) - t0 ))s total"
+  ((${#SKIPPED[@]})) && echo "tools: unavailable: ${SKIPPED[*]} (see scripts/tools.sh doctor)"
+  echo "tools: bin dir: $BIN"
+  ((${#FAILED[@]} == 0)) || die "failed: ${FAILED[*]}"
+}
+
+# version_of BINARY PATH: one line, what the binary says about its version.
+version_of() {
+  local b=$1 p=$2 out
+  case $b in
+    kubectl) out=$(timeout 20 "$p" version --client 2>&1 | head -1) ;;
+    kubeadm) out=$(timeout 20 "$p" version -o short 2>&1) ;;
+    kind) out=$(timeout 20 "$p" version 2>&1) ;;
+    csi-sanity) out=$(timeout 20 "$p" -version 2>&1) ;;
+    containerd-shim-runc-v2) out=$(timeout 20 "$p" -v 2>&1 | grep -i version | head -1) ;;
+    bridge|host-local|loopback|portmap) out=$(timeout 20 "$p" </dev/null 2>&1 | head -1) ;;
+    *) out=$(timeout 20 "$p" --version 2>&1 | head -1) ;;
+  esac
+  out=${out//"$p"/$b}
+  echo "${out:-?}" | head -1 | tr -s ' \t' ' '
+}
+
+cmd_doctor() {
+  local u b dir st rep missing=0
+  toolset_id
+  echo "go: $GOVERSION   toolset: $TOOLSET"
+  echo "bin dir: $BIN"
+  printf '%-26s %-22s %-9s %-8s %s\n' TOOL UNIT PINNED STATUS REPORTED
+  for u in "${UNITS[@]}"; do
+    dir=$(store_dir "$u")
+    load_unit "$u"
+    for b in $BINARIES; do
+      if [[ -n $UNAVAILABLE ]]; then
+        printf '%-26s %-22s %-9s %-8s %s\n' "$b" "$u" "$VERSION" unavail "$UNAVAILABLE"
+        continue
+      fi
+      if [[ -f $dir/.complete && -x $dir/$b ]]; then
+        st=present; rep=$(version_of "$b" "$dir/$b")
+      else
+        st=missing; rep="-"; missing=$((missing + 1))
+      fi
+      printf '%-26s %-22s %-9s %-8s %s\n' "$b" "$u" "$VERSION" "$st" "$rep"
+    done
+  done
+  ((missing == 0)) || echo "$missing binaries missing: run 'make tools' (or scripts/tools.sh build TOOL)"
+}
+
+cmd_path() {
+  toolset_id
+  if (($# == 0)); then echo "$BIN"; return; fi
+  local u dir; u=$(resolve "$1")
+  dir=$(store_dir "$u")
+  load_unit "$u"
+  [[ -z $UNAVAILABLE ]] || die "$1 is unavailable: $UNAVAILABLE"
+  if [[ " $BINARIES " == *" $1 "* ]]; then echo "$dir/$1"; else echo "$dir"; fi
+}
+
+cmd_list() {
+  local u
+  for u in "${UNITS[@]}"; do
+    load_unit "$u"
+    printf '%s\t%s\t%s\t%s\n' "$u" "$MODULE" "$VERSION" "$BINARIES${UNAVAILABLE:+	UNAVAILABLE}"
+  done
+}
+
+# prune: delete store entries and toolset dirs the current pins do not use.
+cmd_prune() {
+  local u keep=() d lockfd
+  toolset_id
+  [[ -d $ROOT/store ]] || return 0
+  exec {lockfd}>"$ROOT/.lock"; flock "$lockfd"
+  for u in "${UNITS[@]}"; do keep+=("$(store_dir "$u")"); done
+  for d in "$ROOT"/store/* "$ROOT"/ts-*; do
+    [[ -e $d ]] || continue
+    [[ $d == "$ROOT/$TOOLSET" || " ${keep[*]} " == *" $d "* ]] && continue
+    echo "removing $d"; rm -rf "$d"
+  done
+}
+
+cmd_regen() {
+  local u
+  (($#)) || die "usage: tools.sh regen UNIT..."
+  for u in "$@"; do
+    load_unit "$u"
+    [[ -z $UNAVAILABLE ]] || die "$u is marked unavailable: $UNAVAILABLE"
+    GOFLAGS=-mod=mod python3 "$TOOLS_SRC/genwrap.py" "$TOOLS_SRC/$u"
+  done
+}
+
+case ${1:-} in
+  build) shift; cmd_build "$@" ;;
+  doctor) shift; cmd_doctor "$@" ;;
+  path) shift; cmd_path "$@" ;;
+  list) shift; cmd_list "$@" ;;
+  regen) shift; cmd_regen "$@" ;;
+  prune) shift; cmd_prune "$@" ;;
+  *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
