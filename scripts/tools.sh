@@ -134,6 +134,7 @@ build_unit() {
   mkdir -p "$ROOT/store"
   tmp=$(mktemp -d "$ROOT/store/.tmp-$u-XXXXXX")
   TMPDIR_ACTIVE=$tmp
+  chmod 755 "$tmp"
   ld=$(ldflags_for "$u")
   t0=$(date +%s)
   (
@@ -265,12 +266,19 @@ cmd_regen() {
   done
 }
 
-case ${1:-} in
-  build) shift; cmd_build "$@" ;;
-  doctor) shift; cmd_doctor "$@" ;;
-  path) shift; cmd_path "$@" ;;
-  list) shift; cmd_list "$@" ;;
-  regen) shift; cmd_regen "$@" ;;
-  prune) shift; cmd_prune "$@" ;;
-  *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
-esac
+main() {
+  case ${1:-} in
+    build) shift; cmd_build "$@" ;;
+    doctor) shift; cmd_doctor "$@" ;;
+    path) shift; cmd_path "$@" ;;
+    list) shift; cmd_list "$@" ;;
+    regen) shift; cmd_regen "$@" ;;
+    prune) shift; cmd_prune "$@" ;;
+    *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  esac
+}
+
+# Everything runs from inside main and exits on the same line, so bash never reads
+# past this point of the file: editing (or checking out) this script while a long
+# build runs cannot make the running build execute half-read text.
+main "$@"; exit $?
