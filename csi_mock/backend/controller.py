@@ -7,7 +7,7 @@ import fnmatch
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from csi_mock.backend.parameters import resolve_kind, significant
 from csi_mock.config import DriverConfig
@@ -239,9 +239,7 @@ class Controller:
         with self.store.transaction():
             self.store.resize_volume(volume, required, allocation, offset)
         self.backing.resize(volume.id, required)
-        resized = self.store.volume_by_id(volume_id)
-        assert resized is not None
-        return resized
+        return replace(volume, size=required, allocation=allocation, offset=offset)
 
     def get_volume(self, volume_id: str) -> VolumeStatus:
         if not volume_id:

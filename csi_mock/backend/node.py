@@ -363,8 +363,7 @@ class Node:
             return path
         if not self.config.node.materialize_missing_volumes:
             raise NotFound(f"volume {volume_id!r} does not exist in {self.backing.root}")
-        size = int(volume_context.get(VOLUME_CONTEXT_SIZE, "0") or 0)
-        return self.backing.create(volume_id, access_type, size)
+        return self.backing.create(volume_id, access_type, _context_size(volume_context) or 0)
 
     def _record_at(self, volume_id: str, path: str) -> Staging | Publication:
         publication = self.store.publication(volume_id, path)
@@ -382,9 +381,9 @@ class Node:
     ) -> int:
         """The volume's capacity: from the controller's volume_context, the controller's
         own record (combined mode) or the backing file; 0 when nothing tells."""
-        given = volume_context.get(VOLUME_CONTEXT_SIZE, "")
-        if given.isascii() and given.isdigit():
-            return int(given)
+        given = _context_size(volume_context)
+        if given is not None:
+            return given
         volume = self.store.volume_by_id(volume_id)
         if volume is not None:
             return volume.size
@@ -397,6 +396,12 @@ class Node:
         if record.size:
             return record.size
         return self.config.controller.default_volume_size
+
+
+def _context_size(volume_context: Mapping[str, str]) -> int | None:
+    """The volume size the controller recorded in the volume context, if well formed."""
+    given = volume_context.get(VOLUME_CONTEXT_SIZE, "")
+    return int(given) if given.isascii() and given.isdigit() else None
 
 
 def _lookup_path(path: str) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -101,7 +100,3 @@ class JsonLogSink:
     def __call__(self, record: CallRecord) -> None:
         level = logging.INFO if record.code == "OK" else logging.WARNING
         self._logger.log(level, record.to_json())
-
-
-def now() -> float:
-    return time.time()

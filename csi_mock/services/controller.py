@@ -23,6 +23,7 @@ from csi_mock.proto import csi_pb2_grpc as pb_grpc
 from csi_mock.services.convert import (
     capabilities_from_pb,
     capability_from_pb,
+    optional_capability,
     topology_to_pb,
 )
 
@@ -68,13 +69,8 @@ class ControllerServicer(pb_grpc.ControllerServicer):
         self, request: pb.ControllerPublishVolumeRequest, context: Context
     ) -> pb.ControllerPublishVolumeResponse:
         self._require_attach("ControllerPublishVolume")
-        capability = (
-            capability_from_pb(request.volume_capability, "volume_capability")
-            if request.HasField("volume_capability")
-            else None
-        )
         publish_context = self._controller.publish(
-            request.volume_id, request.node_id, capability, request.readonly
+            request.volume_id, request.node_id, optional_capability(request), request.readonly
         )
         return pb.ControllerPublishVolumeResponse(publish_context=publish_context)
 

@@ -37,9 +37,14 @@ def capabilities_from_pb(
 
 
 def optional_capability(
-    message: pb.VolumeCapability, present: bool, field: str = "volume_capability"
+    request: pb.ControllerPublishVolumeRequest
+    | pb.NodeStageVolumeRequest
+    | pb.NodePublishVolumeRequest,
 ) -> Capability | None:
-    return capability_from_pb(message, field) if present else None
+    """The request's volume_capability, or None when absent (the backend refuses that)."""
+    if not request.HasField("volume_capability"):
+        return None
+    return capability_from_pb(request.volume_capability, "volume_capability")
 
 
 def capability_to_pb(capability: Capability) -> pb.VolumeCapability:

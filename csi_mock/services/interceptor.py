@@ -38,9 +38,6 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         self._sinks = list(sinks)
         self._faults = faults
 
-    def add_sink(self, sink: RecordSink) -> None:
-        self._sinks.append(sink)
-
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Handler]],

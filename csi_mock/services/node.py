@@ -11,7 +11,7 @@ from csi_mock.config import DriverConfig
 from csi_mock.model.errors import Unimplemented
 from csi_mock.proto import csi_pb2 as pb
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
-from csi_mock.services.convert import capability_from_pb, topology_to_pb
+from csi_mock.services.convert import optional_capability, topology_to_pb
 
 Context = grpc.aio.ServicerContext[Any, Any]
 RPC = pb.NodeServiceCapability.RPC
@@ -29,7 +29,7 @@ class NodeServicer(pb_grpc.NodeServicer):
         self._node.stage(
             request.volume_id,
             request.staging_target_path,
-            _capability(request),
+            optional_capability(request),
             dict(request.publish_context),
             dict(request.volume_context),
         )
@@ -49,7 +49,7 @@ class NodeServicer(pb_grpc.NodeServicer):
             request.volume_id,
             request.target_path,
             request.staging_target_path,
-            _capability(request),
+            optional_capability(request),
             request.readonly,
             dict(request.publish_context),
             dict(request.volume_context),
@@ -126,11 +126,3 @@ class NodeServicer(pb_grpc.NodeServicer):
         if info.segment:
             response.accessible_topology.CopyFrom(topology_to_pb(info.segment))
         return response
-
-
-def _capability(
-    request: pb.NodeStageVolumeRequest | pb.NodePublishVolumeRequest,
-) -> Any:
-    if not request.HasField("volume_capability"):
-        return None
-    return capability_from_pb(request.volume_capability, "volume_capability")

@@ -223,9 +223,6 @@ class StateStore:
         row = self._db.execute("SELECT COALESCE(MAX(seq), 0) AS m FROM volumes").fetchone()
         return int(row["m"])
 
-    def volume_count(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) AS n FROM volumes").fetchone()["n"])
-
     def allocations(self) -> dict[str, list[tuple[int, int]]]:
         """(offset, allocation) of every volume, by pool. Read once at start-up."""
         result: dict[str, list[tuple[int, int]]] = {}
@@ -340,10 +337,6 @@ class StateStore:
         rows = self._db.execute("SELECT * FROM publications WHERE volume_id=?", (volume_id,))
         return [_publication(row) for row in rows]
 
-    def publications_at(self, target_path: str) -> list[Publication]:
-        rows = self._db.execute("SELECT * FROM publications WHERE target_path=?", (target_path,))
-        return [_publication(row) for row in rows]
-
     def add_publication(self, publication: Publication) -> None:
         self._db.execute(
             "INSERT INTO publications(volume_id, target_path, staging_path, readonly,"
@@ -365,13 +358,6 @@ class StateStore:
             "DELETE FROM publications WHERE volume_id=? AND target_path=?",
             (volume_id, target_path),
         )
-
-    def all_publications(self) -> list[Publication]:
-        return [_publication(row) for row in self._db.execute("SELECT * FROM publications")]
-
-    def all_stagings(self) -> list[Staging]:
-        rows = self._db.execute("SELECT volume_id FROM stagings").fetchall()
-        return [s for row in rows if (s := self.staging(row["volume_id"])) is not None]
 
 
 def _dumps(mapping: Mapping[str, str]) -> str:
