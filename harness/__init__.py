@@ -1,0 +1,1 @@
+"""Kubernetes storage conformance harness for csi-mock."""
