@@ -1,0 +1,139 @@
+"""``csi-harness``: bring local clusters up and down.
+
+    csi-harness cluster up [--simulated-nodes N] [--zones a,b] [--feature-gates G=true,...]
+                           [--scheduler-config FILE] [--config FILE] [--name NAME]
+    csi-harness cluster status [--json]
+    csi-harness cluster down
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from harness.local.cluster import ClusterUpFailed, LocalCluster, format_teardown
+from harness.local.config import LocalClusterConfig, describe_validation_error
+from harness.local.tools import ToolsMissing
+
+
+class UsageError(Exception):
+    pass
+
+
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    gates: dict[str, bool] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or value.lower() not in ("true", "false") or not name:
+            raise UsageError(f"--feature-gates: {item!r} is not NAME=true|false")
+        gates[name] = value.lower() == "true"
+    return gates
+
+
+def build_config(args: argparse.Namespace) -> LocalClusterConfig:
+    data: dict[str, Any] = {}
+    if args.config is not None:
+        try:
+            loaded = yaml.safe_load(Path(args.config).read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise UsageError(f"--config {args.config}: {exc}") from exc
+        if not isinstance(loaded, dict):
+            raise UsageError(f"--config {args.config}: the top level must be a mapping")
+        data.update(loaded)
+    if args.name is not None:
+        data["name"] = args.name
+    if args.run_dir is not None:
+        data["run_dir"] = args.run_dir
+    if getattr(args, "simulated_nodes", None) is not None:
+        data["simulated_nodes"] = args.simulated_nodes
+    if getattr(args, "zones", None) is not None:
+        data["zones"] = [z for z in args.zones.split(",") if z]
+    if getattr(args, "feature_gates", None):
+        data["feature_gates"] = {**data.get("feature_gates", {}), **parse_feature_gates(args.feature_gates)}
+    if getattr(args, "scheduler_config", None) is not None:
+        try:
+            data["scheduler"] = yaml.safe_load(Path(args.scheduler_config).read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise UsageError(f"--scheduler-config {args.scheduler_config}: {exc}") from exc
+    if getattr(args, "timeout", None) is not None:
+        data["timeout_seconds"] = args.timeout
+    try:
+        return LocalClusterConfig.model_validate(data)
+    except ValidationError as exc:
+        raise UsageError(describe_validation_error(exc, args.config or "arguments")) from exc
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="csi-harness", description="csi-mock conformance harness")
+    commands = parser.add_subparsers(dest="command", required=True)
+    cluster = commands.add_parser("cluster", help="local cluster: real control plane and kubelet")
+    actions = cluster.add_subparsers(dest="action", required=True)
+    for action, text in (("up", "start a cluster"), ("down", "remove a cluster"), ("status", "show it")):
+        sub = actions.add_parser(action, help=text)
+        sub.add_argument("--config", help="YAML file with a LocalClusterConfig (docs/local-cluster.md)")
+        sub.add_argument("--name", help="cluster name (default csi-harness)")
+        sub.add_argument("--run-dir", help="directory of the run (default /var/lib/csi-harness/NAME)")
+        if action == "up":
+            sub.add_argument("--simulated-nodes", type=int, help="simulated nodes besides the kubelet")
+            sub.add_argument("--zones", help="comma-separated zone names assigned round-robin")
+            sub.add_argument("--feature-gates", help="NAME=true|false,... for every component")
+            sub.add_argument("--scheduler-config", help="YAML merged into KubeSchedulerConfiguration")
+            sub.add_argument("--timeout", type=float, help="seconds to wait for readiness (120)")
+        if action == "status":
+            sub.add_argument("--json", action="store_true", help="machine-readable output")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        config = build_config(args)
+    except UsageError as exc:
+        print(f"csi-harness: {exc}", file=sys.stderr)
+        return 2
+    cluster = LocalCluster(config)
+    if args.action == "up":
+        try:
+            result = cluster.up()
+        except (ClusterUpFailed, ToolsMissing) as exc:
+            print(f"csi-harness: {exc}", file=sys.stderr)
+            print("csi-harness: the run is left for inspection; `csi-harness cluster down` removes it",
+                  file=sys.stderr)
+            return 1
+        print(f"export KUBECONFIG={result.kubeconfig}")
+        return 0
+    if args.action == "down":
+        report = cluster.down()
+        print(f"cluster {config.name!r} removed: {format_teardown(report)}", file=sys.stderr)
+        return 1 if report.problems or report.stray_processes else 0
+    status = cluster.status()
+    if args.json:
+        print(json.dumps(status, indent=2))
+    else:
+        _print_status(status)
+    return 0 if status["phase"] == "ready" else 3
+
+
+def _print_status(status: dict[str, Any]) -> None:
+    print(f"cluster {status['cluster']}: {status['phase']} ({status['run_dir']})")
+    if status["phase"] == "absent":
+        return
+    if status.get("ready_after_seconds"):
+        print(f"ready after {status['ready_after_seconds']:.1f}s; KUBECONFIG={status['kubeconfig']}")
+    print("nodes:")
+    for name, node in status["nodes"].items():
+        print(f"  {name:<10} {node['type']:<10} zone={node['zone'] or '-'}")
+    print("processes:")
+    for name, proc in status["processes"].items():
+        state = "running" if proc["running"] else "EXITED"
+        print(f"  {name:<32} pid {proc['pid']:<8} {state:<8} {proc['log']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,250 @@
+"""The driver on the local provider: csi-mock processes and the real CSI sidecars.
+
+* one csi-mock controller (``mode: controller``) with external-provisioner
+  (``--enable-capacity``) and external-attacher, in central mode; or one
+  external-provisioner per node (``--node-deployment``) in distributed mode;
+* one csi-mock node instance per node, serving its CSI socket in the node's
+  kubelet directory and registering through the node's ``plugins_registry``
+  (csi-mock serves the kubelet's plugin-registration service itself);
+* the CSIDriver object and StorageClasses from ``deploy/kubernetes/``.
+
+All processes run under the cluster's Supervisor, so teardown finds them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from lightkube import Client
+from lightkube.codecs import from_dict
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.core_v1 import Namespace
+from lightkube.resources.storage_v1 import CSIDriver, CSIStorageCapacity, StorageClass
+
+from harness.deploy.spec import (
+    DRIVER_NAMESPACE,
+    DriverDeployment,
+    ProvisionerMode,
+    csidriver_object,
+    driver_config_for,
+    storage_class_objects,
+)
+from harness.local.processes import Supervisor
+from harness.local.tools import Tools
+from harness.local.waiting import wait_for
+
+FIELD_MANAGER = "csi-harness"
+
+
+@dataclass(frozen=True)
+class DriverNode:
+    name: str
+    zone: str | None
+    kubelet_root: Path
+    simulated: bool
+
+    @property
+    def csi_socket(self) -> Path:
+        return self.kubelet_root / "plugins" / "csi-mock" / "csi.sock"
+
+    @property
+    def plugins_registry(self) -> Path:
+        return self.kubelet_root / "plugins_registry"
+
+
+class LocalDriver:
+    def __init__(
+        self,
+        spec: DriverDeployment,
+        *,
+        root: Path,
+        tools: Tools,
+        supervisor: Supervisor,
+        nodes: list[DriverNode],
+        kubeconfig: Path,
+        kube: Client,
+        progress: Callable[[str], None] = lambda _: None,
+    ) -> None:
+        self.spec = spec
+        self.root = root
+        self.tools = tools
+        self.supervisor = supervisor
+        self.nodes = nodes
+        self.kubeconfig = kubeconfig
+        self.kube = kube
+        self.progress = progress
+
+    # Paths -----------------------------------------------------------------
+
+    @property
+    def controller_socket(self) -> Path:
+        return self.root / "controller" / "csi.sock"
+
+    def admin_socket(self, instance: str) -> Path:
+        """``instance`` is "controller" or a node name."""
+        return self.root / instance / "admin.sock"
+
+    @property
+    def _topology(self) -> list[tuple[str, str | None]]:
+        return [(n.name, n.zone) for n in self.nodes]
+
+    # Lifecycle -------------------------------------------------------------
+
+    def start(self) -> None:
+        self.apply_objects()
+        self._start_controller()
+        for node in self.nodes:
+            self._start_node(node)
+        self._start_sidecars()
+
+    def stop(self) -> None:
+        """Stop every process of the driver and delete its CSIStorageCapacity objects
+        (they have no owner on this provider)."""
+        for name in [n for n in list(self.supervisor.state.processes) if _is_driver_process(n)]:
+            self.supervisor.stop(name)
+        with contextlib.suppress(ApiError):
+            for capacity in self.kube.list(CSIStorageCapacity, namespace=DRIVER_NAMESPACE):
+                self.kube.delete(CSIStorageCapacity, capacity.metadata.name, namespace=DRIVER_NAMESPACE)  # type: ignore[union-attr]
+
+    def apply_objects(self) -> None:
+        with contextlib.suppress(ApiError):
+            self.kube.create(Namespace.from_dict({"metadata": {"name": DRIVER_NAMESPACE}}))
+        if self.spec.csidriver:
+            # attachRequired is immutable: replace the object when it differs.
+            with contextlib.suppress(ApiError):
+                self.kube.delete(CSIDriver, self.spec.name)
+            wait_for(
+                "the old CSIDriver to be deleted",
+                lambda: (_absent(self.kube, CSIDriver, self.spec.name), None),
+                timeout=10,
+            )
+            self.kube.create(from_dict(csidriver_object(self.spec)))  # type: ignore[arg-type]
+        else:
+            with contextlib.suppress(ApiError):
+                self.kube.delete(CSIDriver, self.spec.name)
+        for obj in storage_class_objects(self.spec):
+            with contextlib.suppress(ApiError):
+                self.kube.delete(StorageClass, obj["metadata"]["name"])
+            wait_for(
+                f"StorageClass {obj['metadata']['name']} to be deleted",
+                lambda name=obj["metadata"]["name"]: (_absent(self.kube, StorageClass, name), None),
+                timeout=10,
+            )
+            self.kube.create(from_dict(obj))  # type: ignore[arg-type]
+
+    def _write_config(self, instance: str, config: dict[str, Any]) -> Path:
+        path = self.root / instance / "config.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        return path
+
+    def _csi_mock(self, process: str, instance: str, config: dict[str, Any], socket: Path) -> None:
+        path = self._write_config(instance, config)
+        self.supervisor.start(process, [sys.executable, "-m", "csi_mock", "serve", f"--config={path}"])
+        wait_for(
+            f"{process} to serve {socket}",
+            lambda: (socket.is_socket(), None),
+            timeout=20,
+            interval=0.05,
+            check=lambda: self.supervisor.check_alive([process]),
+        )
+
+    def _start_controller(self) -> None:
+        directory = self.root / "controller"
+        config = driver_config_for(
+            self.spec,
+            mode="controller",
+            nodes=self._topology,
+            endpoint=f"unix://{self.controller_socket}",
+            state_dir=directory / "state",
+            backend_dir=self.root / "backend",
+            admin={"socket": str(self.admin_socket("controller"))},
+        )
+        self._csi_mock("csi-mock-controller", "controller", config, self.controller_socket)
+
+    def _start_node(self, node: DriverNode) -> None:
+        config = driver_config_for(
+            self.spec,
+            mode="node",
+            nodes=self._topology,
+            node=(node.name, node.zone),
+            endpoint=f"unix://{node.csi_socket}",
+            state_dir=self.root / node.name / "state",
+            backend_dir=self.root / "backend",
+            admin={"socket": str(self.admin_socket(node.name))},
+        )
+        config["node"]["mount"] = "directory" if node.simulated else "bind"
+        config["node"]["registration"] = {"plugins_registry": str(node.plugins_registry)}
+        self._csi_mock(f"csi-mock-node-{node.name}", node.name, config, node.csi_socket)
+
+    def _provisioner_argv(self, csi_socket: Path) -> list[str]:
+        return [
+            self.tools["csi-provisioner"],
+            f"--csi-address={csi_socket}",
+            f"--kubeconfig={self.kubeconfig}",
+            "--leader-election=false",
+            "--enable-capacity",
+            # No pod owns these processes: CSIStorageCapacity objects get no owner.
+            "--capacity-ownerref-level=-1",
+            f"--capacity-poll-interval={self.spec.capacity_poll_interval}",
+            "--kube-api-capacity-qps=50",
+            "--kube-api-capacity-burst=100",
+            "--extra-create-metadata",
+            "--timeout=15s",
+            "--retry-interval-start=500ms",
+            "--retry-interval-max=5s",
+            "--v=4",
+        ]
+
+    def _start_sidecars(self) -> None:
+        env = {"NAMESPACE": DRIVER_NAMESPACE}
+        if self.spec.provisioner_mode is ProvisionerMode.CENTRAL:
+            self.supervisor.start(
+                "csi-provisioner", self._provisioner_argv(self.controller_socket), env=env
+            )
+        else:
+            for node in self.nodes:
+                # A node-deployed provisioner talks to a driver that serves both
+                # controller and node: the node instance's socket plus the shared
+                # controller (csi-mock's CONTROLLER_SERVICE is plugin-wide).
+                argv = self._provisioner_argv(self.controller_socket)
+                argv += ["--node-deployment", "--node-deployment-immediate-binding=false"]
+                self.supervisor.start(
+                    f"csi-provisioner-{node.name}", argv, env={**env, "NODE_NAME": node.name}
+                )
+        self.supervisor.start(
+            "csi-attacher",
+            [
+                self.tools["csi-attacher"],
+                f"--csi-address={self.controller_socket}",
+                f"--kubeconfig={self.kubeconfig}",
+                "--leader-election=false",
+                "--timeout=15s",
+                "--retry-interval-start=500ms",
+                "--retry-interval-max=5s",
+                "--v=4",
+            ],
+        )
+        time.sleep(0.2)
+        self.supervisor.check_alive()
+
+
+def _is_driver_process(name: str) -> bool:
+    return name.startswith(("csi-mock-", "csi-provisioner", "csi-attacher"))
+
+
+def _absent(kube: Client, resource: Any, name: str) -> bool:
+    try:
+        kube.get(resource, name)
+    except ApiError as exc:
+        if exc.status.code == 404:
+            return True
+        raise
+    return False

@@ -1,0 +1,154 @@
+"""What a driver deployment looks like, independent of where it runs.
+
+One ``DriverDeployment`` value describes the driver as a test wants it (pools,
+limits, attach mode, CSIDriver fields); ``driver_config_for`` turns it into the
+csi-mock configuration of the controller and of each node instance, and
+``csidriver_object`` / ``storage_class_objects`` into the Kubernetes objects, read
+from the same manifests (``deploy/kubernetes/``) the in-cluster deployment uses.
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+MANIFEST_DIR = Path(__file__).resolve().parent.parent.parent / "deploy" / "kubernetes"
+DRIVER_NAMESPACE = "csi-mock"
+NODE_TOPOLOGY_KEY = "topology.csi-mock.example/node"
+ZONE_TOPOLOGY_KEY = "topology.csi-mock.example/zone"
+
+
+class ProvisionerMode(enum.StrEnum):
+    CENTRAL = "central"
+    """One external-provisioner next to the csi-mock controller."""
+    DISTRIBUTED = "distributed"
+    """One external-provisioner per node (``--node-deployment``), each with its node's driver."""
+
+
+class DriverDeployment(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "csi-mock.example"
+    csidriver: bool = True
+    """Create the CSIDriver object at all (Kubernetes then defaults to attach required)."""
+    attach_required: bool = False
+    """CSIDriver.spec.attachRequired, and whether csi-mock advertises PUBLISH_UNPUBLISH."""
+    storage_capacity: bool | None = True
+    """CSIDriver.spec.storageCapacity; None leaves the field unset."""
+    node_pool_size: str | None = "10Gi"
+    """A pool on every node, reachable only from it (local disk)."""
+    node_pool_sizes: dict[str, str] = Field(default_factory=dict)
+    """Per-node overrides of node_pool_size, by node name."""
+    zone_pool_size: str | None = None
+    """A pool per zone, reachable from every node of the zone (network-attached)."""
+    max_volume_size: str | None = None
+    max_volumes_per_node: int = Field(32, ge=0)
+    """NodeGetInfo max_volumes_per_node of every node (CSINode allocatable.count); 0: none."""
+    attach_limit: int = Field(0, ge=0)
+    kinds: dict[str, float] = Field(default_factory=lambda: {"striped": 1.0, "mirrored": 2.0})
+    default_kind: str = "striped"
+    provisioner_mode: ProvisionerMode = ProvisionerMode.CENTRAL
+    capacity_poll_interval: str = "2s"
+    storage_classes: list[str] | None = None
+    """Names from deploy/kubernetes/storageclasses.yaml to create; None: all."""
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    """Deep-merged into every csi-mock configuration (e.g. ``{"log_level": "debug"}``)."""
+
+    def pool_configs(self, nodes: list[tuple[str, str | None]]) -> list[dict[str, Any]]:
+        """Pools of the whole deployment; ``nodes`` is (node name, zone) pairs."""
+        pools: list[dict[str, Any]] = []
+        for node, _zone in nodes:
+            size = self.node_pool_sizes.get(node, self.node_pool_size)
+            if size is not None:
+                pools.append(self._pool(f"{node}-local", size, {NODE_TOPOLOGY_KEY: node}))
+        if self.zone_pool_size is not None:
+            for zone in sorted({z for _, z in nodes if z is not None}):
+                pools.append(self._pool(f"{zone}-shared", self.zone_pool_size, {ZONE_TOPOLOGY_KEY: zone}))
+        return pools
+
+    def _pool(self, name: str, size: str, segment: dict[str, str]) -> dict[str, Any]:
+        pool: dict[str, Any] = {"name": name, "size": size, "segment": segment}
+        if self.max_volume_size is not None:
+            pool["max_volume_size"] = self.max_volume_size
+        return pool
+
+
+def node_segment(node: str, zone: str | None) -> dict[str, str]:
+    segment = {NODE_TOPOLOGY_KEY: node}
+    if zone is not None:
+        segment[ZONE_TOPOLOGY_KEY] = zone
+    return segment
+
+
+def driver_config_for(
+    spec: DriverDeployment,
+    *,
+    mode: str,
+    nodes: list[tuple[str, str | None]],
+    node: tuple[str, str | None] | None = None,
+    **paths: Any,
+) -> dict[str, Any]:
+    """The csi-mock configuration (as a YAML-ready mapping) of one driver process."""
+    config: dict[str, Any] = {
+        "name": spec.name,
+        "mode": mode,
+        "attach_required": spec.attach_required,
+        "node_topology_key": NODE_TOPOLOGY_KEY,
+        "kinds": {k: {"cost": v} for k, v in spec.kinds.items()},
+        "default_kind": spec.default_kind,
+        "pools": spec.pool_configs(nodes),
+        "controller": {"attach_limit": spec.attach_limit},
+        **{k: str(v) if isinstance(v, Path) else v for k, v in paths.items()},
+    }
+    if node is not None:
+        name, zone = node
+        config["node"] = {
+            "id": name,
+            "segment": node_segment(name, zone),
+            "max_volumes_per_node": spec.max_volumes_per_node,
+        }
+    return deep_merge(config, spec.overrides)
+
+
+def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _manifests(file_name: str) -> list[dict[str, Any]]:
+    path = MANIFEST_DIR / file_name
+    try:
+        return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+    except OSError as exc:
+        raise RuntimeError(f"cannot read the driver manifests: {exc}") from exc
+
+
+def csidriver_object(spec: DriverDeployment) -> dict[str, Any]:
+    (obj,) = _manifests("csidriver.yaml")
+    obj["metadata"]["name"] = spec.name
+    obj["spec"]["attachRequired"] = spec.attach_required
+    if spec.storage_capacity is None:
+        obj["spec"].pop("storageCapacity", None)
+    else:
+        obj["spec"]["storageCapacity"] = spec.storage_capacity
+    return obj
+
+
+def storage_class_objects(spec: DriverDeployment) -> list[dict[str, Any]]:
+    objects = []
+    for obj in _manifests("storageclasses.yaml"):
+        if spec.storage_classes is not None and obj["metadata"]["name"] not in spec.storage_classes:
+            continue
+        obj["provisioner"] = spec.name
+        objects.append(obj)
+    return objects

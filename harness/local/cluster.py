@@ -1,0 +1,442 @@
+"""The ``local`` provider: a real Kubernetes control plane, a real kubelet with
+containerd and runc, simulated nodes and the csi-mock driver with its sidecars, all
+as processes on this host, bound to 127.0.0.1.
+
+``LocalCluster(config).up()`` brings it to Ready (nodes Ready, driver registered on
+every node, capacity published) or fails naming the component and showing its log;
+``down()`` removes every process, mount, cgroup, link and file it made.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import yaml
+from lightkube import Client, KubeConfig
+from lightkube.resources.core_v1 import Node
+from lightkube.resources.storage_v1 import CSINode, CSIStorageCapacity
+
+from harness.deploy.local import DriverNode, LocalDriver
+from harness.deploy.spec import DRIVER_NAMESPACE
+from harness.local import components as c
+from harness.local.config import NODE_TYPE_LABEL, ZONE_LABEL, LocalClusterConfig, NodeSpec, NodeType
+from harness.local.images import ensure_images, import_images
+from harness.local.pki import ClientIdentity, ClusterPKI, create_pki
+from harness.local.processes import ComponentFailed, Supervisor, is_running, log_tail
+from harness.local.state import RunState
+from harness.local.teardown import TeardownReport, teardown
+from harness.local.tools import Tools
+from harness.local.waiting import WaitTimeout, wait_for
+
+KUBERNETES_VERSION = "v1.37.1"
+SIMULATED_CAPACITY = {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+
+
+class ClusterUpFailed(RuntimeError):
+    pass
+
+
+@dataclass
+class Phase:
+    name: str
+    seconds: float
+
+
+@dataclass
+class UpResult:
+    kubeconfig: Path
+    nodes: list[NodeSpec]
+    seconds: float
+    phases: list[Phase] = field(default_factory=list)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((c.LOOPBACK, 0))
+        return int(s.getsockname()[1])
+
+
+def _bridge_name(cluster: str) -> str:
+    return "csih" + hashlib.sha256(cluster.encode()).hexdigest()[:8]
+
+
+class LocalCluster:
+    def __init__(
+        self, config: LocalClusterConfig, progress: Callable[[str], None] | None = None
+    ) -> None:
+        self.config = config
+        self.layout = c.Layout(config.effective_run_dir)
+        self.progress = progress or (lambda message: print(message, file=sys.stderr, flush=True))
+        self.driver: LocalDriver | None = None
+        self._supervisor: Supervisor | None = None
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.layout.kubeconfig
+
+    # up ----------------------------------------------------------------------
+
+    def up(self) -> UpResult:
+        started = time.monotonic()
+        phases: list[Phase] = []
+        mark = started
+
+        def phase(name: str) -> None:
+            nonlocal mark
+            now = time.monotonic()
+            phases.append(Phase(name, now - mark))
+            self.progress(f"  {name:<44} {now - mark:5.1f}s  (total {now - started:5.1f}s)")
+            mark = now
+
+        root = self.layout.root
+        previous = RunState.load(root) if root.exists() else None
+        if root.exists():
+            report = teardown(root, previous)
+            self.progress(f"cleaned up a previous run in {root} ({_summary(report)})")
+        tools = Tools.locate(self.config.tools_bin)
+        root.mkdir(parents=True)
+        state = RunState(run_dir=root, cluster=self.config.name, started_at=time.time())
+        state.cgroup_root = f"/csi-harness/{self.config.name}"
+        state.bridge = _bridge_name(self.config.name)
+        for name in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler"):
+            state.ports[name] = _free_port()
+        nodes = self.config.nodes()
+        for node in nodes:
+            if node.type is NodeType.KUBELET:
+                state.ports[f"kubelet-{node.name}"] = _free_port()
+                state.ports[f"kubelet-healthz-{node.name}"] = _free_port()
+            state.nodes[node.name] = node.model_dump(mode="json")
+        state.save()
+        supervisor = Supervisor(state, self.layout.logs)
+        self._supervisor = supervisor
+        self.progress(f"local cluster {self.config.name!r} in {root}")
+        try:
+            self._bring_up(tools, state, supervisor, nodes, phase)
+        except (ComponentFailed, WaitTimeout, OSError, RuntimeError) as exc:
+            state.phase = "failed"
+            state.save()
+            raise ClusterUpFailed(f"cluster up failed: {exc}\nlogs: {self.layout.logs}") from exc
+        state.phase = "ready"
+        state.ready_after = time.monotonic() - started
+        state.save()
+        self.progress(f"cluster ready in {state.ready_after:.1f}s; KUBECONFIG={self.kubeconfig}")
+        return UpResult(self.kubeconfig, nodes, state.ready_after, phases)
+
+    def _bring_up(
+        self,
+        tools: Tools,
+        state: RunState,
+        supervisor: Supervisor,
+        nodes: list[NodeSpec],
+        phase: Callable[[str], None],
+    ) -> None:
+        layout, config, ports = self.layout, self.config, state.ports
+        kubelet_nodes = [n for n in nodes if n.type is NodeType.KUBELET]
+        pki = self._create_pki(kubelet_nodes)
+        self._write_kubeconfigs(pki, ports["apiserver"], kubelet_nodes)
+        layout.etcd.mkdir(mode=0o700)
+        phase("PKI and kubeconfigs")
+
+        supervisor.start("etcd", c.etcd_argv(tools, layout, ports))
+        for node in kubelet_nodes:
+            self._start_containerd(tools, state, supervisor, node.name)
+        images = ensure_images()
+        phase("etcd and containerd started, images built")
+
+        wait_for(
+            "etcd to report healthy",
+            lambda: _etcd_healthy(ports["etcd"]),
+            timeout=config.timeout_seconds,
+            check=lambda: supervisor.check_alive(["etcd"]),
+        )
+        supervisor.start("kube-apiserver", c.apiserver_argv(tools, config, pki, ports))
+        for node in kubelet_nodes:
+            socket_path = layout.containerd_socket(node.name)
+            wait_for(
+                f"containerd of {node.name} to serve {socket_path}",
+                lambda p=socket_path: (p.is_socket(), None),
+                timeout=config.timeout_seconds,
+                check=lambda n=node.name: supervisor.check_alive([f"containerd-{n}"]),
+            )
+            import_images(Path(tools["ctr"]), str(socket_path), images)
+        phase("images imported into containerd")
+        api = _ApiProbe(ports["apiserver"], pki)
+        wait_for(
+            "kube-apiserver /readyz",
+            api.ready,
+            timeout=config.timeout_seconds,
+            interval=0.2,
+            check=lambda: supervisor.check_alive(["kube-apiserver"]),
+        )
+        phase("kube-apiserver ready")
+
+        (layout.configs / "kube-scheduler.yaml").write_text(
+            yaml.safe_dump(c.scheduler_configuration(config, layout), sort_keys=False)
+        )
+        supervisor.start(
+            "kube-controller-manager", c.controller_manager_argv(tools, config, layout, pki, ports)
+        )
+        supervisor.start("kube-scheduler", c.scheduler_argv(tools, config, layout, ports))
+        for node in kubelet_nodes:
+            self._start_kubelet(tools, state, supervisor, pki, node)
+        simulated = [n for n in nodes if n.type is NodeType.SIMULATED]
+        if simulated:
+            self._start_simulator(supervisor, simulated)
+        kube = Client(KubeConfig.from_file(layout.kubeconfig), field_manager="csi-harness")
+        wait_for(
+            f"{len(nodes)} nodes to be Ready",
+            lambda: _nodes_ready(kube, [n.name for n in nodes]),
+            timeout=config.timeout_seconds,
+            interval=0.25,
+            check=supervisor.check_alive,
+        )
+        phase("nodes Ready")
+
+        self.driver = LocalDriver(
+            config.driver,
+            root=layout.driver,
+            tools=tools,
+            supervisor=supervisor,
+            nodes=[
+                DriverNode(n.name, n.zone, layout.kubelet_root(n.name), n.type is NodeType.SIMULATED)
+                for n in nodes
+            ],
+            kubeconfig=layout.component_kubeconfig("csi-sidecars"),
+            kube=kube,
+        )
+        self.driver.start()
+        phase("driver and sidecars started")
+        self.wait_driver_ready(kube, nodes)
+        phase("driver registered, capacity published")
+
+    def wait_driver_ready(self, kube: Client, nodes: list[NodeSpec]) -> None:
+        """CSINode has the driver on every node and, when the CSIDriver asks for it,
+        external-provisioner has published capacity."""
+        supervisor = self._supervisor
+        check = supervisor.check_alive if supervisor is not None else None
+        driver = self.config.driver
+        wait_for(
+            f"CSINode entries of {driver.name} on {len(nodes)} nodes",
+            lambda: _csinodes_have(kube, driver.name, [n.name for n in nodes]),
+            timeout=self.config.timeout_seconds,
+            interval=0.2,
+            check=check,
+        )
+        if driver.csidriver and driver.storage_capacity:
+            wait_for(
+                "the first CSIStorageCapacity object",
+                lambda: _capacity_published(kube),
+                timeout=self.config.timeout_seconds,
+                interval=0.2,
+                check=check,
+            )
+
+    def _create_pki(self, kubelet_nodes: list[NodeSpec]) -> ClusterPKI:
+        clients = [
+            ClientIdentity("admin", "csi-harness-admin", ("system:masters",)),
+            ClientIdentity("apiserver-kubelet-client", "kube-apiserver-kubelet-client", ("system:masters",)),
+            ClientIdentity("kube-controller-manager", "system:kube-controller-manager"),
+            ClientIdentity("kube-scheduler", "system:kube-scheduler"),
+            # The sidecars and the node simulator act with cluster-admin rights here;
+            # the in-cluster manifests carry their real RBAC.
+            ClientIdentity("csi-sidecars", "csi-harness-sidecars", ("system:masters",)),
+        ]
+        clients += [
+            ClientIdentity(f"kubelet-{n.name}", f"system:node:{n.name}", ("system:nodes",))
+            for n in kubelet_nodes
+        ]
+        return create_pki(self.layout.pki, clients=clients)
+
+    def _write_kubeconfigs(self, pki: ClusterPKI, port: int, kubelet_nodes: list[NodeSpec]) -> None:
+        server = f"https://{c.LOOPBACK}:{port}"
+        c.write_kubeconfig(self.layout.kubeconfig, server=server, ca=pki.ca.cert, client=pki.clients["admin"], user="admin")
+        names = ["kube-controller-manager", "kube-scheduler", "csi-sidecars"]
+        names += [f"kubelet-{n.name}" for n in kubelet_nodes]
+        for name in names:
+            c.write_kubeconfig(
+                self.layout.component_kubeconfig(name), server=server, ca=pki.ca.cert, client=pki.clients[name], user=name
+            )
+
+    def _start_containerd(self, tools: Tools, state: RunState, supervisor: Supervisor, node: str) -> None:
+        layout = self.layout
+        directory = layout.containerd_dir(node)
+        directory.mkdir(parents=True)
+        state.extra_dirs.append(str(layout.shim_socket_dir(node)))
+        state.save()
+        (directory / "config.toml").write_text(c.containerd_config(tools, layout, node))
+        conf_dir = layout.cni_conf_dir(node)
+        conf_dir.mkdir(parents=True)
+        (conf_dir / "10-csi-harness.conflist").write_text(
+            json.dumps(c.cni_config(layout, node, state.bridge), indent=2)
+        )
+        _create_bridge(state.bridge)
+        env = {"PATH": f"{tools.bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+        supervisor.start(f"containerd-{node}", c.containerd_argv(tools, layout, node), env=env)
+
+    def _start_kubelet(
+        self, tools: Tools, state: RunState, supervisor: Supervisor, pki: ClusterPKI, node: NodeSpec
+    ) -> None:
+        layout = self.layout
+        cgroup_root = f"{state.cgroup_root}/{node.name}"
+        _create_cgroup(cgroup_root)
+        layout.kubelet_root(node.name).mkdir(parents=True, exist_ok=True)
+        (layout.configs / f"kubelet-{node.name}.yaml").write_text(
+            yaml.safe_dump(
+                c.kubelet_configuration(self.config, layout, pki, node.name, state.ports, cgroup_root),
+                sort_keys=False,
+            )
+        )
+        labels = {NODE_TYPE_LABEL: NodeType.KUBELET.value}
+        if node.zone:
+            labels[ZONE_LABEL] = node.zone
+        argv = c.kubelet_argv(tools, layout, node.name)
+        argv.append("--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(labels.items())))
+        env = {"PATH": f"{tools.bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+        supervisor.start(f"kubelet-{node.name}", argv, env=env)
+
+    def _start_simulator(self, supervisor: Supervisor, nodes: list[NodeSpec]) -> None:
+        spec = {
+            "kubeconfig": str(self.layout.component_kubeconfig("csi-sidecars")),
+            "kubelet_version": KUBERNETES_VERSION,
+            "nodes": [
+                {
+                    "name": n.name,
+                    "labels": {NODE_TYPE_LABEL: NodeType.SIMULATED.value}
+                    | ({ZONE_LABEL: n.zone} if n.zone else {}),
+                    "plugins_registry": str(self.layout.plugins_registry(n.name)),
+                    "capacity": SIMULATED_CAPACITY,
+                }
+                for n in nodes
+            ],
+        }
+        path = self.layout.configs / "node-simulator.json"
+        path.write_text(json.dumps(spec, indent=2))
+        supervisor.start("node-simulator", [sys.executable, "-m", "harness.local.node_simulator", str(path)])
+
+    # down / status -------------------------------------------------------------
+
+    def down(self) -> TeardownReport:
+        root = self.layout.root
+        state = RunState.load(root) if root.exists() else None
+        return teardown(root, state)
+
+    def status(self) -> dict[str, object]:
+        root = self.layout.root
+        state = RunState.load(root) if root.exists() else None
+        if state is None:
+            return {"cluster": self.config.name, "run_dir": str(root), "phase": "absent"}
+        processes = {
+            name: {"pid": r.pid, "running": is_running(r), "log": r.log}
+            for name, r in sorted(state.processes.items())
+        }
+        return {
+            "cluster": state.cluster,
+            "run_dir": str(root),
+            "phase": state.phase,
+            "ready_after_seconds": state.ready_after,
+            "kubeconfig": str(self.kubeconfig),
+            "nodes": state.nodes,
+            "processes": processes,
+            "ports": state.ports,
+        }
+
+
+class _ApiProbe:
+    def __init__(self, port: int, pki: ClusterPKI) -> None:
+        context = ssl.create_default_context(cafile=str(pki.ca.cert))
+        context.load_cert_chain(str(pki.clients["admin"].cert), str(pki.clients["admin"].key))
+        self.client = httpx.Client(base_url=f"https://{c.LOOPBACK}:{port}", verify=context, timeout=2)
+
+    def ready(self) -> tuple[bool, str]:
+        response = self.client.get("/readyz")
+        return response.status_code == 200, f"HTTP {response.status_code}: {response.text[-300:]}"
+
+
+def _etcd_healthy(port: int) -> tuple[bool, str]:
+    response = httpx.get(f"http://{c.LOOPBACK}:{port}/health", timeout=1)
+    return response.status_code == 200 and '"true"' in response.text, response.text
+
+
+def _nodes_ready(kube: Client, names: list[str]) -> tuple[bool, str]:
+    ready = set()
+    for node in kube.list(Node):
+        conditions = node.status.conditions or [] if node.status else []
+        if any(cond.type == "Ready" and cond.status == "True" for cond in conditions):
+            ready.add(node.metadata.name)  # type: ignore[union-attr]
+    missing = sorted(set(names) - ready)
+    return not missing, f"not Ready yet: {', '.join(missing)}"
+
+
+def _csinodes_have(kube: Client, driver: str, names: list[str]) -> tuple[bool, str]:
+    have = set()
+    for csinode in kube.list(CSINode):
+        if any(d.name == driver for d in csinode.spec.drivers or []):
+            have.add(csinode.metadata.name)  # type: ignore[union-attr]
+    missing = sorted(set(names) - have)
+    return not missing, f"driver not registered on: {', '.join(missing)}"
+
+
+def _capacity_published(kube: Client) -> tuple[bool, str]:
+    objects = list(kube.list(CSIStorageCapacity, namespace=DRIVER_NAMESPACE))
+    return bool(objects), f"{len(objects)} CSIStorageCapacity objects"
+
+
+def _create_cgroup(path: str) -> None:
+    """Create ``path`` in every cgroup v1 hierarchy (the kubelet requires its cgroup
+    root to exist); cpuset directories need cpus and mems copied from the parent."""
+    root = Path("/sys/fs/cgroup")
+    for hierarchy in sorted(root.iterdir()):
+        if hierarchy.name == "unified" or not (hierarchy / "cgroup.procs").exists():
+            continue
+        current = hierarchy
+        for part in path.strip("/").split("/"):
+            parent, current = current, current / part
+            if not current.exists():
+                current.mkdir()
+                for name in ("cpuset.cpus", "cpuset.mems"):
+                    if (parent / name).exists():
+                        (current / name).write_text((parent / name).read_text())
+
+
+def _create_bridge(name: str) -> None:
+    """The pod bridge, created up front with the node's address (c.NODE_IP); the CNI
+    bridge plugin then attaches pods to it."""
+    commands = [
+        ["ip", "link", "add", "name", name, "type", "bridge"],
+        ["ip", "addr", "add", f"{c.NODE_IP}/24", "dev", name],
+        ["ip", "link", "set", name, "up"],
+    ]
+    for command in commands:
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)}: {result.stderr.strip()}")
+
+
+def _summary(report: TeardownReport) -> str:
+    parts = [f"{len(report.stopped)} processes stopped"]
+    if report.killed:
+        parts.append(f"killed after timeout: {', '.join(report.killed)}")
+    if report.stray_processes:
+        parts.append(f"{report.stray_processes} stray processes left")
+    parts.append(f"{report.unmounted} mounts removed")
+    parts += report.problems
+    parts.append(f"{report.seconds:.1f}s")
+    return "; ".join(parts)
+
+
+def format_teardown(report: TeardownReport) -> str:
+    return _summary(report)
+
+
+__all__ = ["ClusterUpFailed", "LocalCluster", "UpResult", "format_teardown", "log_tail"]
