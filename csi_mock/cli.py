@@ -71,6 +71,22 @@ def build_parser() -> argparse.ArgumentParser:
         const=True,
         help="advertise topology (default true)",
     )
+    _flag(
+        serve,
+        "plugins-registry",
+        type=Path,
+        metavar="DIR",
+        help="register with the kubelet through DIR/<drivername>-reg.sock"
+        " (e.g. /var/lib/kubelet/plugins_registry); node and all modes only",
+    )
+    _flag(
+        serve,
+        "kubelet-registration-path",
+        type=Path,
+        metavar="PATH",
+        help="the CSI socket path as the kubelet sees it (default: the --endpoint path);"
+        " enables registration",
+    )
     _flag(serve, "v", help="log verbosity (accepted for compatibility; >=5 means debug)")
     serve.add_argument(
         "--log-level", choices=["debug", "info", "warning", "error"], help="log level"
@@ -93,6 +109,8 @@ def overrides_from_flags(args: argparse.Namespace, env: dict[str, str]) -> dict[
         "enable_attach": "attach_required",
         "enable_topology": "topology",
         "log_level": "log_level",
+        "plugins_registry": "node.registration.plugins_registry",
+        "kubelet_registration_path": "node.registration.kubelet_endpoint",
     }
     for attribute, key in simple.items():
         value = getattr(args, attribute)

@@ -7,6 +7,7 @@ merged into one plain mapping and validated together, so every error names the k
 from __future__ import annotations
 
 import enum
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Annotated, Any
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -112,6 +114,32 @@ class PoolConfig(_Model):
         return self
 
 
+DEFAULT_PLUGINS_REGISTRY = Path("/var/lib/kubelet/plugins_registry")
+UNIX_SOCKET_PATH_MAX = 107
+"""sun_path holds 108 bytes including the terminating NUL."""
+
+
+def _absolute_path(path: Path) -> Path:
+    if str(path).startswith("unix:"):
+        raise ValueError("must be a plain absolute path, without unix://")
+    if not path.is_absolute():
+        raise ValueError("must be an absolute path")
+    return path
+
+
+AbsolutePath = Annotated[Path, AfterValidator(_absolute_path)]
+
+
+class RegistrationConfig(_Model):
+    """Registration with the kubelet's plugin watcher, as node-driver-registrar does it."""
+
+    plugins_registry: AbsolutePath = DEFAULT_PLUGINS_REGISTRY
+    """The directory the kubelet watches; the socket <name>-reg.sock is created in it."""
+    kubelet_endpoint: AbsolutePath | None = None
+    """The CSI socket path as the kubelet sees it (node-driver-registrar's
+    --kubelet-registration-path); default: this process's own socket path."""
+
+
 class NodeConfig(_Model):
     id: str | None = Field(None, min_length=1, max_length=253)
     max_volumes_per_node: int = Field(0, ge=0)
@@ -122,6 +150,8 @@ class NodeConfig(_Model):
     materialize_missing_volumes: bool = False
     """Create a volume's backing directory on first use when the controller's backend
     directory is not shared with this node (e.g. separate kind nodes)."""
+    registration: RegistrationConfig | None = None
+    """Register with the kubelet (replacing node-driver-registrar); None: do not."""
 
 
 class ControllerConfig(_Model):
@@ -198,6 +228,18 @@ class DriverConfig(_Model):
         _validate_segment({self.node_topology_key: "x"})
         if self.node.segment:
             _validate_segment(self.node.segment)
+        if self.node.registration is not None:
+            if not self.mode.node:
+                raise ValueError(
+                    "node.registration needs the node service (mode node or all),"
+                    f" not mode {self.mode.value}"
+                )
+            socket = self.registration_socket_path
+            if socket is not None and len(os.fsencode(socket)) > UNIX_SOCKET_PATH_MAX:
+                raise ValueError(
+                    f"node.registration.plugins_registry: the socket path {str(socket)!r} is"
+                    f" longer than {UNIX_SOCKET_PATH_MAX} bytes, the limit of a unix socket"
+                )
         return self
 
     # -- derived values -------------------------------------------------------------
@@ -205,6 +247,22 @@ class DriverConfig(_Model):
     @property
     def socket_path(self) -> Path:
         return Path(self.endpoint[len("unix://") :])
+
+    @property
+    def registration_socket_path(self) -> Path | None:
+        """<plugins_registry>/<name>-reg.sock, or None when registration is off."""
+        registration = self.node.registration
+        if registration is None:
+            return None
+        return registration.plugins_registry / f"{self.name}-reg.sock"
+
+    @property
+    def kubelet_endpoint(self) -> Path:
+        """The CSI socket path the kubelet is told to dial (PluginInfo.endpoint)."""
+        registration = self.node.registration
+        if registration is not None and registration.kubelet_endpoint is not None:
+            return registration.kubelet_endpoint
+        return self.socket_path
 
     @property
     def admin_socket_path(self) -> Path:

@@ -14,7 +14,7 @@ import grpc
 from csi_mock.admin.server import AdminServer
 from csi_mock.backend.controller import Controller
 from csi_mock.backend.node import Node
-from csi_mock.config import DriverConfig, MountMode
+from csi_mock.config import ConfigError, DriverConfig, MountMode
 from csi_mock.control.faults import FaultEngine
 from csi_mock.control.journal import Journal
 from csi_mock.control.metrics import Metrics
@@ -23,11 +23,13 @@ from csi_mock.host.mounts import BindMounter, DirectoryMounter, Mounter
 from csi_mock.host.paths import remove_stale_socket
 from csi_mock.observe.calls import JsonLogSink, RecordSink
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
+from csi_mock.proto import pluginregistration_pb2_grpc as reg_grpc
 from csi_mock.services.controller import ControllerServicer
 from csi_mock.services.identity import IdentityServicer
 from csi_mock.services.interceptor import CallInterceptor
 from csi_mock.services.node import NodeServicer
 from csi_mock.services.readiness import Readiness
+from csi_mock.services.registration import KubeletRegistration, RegistrationServicer
 from csi_mock.store.sqlite import StateStore
 
 log = logging.getLogger("csi_mock")
@@ -52,6 +54,8 @@ class Driver:
     faults: FaultEngine = field(default_factory=FaultEngine)
     journal: Journal = field(default_factory=Journal)
     metrics: Metrics = field(default_factory=Metrics)
+    registration: KubeletRegistration | None = None
+    """Set when the driver registers itself with the kubelet (node.registration)."""
 
     @classmethod
     def open(cls, config: DriverConfig, mounter: Mounter | None = None) -> Driver:
@@ -70,6 +74,8 @@ class Driver:
             journal=Journal(config.admin.journal_size),
             metrics=Metrics(lambda: controller.pools if controller else ()),
         )
+        if config.registration_socket_path is not None:
+            driver.registration = KubeletRegistration(config.registration_socket_path)
         for spec in config.faults:
             driver.faults.add(spec)
         return driver
@@ -88,8 +94,54 @@ class Driver:
         self.store.close()
 
 
+class RegistrationSocketError(ConfigError):
+    """The registration socket cannot be created where node.registration says."""
+
+
+class RegistrationServer:
+    """The kubelet plugin registration service on its own socket in plugins_registry.
+
+    The kubelet registers the driver when the socket appears and deregisters it when
+    the socket disappears, so the socket exists only while the CSI socket serves.
+    """
+
+    def __init__(self, config: DriverConfig, registration: KubeletRegistration) -> None:
+        self.socket_path = registration.socket
+        self._server = grpc.aio.server()
+        reg_grpc.add_RegistrationServicer_to_server(
+            RegistrationServicer(config, registration), self._server
+        )
+        self._kubelet_endpoint = config.kubelet_endpoint
+        self._listening = False
+
+    async def start(self) -> None:
+        """Listen; a RegistrationSocketError names the key at fault."""
+        try:
+            self.socket_path.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_socket(self.socket_path)
+            self._server.add_insecure_port(f"unix://{self.socket_path}")
+            self._listening = True
+        except (OSError, RuntimeError) as error:  # grpc reports a failed bind as RuntimeError
+            reason = error.strerror if isinstance(error, OSError) else "bind failed"
+            raise RegistrationSocketError(
+                f"node.registration.plugins_registry: cannot listen on {self.socket_path}: {reason}"
+            ) from None
+        await self._server.start()
+        log.info(
+            "plugin registration on %s (kubelet endpoint %s)",
+            self.socket_path,
+            self._kubelet_endpoint,
+        )
+
+    async def stop(self, grace: float) -> None:
+        await self._server.stop(grace)
+        if self._listening:  # else the path may not even be reachable
+            remove_stale_socket(self.socket_path)
+            self._listening = False
+
+
 class DriverServer:
-    """The gRPC server of one driver on its unix socket."""
+    """The gRPC server of one driver on its unix socket (and its registration socket)."""
 
     def __init__(self, driver: Driver, sinks: Sequence[RecordSink] = ()) -> None:
         self.driver = driver
@@ -108,6 +160,9 @@ class DriverServer:
         if driver.node is not None:
             pb_grpc.add_NodeServicer_to_server(NodeServicer(config, driver.node), self._server)
         self.socket_path = config.socket_path
+        self.registration: RegistrationServer | None = None
+        if driver.registration is not None:
+            self.registration = RegistrationServer(config, driver.registration)
 
     async def start(self) -> None:
         self.socket_path.parent.mkdir(parents=True, exist_ok=True)
@@ -116,9 +171,18 @@ class DriverServer:
         await self._server.start()
         # Serve Identity (Probe says not ready) while the state loads.
         await asyncio.to_thread(self.driver.load)
+        # Only now: the kubelet calls NodeGetInfo as soon as it sees the socket.
+        if self.registration is not None:
+            try:
+                await self.registration.start()
+            except BaseException:
+                await self.stop(grace=0)
+                raise
 
     async def stop(self, grace: float = SHUTDOWN_GRACE_SECONDS) -> None:
-        """Finish in-flight calls (up to `grace` seconds), then remove the socket."""
+        """Deregister, finish in-flight calls (up to `grace` seconds), remove the socket."""
+        if self.registration is not None:
+            await self.registration.stop(grace)
         await self._server.stop(grace)
         remove_stale_socket(self.socket_path)
         self.driver.close()

@@ -1,18 +1,19 @@
 #!/usr/bin/env python3
-"""Generate the Python gRPC bindings for the CSI protocol.
+"""Generate the Python gRPC bindings for the CSI and kubelet plugin registration protocols.
 
-Runs ``grpc_tools.protoc`` on ``proto/csi.proto`` and writes into
-``csi_mock/proto/``:
+Runs ``grpc_tools.protoc`` on ``proto/csi.proto`` and ``proto/pluginregistration.proto``
+and writes into ``csi_mock/proto/``, for each ``<name>`` of ``csi`` and
+``pluginregistration``:
 
-* ``csi_pb2.py`` / ``csi_pb2_grpc.py``   - protobuf messages and gRPC stubs/servicers
-* ``csi_pb2.pyi`` / ``csi_pb2_grpc.pyi`` - type stubs from mypy-protobuf
-* ``__init__.py``                        - package marker
+* ``<name>_pb2.py`` / ``<name>_pb2_grpc.py``   - protobuf messages and gRPC stubs/servicers
+* ``<name>_pb2.pyi`` / ``<name>_pb2_grpc.pyi`` - type stubs from mypy-protobuf
+* ``__init__.py``                              - package marker
 
-grpc_tools emits ``import csi_pb2`` in the gRPC modules, which only works when
+grpc_tools emits ``import <name>_pb2`` in the gRPC modules, which only works when
 the output directory is on ``sys.path``; it is rewritten to a package-relative
 import so that ``from csi_mock.proto import csi_pb2, csi_pb2_grpc`` works.
 
-The output depends only on the proto file and the installed grpcio-tools /
+The output depends only on the proto files and the installed grpcio-tools /
 mypy-protobuf versions, so repeated runs produce identical files.
 
 Usage::
@@ -35,18 +36,34 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_DIR = ROOT / "proto"
-PROTO_FILE = PROTO_DIR / "csi.proto"
 OUT_DIR = ROOT / "csi_mock" / "proto"
 
-INIT_PY = '"""Generated CSI v1 protocol bindings (see scripts/gen_proto.py)."""\n'
+PROTOS = ("csi", "pluginregistration")
+"""proto/<name>.proto becomes csi_mock/proto/<name>_pb2{,_grpc}.py{,i}."""
+
+INIT_PY = (
+    '"""Generated CSI v1 and kubelet plugin registration v1 protocol bindings'
+    ' (see scripts/gen_proto.py)."""\n'
+)
 
 # Generated files, in the order they are reported.
-GENERATED = ("__init__.py", "csi_pb2.py", "csi_pb2.pyi", "csi_pb2_grpc.py", "csi_pb2_grpc.pyi")
+GENERATED = (
+    "__init__.py",
+    *(
+        f"{name}_pb2{suffix}"
+        for name in PROTOS
+        for suffix in (".py", ".pyi", "_grpc.py", "_grpc.pyi")
+    ),
+)
 
 # file name -> (import emitted by the generator, package-relative replacement)
 IMPORT_REWRITES: dict[str, tuple[str, str]] = {
-    "csi_pb2_grpc.py": ("import csi_pb2 as csi__pb2\n", "from . import csi_pb2 as csi__pb2\n"),
-    "csi_pb2_grpc.pyi": ("import csi_pb2 as _csi_pb2\n", "from . import csi_pb2 as _csi_pb2\n"),
+    f"{name}_pb2_grpc{suffix}": (
+        f"import {name}_pb2 as {alias}\n",
+        f"from . import {name}_pb2 as {alias}\n",
+    )
+    for name in PROTOS
+    for suffix, alias in ((".py", f"{name}__pb2"), (".pyi", f"_{name}_pb2"))
 }
 
 REGENERATE_HINT = "run python scripts/gen_proto.py"
@@ -81,7 +98,7 @@ def run_protoc(out_dir: Path) -> None:
         f"--grpc_python_out={out_dir}",
         f"--mypy_out=quiet:{out_dir}",
         f"--mypy_grpc_out=quiet:{out_dir}",
-        str(PROTO_FILE),
+        *(str(PROTO_DIR / f"{proto}.proto") for proto in PROTOS),
     ]
     result = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if result.returncode != 0:
@@ -91,7 +108,7 @@ def run_protoc(out_dir: Path) -> None:
 
 
 def fix_imports(out_dir: Path) -> None:
-    """Rewrite the top-level ``import csi_pb2`` in the gRPC modules to a relative import."""
+    """Rewrite the top-level ``import <name>_pb2`` in the gRPC modules to a relative import."""
     for name, (old, new) in IMPORT_REWRITES.items():
         path = out_dir / name
         text = path.read_text(encoding="utf-8")
@@ -121,7 +138,7 @@ def stale_files(fresh_dir: Path, target_dir: Path) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Generate csi_mock/proto/ from proto/csi.proto.")
+    parser = argparse.ArgumentParser(description="Generate csi_mock/proto/ from proto/*.proto.")
     parser.add_argument(
         "--check",
         action="store_true",

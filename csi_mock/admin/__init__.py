@@ -21,6 +21,7 @@ from csi_mock.admin.resources import (
     Health,
     Limits,
     PoolView,
+    RegistrationView,
     VolumePage,
     VolumeView,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "JournalFilter",
     "Limits",
     "PoolView",
+    "RegistrationView",
     "VolumePage",
     "VolumeView",
 ]

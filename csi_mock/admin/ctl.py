@@ -359,6 +359,15 @@ def metrics_command(client: AdminClient, args: argparse.Namespace) -> Output:
 def health_command(client: AdminClient, args: argparse.Namespace) -> Output:
     health = client.health()
     text = "ready" if health.ready else f"not ready: {health.failure or 'state still loading'}"
+    registration = health.registration
+    if registration is not None:
+        if registration.registered is None:
+            verdict = "waiting for the kubelet"
+        elif registration.registered:
+            verdict = "registered"
+        else:
+            verdict = f"refused: {registration.error or 'no reason given'}"
+        text += f"\nkubelet registration ({registration.socket}): {verdict}"
     return Output(health.to_json(), text, exit_code=0 if health.ready else 1)
 
 

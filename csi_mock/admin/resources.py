@@ -10,12 +10,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from csi_mock.model.kind import VolumeKind
 from csi_mock.model.pool import Pool
 from csi_mock.model.volume import Volume
 from csi_mock.observe.calls import CallRecord
+
+if TYPE_CHECKING:  # the client side needs no gRPC
+    from csi_mock.services.registration import KubeletRegistration
 
 _T = TypeVar("_T")
 
@@ -31,18 +34,43 @@ def _known(cls: type[_T], data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class RegistrationView:
+    """Registration with the kubelet's plugin watcher."""
+
+    socket: str
+    registered: bool | None = None
+    """The kubelet's NotifyRegistrationStatus; None until it has called."""
+    error: str | None = None
+    """Why the kubelet did not register the driver."""
+
+    @classmethod
+    def of(cls, registration: KubeletRegistration) -> RegistrationView:
+        return cls(
+            socket=str(registration.socket),
+            registered=registration.registered,
+            error=registration.error,
+        )
+
+
+@dataclass(frozen=True)
 class Health:
     """GET /healthz."""
 
     ready: bool
     failure: str | None = None
+    registration: RegistrationView | None = None
+    """None when the driver does not register with the kubelet."""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Health:
-        return cls(**_known(cls, data))
+        values = _known(cls, data)
+        if values.get("registration") is not None:
+            registration = _known(RegistrationView, values["registration"])
+            values["registration"] = RegistrationView(**registration)
+        return cls(**values)
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,1 @@
-"""Generated CSI v1 protocol bindings (see scripts/gen_proto.py)."""
+"""Generated CSI v1 and kubelet plugin registration v1 protocol bindings (see scripts/gen_proto.py)."""

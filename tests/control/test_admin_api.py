@@ -22,10 +22,13 @@ from csi_mock.admin import (
     AdminError,
     AsyncAdminClient,
     Limits,
+    RegistrationView,
 )
 from csi_mock.admin.auth import TokenError
 from csi_mock.admin.server import AdminServer, ListenError
 from csi_mock.proto import csi_pb2 as pb
+from csi_mock.proto.pluginregistration_pb2 import RegistrationStatus
+from csi_mock.proto.pluginregistration_pb2_grpc import RegistrationStub
 from tests.control.conftest import AdminDriver, StartAdmin
 from tests.driver.conftest import driver_config
 from tests.driver.csi_helpers import (
@@ -77,6 +80,48 @@ async def test_healthz_is_503_with_the_failure_while_not_ready(with_admin: Admin
 
     assert response.status_code == 503
     assert (health.ready, health.failure) == (False, "loading state failed: disk on fire")
+
+
+async def test_healthz_shows_the_kubelet_registration_as_the_kubelet_reports_it(
+    start_admin: StartAdmin, tmp_path: Path
+) -> None:
+    registry = tmp_path / "plugins_registry"
+    node = {
+        "id": "node-1",
+        "mount": "directory",
+        "registration": {"plugins_registry": str(registry)},
+    }
+    driver = await start_admin(node=node)
+    socket_path = registry / "csi-mock.example-reg.sock"
+
+    before = await driver.admin.health()
+    async with grpc.aio.insecure_channel(f"unix://{socket_path}") as channel:
+        await RegistrationStub(channel).NotifyRegistrationStatus(
+            RegistrationStatus(plugin_registered=False, error="CSINode update failed")
+        )
+    async with raw_http(driver) as http:
+        refused_json = (await http.get("/healthz")).json()
+    after_refusal = await driver.admin.health()
+
+    assert before.registration == RegistrationView(str(socket_path), None, None)
+    assert refused_json["registration"] == {
+        "socket": str(socket_path),
+        "registered": False,
+        "error": "CSINode update failed",
+    }
+    assert after_refusal.ready  # the CSI socket still serves
+    assert after_refusal.registration == RegistrationView(
+        str(socket_path), False, "CSINode update failed"
+    )
+
+
+async def test_healthz_shows_no_registration_when_the_driver_does_not_register(
+    with_admin: AdminDriver,
+) -> None:
+    async with raw_http(with_admin) as http:
+        health = (await http.get("/healthz")).json()
+
+    assert health == {"ready": True, "failure": None, "registration": None}
 
 
 # -- faults ------------------------------------------------------------------------------

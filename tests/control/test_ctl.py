@@ -26,6 +26,8 @@ from csi_mock.cli import main
 from csi_mock.config import validate_config
 from csi_mock.proto import csi_pb2 as pb
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
+from csi_mock.proto.pluginregistration_pb2 import RegistrationStatus
+from csi_mock.proto.pluginregistration_pb2_grpc import RegistrationStub
 from tests.driver.csi_helpers import NODE_KEY, GiB, create_request, on_node
 
 TOKEN = "ctl-test-token-0123456789"
@@ -129,8 +131,11 @@ def run_main(*argv: str) -> Ran:
 
 
 @contextlib.contextmanager
-def serving(root: Path) -> Iterator[ServedDriver]:
-    """`csi-mock serve` with a temp config: pool node-1 for volumes, pool spare to resize."""
+def serving(root: Path, plugins_registry: Path | None = None) -> Iterator[ServedDriver]:
+    """`csi-mock serve` with a temp config: pool node-1 for volumes, pool spare to resize.
+
+    With `plugins_registry` the driver also registers with the kubelet through it.
+    """
     token_file = root / "token"
     token_file.write_text(TOKEN)
     config: dict[str, Any] = {
@@ -143,6 +148,8 @@ def serving(root: Path) -> Iterator[ServedDriver]:
         ],
         "admin": {"tcp": "127.0.0.1:0", "token_file": str(token_file)},
     }
+    if plugins_registry is not None:
+        config["node"]["registration"] = {"plugins_registry": str(plugins_registry)}
     config_path = root / "driver.yaml"
     config_path.write_text(yaml.safe_dump(config))
     log = root / "driver.log"
@@ -439,6 +446,30 @@ def test_sigterm_stops_the_driver_and_removes_both_sockets(tmp_path: Path) -> No
     assert not driver.admin_socket.exists()
     assert not driver.csi_socket.exists()
     assert "shutting down" in driver.log.read_text()
+
+
+def test_a_registering_driver_shows_the_kubelets_verdict_and_unregisters_on_sigterm(
+    tmp_path: Path,
+) -> None:
+    registry = tmp_path / "plugins_registry"
+    socket_path = registry / "csi-mock.example-reg.sock"
+    with serving(tmp_path, plugins_registry=registry) as driver:
+        assert socket_path.is_socket()
+        with grpc.insecure_channel(f"unix://{socket_path}") as channel:
+            RegistrationStub(channel).NotifyRegistrationStatus(
+                RegistrationStatus(plugin_registered=False, error="CSINode update failed")
+            )
+        health = ok(driver.run("health"))
+        assert driver.stop() == 0
+
+    assert health.splitlines() == [
+        "ready",
+        f"kubelet registration ({socket_path}): refused: CSINode update failed",
+    ]
+    assert not socket_path.exists()
+    assert "the kubelet did not register csi-mock.example: CSINode update failed" in (
+        driver.log.read_text()
+    )
 
 
 # -- without a driver --------------------------------------------------------------------

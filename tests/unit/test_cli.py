@@ -1,5 +1,6 @@
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -80,3 +81,47 @@ def test_version_flag_prints_the_package_version() -> None:
         check=False,
     )
     assert result.stdout.strip() == f"csi-mock {__version__}"
+
+
+def test_plugins_registry_enables_registration_with_the_endpoint_as_kubelet_path() -> None:
+    config = resolve(
+        "--mode=node", "--nodeid=n1", "--endpoint=unix:///csi/csi.sock", "--plugins-registry=/reg"
+    )
+    assert config.registration_socket_path == Path("/reg/csi-mock.example-reg.sock")
+    assert config.kubelet_endpoint == Path("/csi/csi.sock")
+
+
+def test_kubelet_registration_path_takes_node_driver_registrars_meaning() -> None:
+    config = resolve(
+        "--nodeid=n1",
+        "--plugins-registry=/registration",
+        "--kubelet-registration-path=/var/lib/kubelet/plugins/csi-mock/csi.sock",
+    )
+    assert config.kubelet_endpoint == Path("/var/lib/kubelet/plugins/csi-mock/csi.sock")
+
+
+def test_kubelet_registration_path_alone_registers_in_the_kubelets_default_registry() -> None:
+    config = resolve("--nodeid=n1", "-kubelet-registration-path=/k/csi.sock")
+    assert config.registration_socket_path == Path(
+        "/var/lib/kubelet/plugins_registry/csi-mock.example-reg.sock"
+    )
+
+
+def test_registration_flags_override_the_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("node:\n  id: n1\n  registration:\n    plugins_registry: /file\n")
+    config = resolve(f"--config={path}", "--kubelet-registration-path=/k/csi.sock")
+    assert config.registration_socket_path == Path("/file/csi-mock.example-reg.sock")
+    assert config.kubelet_endpoint == Path("/k/csi.sock")
+
+
+def test_plugins_registry_in_controller_mode_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"node\.registration needs the node service"):
+        resolve("--mode=controller", "--plugins-registry=/reg")
+
+
+def test_a_relative_kubelet_registration_path_names_its_key() -> None:
+    with pytest.raises(
+        ConfigError, match=r"node\.registration\.kubelet_endpoint: must be an absolute path"
+    ):
+        resolve("--nodeid=n1", "--kubelet-registration-path=csi.sock")

@@ -71,3 +71,71 @@ def test_load_config_reports_invalid_yaml_with_the_file_name(tmp_path: Path) -> 
     path.write_text("node: [unclosed\n")
     with pytest.raises(ConfigError, match="invalid YAML"):
         load_config(path)
+
+
+# -- node.registration -------------------------------------------------------------------
+
+
+def registering(mode: str = "all", **registration: object) -> dict[str, object]:
+    return base(mode=mode, node={"id": "n1", "registration": registration})
+
+
+def test_registration_is_off_unless_configured() -> None:
+    config = validate_config(base())
+    assert config.node.registration is None
+    assert config.registration_socket_path is None
+
+
+def test_registration_defaults_to_the_kubelets_registry_and_the_drivers_own_socket() -> None:
+    config = validate_config(registering())
+    assert config.registration_socket_path == Path(
+        "/var/lib/kubelet/plugins_registry/csi-mock.example-reg.sock"
+    )
+    assert config.kubelet_endpoint == config.socket_path
+
+
+def test_the_registration_socket_is_named_after_the_driver() -> None:
+    data = registering(plugins_registry="/registration")
+    data["name"] = "hostpath.csi.k8s.io"
+    assert validate_config(data).registration_socket_path == Path(
+        "/registration/hostpath.csi.k8s.io-reg.sock"
+    )
+
+
+def test_a_configured_kubelet_endpoint_is_what_the_kubelet_is_told() -> None:
+    config = validate_config(registering(kubelet_endpoint="/var/lib/kubelet/plugins/x/csi.sock"))
+    assert config.kubelet_endpoint == Path("/var/lib/kubelet/plugins/x/csi.sock")
+
+
+def test_registration_in_node_mode_is_accepted() -> None:
+    assert validate_config(registering(mode="node")).registration_socket_path is not None
+
+
+def test_registration_in_controller_mode_is_refused_by_name() -> None:
+    with pytest.raises(ConfigError, match=r"node\.registration needs the node service"):
+        validate_config(registering(mode="controller"))
+
+
+def test_a_relative_plugins_registry_is_refused_by_name() -> None:
+    with pytest.raises(
+        ConfigError, match=r"node\.registration\.plugins_registry: must be an absolute path"
+    ):
+        validate_config(registering(plugins_registry="plugins_registry"))
+
+
+def test_a_kubelet_endpoint_url_is_refused_by_name() -> None:
+    with pytest.raises(
+        ConfigError,
+        match=r"node\.registration\.kubelet_endpoint: must be a plain absolute path, without unix",
+    ):
+        validate_config(registering(kubelet_endpoint="unix:///var/lib/kubelet/x/csi.sock"))
+
+
+def test_an_unknown_registration_key_is_refused_by_name() -> None:
+    with pytest.raises(ConfigError, match=r"node\.registration\.registry: unknown key"):
+        validate_config(registering(registry="/registration"))
+
+
+def test_a_registration_socket_path_too_long_for_a_unix_socket_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"node\.registration\.plugins_registry: .* 107 bytes"):
+        validate_config(registering(plugins_registry="/" + "r" * 100))

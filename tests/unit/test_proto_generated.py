@@ -1,8 +1,8 @@
-"""Checks on the generated CSI bindings in csi_mock/proto.
+"""Checks on the generated CSI and plugin registration bindings in csi_mock/proto.
 
-The first test fails when proto/csi.proto and the committed generated code have
-drifted apart; the others pin a few wire-level facts from CSI spec v1.12.0 that
-an accidental edit of the proto file would break.
+The first test fails when proto/*.proto and the committed generated code have
+drifted apart; the others pin a few wire-level facts from CSI spec v1.12.0 and the
+kubelet's pluginregistration v1 API that an accidental edit of a proto file would break.
 """
 
 from __future__ import annotations
@@ -13,7 +13,12 @@ from pathlib import Path
 
 from google.protobuf.message import Message
 
-from csi_mock.proto import csi_pb2, csi_pb2_grpc
+from csi_mock.proto import (
+    csi_pb2,
+    csi_pb2_grpc,
+    pluginregistration_pb2,
+    pluginregistration_pb2_grpc,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 GEN_SCRIPT = ROOT / "scripts" / "gen_proto.py"
@@ -138,3 +143,47 @@ def test_grpc_module_exposes_stubs_and_servicers() -> None:
     # The gRPC module must use the packaged csi_pb2, not a top-level "csi_pb2" module.
     assert vars(csi_pb2_grpc)["csi__pb2"] is csi_pb2
     assert "csi_pb2" not in sys.modules
+
+
+def test_plugin_registration_package_service_and_methods() -> None:
+    file_desc = pluginregistration_pb2.DESCRIPTOR
+    assert file_desc.package == "pluginregistration"
+    assert set(file_desc.services_by_name) == {"Registration"}
+    methods = {
+        method.name: (method.input_type.full_name, method.output_type.full_name)
+        for method in file_desc.services_by_name["Registration"].methods
+    }
+    assert methods == {
+        "GetInfo": ("pluginregistration.InfoRequest", "pluginregistration.PluginInfo"),
+        "NotifyRegistrationStatus": (
+            "pluginregistration.RegistrationStatus",
+            "pluginregistration.RegistrationStatusResponse",
+        ),
+    }
+
+
+def test_plugin_registration_field_numbers() -> None:
+    info = pluginregistration_pb2.PluginInfo
+    assert [(f.name, f.number) for f in info.DESCRIPTOR.fields] == [
+        ("type", 1),
+        ("name", 2),
+        ("endpoint", 3),
+        ("supported_versions", 4),
+    ]
+    versions = info.DESCRIPTOR.fields_by_name["supported_versions"]
+    assert versions.is_repeated
+    status = pluginregistration_pb2.RegistrationStatus
+    assert [(f.name, f.number) for f in status.DESCRIPTOR.fields] == [
+        ("plugin_registered", 1),
+        ("error", 2),
+    ]
+    assert not pluginregistration_pb2.InfoRequest.DESCRIPTOR.fields
+    assert not pluginregistration_pb2.RegistrationStatusResponse.DESCRIPTOR.fields
+
+
+def test_plugin_registration_grpc_module_uses_the_packaged_messages() -> None:
+    assert hasattr(pluginregistration_pb2_grpc, "RegistrationStub")
+    assert hasattr(pluginregistration_pb2_grpc, "add_RegistrationServicer_to_server")
+    module = vars(pluginregistration_pb2_grpc)["pluginregistration__pb2"]
+    assert module is pluginregistration_pb2
+    assert "pluginregistration_pb2" not in sys.modules

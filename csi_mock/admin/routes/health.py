@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from csi_mock.admin.resources import Health
+from csi_mock.admin.resources import Health, RegistrationView
 
 if TYPE_CHECKING:
     from csi_mock.server import Driver
@@ -24,9 +24,18 @@ class HealthRoutes:
         router.add_get("/metrics", self.metrics)
 
     async def health(self, request: web.Request) -> web.Response:
-        """200 when the state is loaded and volume RPCs are served, else 503."""
+        """200 when the state is loaded and volume RPCs are served, else 503.
+
+        The kubelet registration is shown but does not change the status: a driver the
+        kubelet refused still serves, as the CSI socket may be used without the kubelet.
+        """
         readiness = self._driver.readiness
-        health = Health(ready=readiness.ready, failure=readiness.failure)
+        registration = self._driver.registration
+        health = Health(
+            ready=readiness.ready,
+            failure=readiness.failure,
+            registration=RegistrationView.of(registration) if registration else None,
+        )
         status = HTTPStatus.OK if health.ready else HTTPStatus.SERVICE_UNAVAILABLE
         return web.json_response(health.to_json(), status=status)
 
