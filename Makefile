@@ -16,8 +16,8 @@ run: install  ## run the driver on $(ENDPOINT) with a 100Gi pool for $(NODE_ID)
 
 lint: install
 	$(PYTHON) scripts/gen_proto.py --check
-	$(PYTHON) -m ruff check csi_mock tests scripts benchmarks
-	$(PYTHON) -m ruff format --check csi_mock tests scripts benchmarks
+	$(PYTHON) -m ruff check csi_mock harness tests scripts benchmarks
+	$(PYTHON) -m ruff format --check csi_mock harness tests scripts benchmarks
 	$(PYTHON) -m mypy
 
 tools:  ## build every pinned external tool into the cache (subset: TOOLS="csi-sanity kubectl"; docs/toolchain.md)

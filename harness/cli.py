@@ -1,9 +1,9 @@
 """``csi-harness``: bring local clusters up and down.
 
-    csi-harness cluster up [--simulated-nodes N] [--zones a,b] [--feature-gates G=true,...]
-                           [--scheduler-config FILE] [--config FILE] [--name NAME]
-    csi-harness cluster status [--json]
-    csi-harness cluster down
+csi-harness cluster up [--simulated-nodes N] [--zones a,b] [--feature-gates G=true,...]
+                       [--scheduler-config FILE] [--config FILE] [--name NAME]
+csi-harness cluster status [--json]
+csi-harness cluster down
 """
 
 from __future__ import annotations
@@ -55,7 +55,10 @@ def build_config(args: argparse.Namespace) -> LocalClusterConfig:
     if getattr(args, "zones", None) is not None:
         data["zones"] = [z for z in args.zones.split(",") if z]
     if getattr(args, "feature_gates", None):
-        data["feature_gates"] = {**data.get("feature_gates", {}), **parse_feature_gates(args.feature_gates)}
+        data["feature_gates"] = {
+            **data.get("feature_gates", {}),
+            **parse_feature_gates(args.feature_gates),
+        }
     if getattr(args, "scheduler_config", None) is not None:
         try:
             data["scheduler"] = yaml.safe_load(Path(args.scheduler_config).read_text()) or {}
@@ -74,16 +77,28 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     cluster = commands.add_parser("cluster", help="local cluster: real control plane and kubelet")
     actions = cluster.add_subparsers(dest="action", required=True)
-    for action, text in (("up", "start a cluster"), ("down", "remove a cluster"), ("status", "show it")):
+    for action, text in (
+        ("up", "start a cluster"),
+        ("down", "remove a cluster"),
+        ("status", "show it"),
+    ):
         sub = actions.add_parser(action, help=text)
-        sub.add_argument("--config", help="YAML file with a LocalClusterConfig (docs/local-cluster.md)")
+        sub.add_argument(
+            "--config", help="YAML file with a LocalClusterConfig (docs/local-cluster.md)"
+        )
         sub.add_argument("--name", help="cluster name (default csi-harness)")
-        sub.add_argument("--run-dir", help="directory of the run (default /var/lib/csi-harness/NAME)")
+        sub.add_argument(
+            "--run-dir", help="directory of the run (default /var/lib/csi-harness/NAME)"
+        )
         if action == "up":
-            sub.add_argument("--simulated-nodes", type=int, help="simulated nodes besides the kubelet")
+            sub.add_argument(
+                "--simulated-nodes", type=int, help="simulated nodes besides the kubelet"
+            )
             sub.add_argument("--zones", help="comma-separated zone names assigned round-robin")
             sub.add_argument("--feature-gates", help="NAME=true|false,... for every component")
-            sub.add_argument("--scheduler-config", help="YAML merged into KubeSchedulerConfiguration")
+            sub.add_argument(
+                "--scheduler-config", help="YAML merged into KubeSchedulerConfiguration"
+            )
             sub.add_argument("--timeout", type=float, help="seconds to wait for readiness (120)")
         if action == "status":
             sub.add_argument("--json", action="store_true", help="machine-readable output")
@@ -103,8 +118,11 @@ def main(argv: list[str] | None = None) -> int:
             result = cluster.up()
         except (ClusterUpFailed, ToolsMissing) as exc:
             print(f"csi-harness: {exc}", file=sys.stderr)
-            print("csi-harness: the run is left for inspection; `csi-harness cluster down` removes it",
-                  file=sys.stderr)
+            print(
+                "csi-harness: the run is left for inspection; "
+                "`csi-harness cluster down` removes it",
+                file=sys.stderr,
+            )
             return 1
         print(f"export KUBECONFIG={result.kubeconfig}")
         return 0
@@ -125,7 +143,9 @@ def _print_status(status: dict[str, Any]) -> None:
     if status["phase"] == "absent":
         return
     if status.get("ready_after_seconds"):
-        print(f"ready after {status['ready_after_seconds']:.1f}s; KUBECONFIG={status['kubeconfig']}")
+        print(
+            f"ready after {status['ready_after_seconds']:.1f}s; KUBECONFIG={status['kubeconfig']}"
+        )
     print("nodes:")
     for name, node in status["nodes"].items():
         print(f"  {name:<10} {node['type']:<10} zone={node['zone'] or '-'}")

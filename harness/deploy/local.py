@@ -18,8 +18,9 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from lightkube import Client
@@ -99,9 +100,19 @@ class LocalDriver:
 
     def start(self) -> None:
         self.apply_objects()
-        self._start_controller()
+        # csi-mock instances start in parallel (each is a Python interpreter that
+        # takes about a second to import); then wait for all their sockets.
+        sockets = {"csi-mock-controller": self._start_controller()}
         for node in self.nodes:
-            self._start_node(node)
+            sockets[f"csi-mock-node-{node.name}"] = self._start_node(node)
+        for process, socket in sockets.items():
+            wait_for(
+                f"{process} to serve {socket}",
+                partial(_socket_probe, socket),
+                timeout=30,
+                interval=0.05,
+                check=partial(self.supervisor.check_alive, [process]),
+            )
         self._start_sidecars()
 
     def stop(self) -> None:
@@ -111,33 +122,39 @@ class LocalDriver:
             self.supervisor.stop(name)
         with contextlib.suppress(ApiError):
             for capacity in self.kube.list(CSIStorageCapacity, namespace=DRIVER_NAMESPACE):
-                self.kube.delete(CSIStorageCapacity, capacity.metadata.name, namespace=DRIVER_NAMESPACE)  # type: ignore[union-attr]
+                if capacity.metadata and capacity.metadata.name:
+                    self.kube.delete(
+                        CSIStorageCapacity, capacity.metadata.name, namespace=DRIVER_NAMESPACE
+                    )
 
     def apply_objects(self) -> None:
         with contextlib.suppress(ApiError):
-            self.kube.create(Namespace.from_dict({"metadata": {"name": DRIVER_NAMESPACE}}))
+            self.kube.create(
+                cast(Namespace, Namespace.from_dict({"metadata": {"name": DRIVER_NAMESPACE}}))
+            )
         if self.spec.csidriver:
             # attachRequired is immutable: replace the object when it differs.
             with contextlib.suppress(ApiError):
                 self.kube.delete(CSIDriver, self.spec.name)
             wait_for(
                 "the old CSIDriver to be deleted",
-                lambda: (_absent(self.kube, CSIDriver, self.spec.name), None),
+                partial(_absent_probe, self.kube, CSIDriver, self.spec.name),
                 timeout=10,
             )
-            self.kube.create(from_dict(csidriver_object(self.spec)))  # type: ignore[arg-type]
+            self.kube.create(cast(Any, from_dict(csidriver_object(self.spec))))
         else:
             with contextlib.suppress(ApiError):
                 self.kube.delete(CSIDriver, self.spec.name)
         for obj in storage_class_objects(self.spec):
+            name: str = obj["metadata"]["name"]
             with contextlib.suppress(ApiError):
-                self.kube.delete(StorageClass, obj["metadata"]["name"])
+                self.kube.delete(StorageClass, name)
             wait_for(
-                f"StorageClass {obj['metadata']['name']} to be deleted",
-                lambda name=obj["metadata"]["name"]: (_absent(self.kube, StorageClass, name), None),
+                f"StorageClass {name} to be deleted",
+                partial(_absent_probe, self.kube, StorageClass, name),
                 timeout=10,
             )
-            self.kube.create(from_dict(obj))  # type: ignore[arg-type]
+            self.kube.create(cast(Any, from_dict(obj)))
 
     def _write_config(self, instance: str, config: dict[str, Any]) -> Path:
         path = self.root / instance / "config.yaml"
@@ -145,18 +162,13 @@ class LocalDriver:
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         return path
 
-    def _csi_mock(self, process: str, instance: str, config: dict[str, Any], socket: Path) -> None:
+    def _csi_mock(self, process: str, instance: str, config: dict[str, Any], socket: Path) -> Path:
         path = self._write_config(instance, config)
-        self.supervisor.start(process, [sys.executable, "-m", "csi_mock", "serve", f"--config={path}"])
-        wait_for(
-            f"{process} to serve {socket}",
-            lambda: (socket.is_socket(), None),
-            timeout=20,
-            interval=0.05,
-            check=lambda: self.supervisor.check_alive([process]),
-        )
+        argv = [sys.executable, "-m", "csi_mock", "serve", f"--config={path}"]
+        self.supervisor.start(process, argv)
+        return socket
 
-    def _start_controller(self) -> None:
+    def _start_controller(self) -> Path:
         directory = self.root / "controller"
         config = driver_config_for(
             self.spec,
@@ -167,9 +179,9 @@ class LocalDriver:
             backend_dir=self.root / "backend",
             admin={"socket": str(self.admin_socket("controller"))},
         )
-        self._csi_mock("csi-mock-controller", "controller", config, self.controller_socket)
+        return self._csi_mock("csi-mock-controller", "controller", config, self.controller_socket)
 
-    def _start_node(self, node: DriverNode) -> None:
+    def _start_node(self, node: DriverNode) -> Path:
         config = driver_config_for(
             self.spec,
             mode="node",
@@ -182,7 +194,7 @@ class LocalDriver:
         )
         config["node"]["mount"] = "directory" if node.simulated else "bind"
         config["node"]["registration"] = {"plugins_registry": str(node.plugins_registry)}
-        self._csi_mock(f"csi-mock-node-{node.name}", node.name, config, node.csi_socket)
+        return self._csi_mock(f"csi-mock-node-{node.name}", node.name, config, node.csi_socket)
 
     def _provisioner_argv(self, csi_socket: Path) -> list[str]:
         return [
@@ -238,6 +250,14 @@ class LocalDriver:
 
 def _is_driver_process(name: str) -> bool:
     return name.startswith(("csi-mock-", "csi-provisioner", "csi-attacher"))
+
+
+def _socket_probe(path: Path) -> tuple[bool, str]:
+    return path.is_socket(), f"{path} does not exist yet"
+
+
+def _absent_probe(kube: Client, resource: Any, name: str) -> tuple[bool, str]:
+    return _absent(kube, resource, name), f"{name} still exists"
 
 
 def _absent(kube: Client, resource: Any, name: str) -> bool:

@@ -68,7 +68,9 @@ class DriverDeployment(BaseModel):
                 pools.append(self._pool(f"{node}-local", size, {NODE_TOPOLOGY_KEY: node}))
         if self.zone_pool_size is not None:
             for zone in sorted({z for _, z in nodes if z is not None}):
-                pools.append(self._pool(f"{zone}-shared", self.zone_pool_size, {ZONE_TOPOLOGY_KEY: zone}))
+                pools.append(
+                    self._pool(f"{zone}-shared", self.zone_pool_size, {ZONE_TOPOLOGY_KEY: zone})
+                )
         return pools
 
     def _pool(self, name: str, size: str, segment: dict[str, str]) -> dict[str, Any]:

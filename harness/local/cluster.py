@@ -9,7 +9,6 @@ every node, capacity published) or fails naming the component and showing its lo
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import socket
@@ -19,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -67,10 +67,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _bridge_name(cluster: str) -> str:
-    return "csih" + hashlib.sha256(cluster.encode()).hexdigest()[:8]
-
-
 class LocalCluster:
     def __init__(
         self, config: LocalClusterConfig, progress: Callable[[str], None] | None = None
@@ -78,6 +74,7 @@ class LocalCluster:
         self.config = config
         self.layout = c.Layout(config.effective_run_dir)
         self.progress = progress or (lambda message: print(message, file=sys.stderr, flush=True))
+        self.network = c.PodNetwork.for_cluster(config.name)
         self.driver: LocalDriver | None = None
         self._supervisor: Supervisor | None = None
 
@@ -108,7 +105,7 @@ class LocalCluster:
         root.mkdir(parents=True)
         state = RunState(run_dir=root, cluster=self.config.name, started_at=time.time())
         state.cgroup_root = f"/csi-harness/{self.config.name}"
-        state.bridge = _bridge_name(self.config.name)
+        state.bridge = self.network.bridge
         for name in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler"):
             state.ports[name] = _free_port()
         nodes = self.config.nodes()
@@ -165,9 +162,9 @@ class LocalCluster:
             socket_path = layout.containerd_socket(node.name)
             wait_for(
                 f"containerd of {node.name} to serve {socket_path}",
-                lambda p=socket_path: (p.is_socket(), None),
+                partial(_socket_probe, socket_path),
                 timeout=config.timeout_seconds,
-                check=lambda n=node.name: supervisor.check_alive([f"containerd-{n}"]),
+                check=partial(supervisor.check_alive, [f"containerd-{node.name}"]),
             )
             import_images(Path(tools["ctr"]), str(socket_path), images)
         phase("images imported into containerd")
@@ -209,7 +206,9 @@ class LocalCluster:
             tools=tools,
             supervisor=supervisor,
             nodes=[
-                DriverNode(n.name, n.zone, layout.kubelet_root(n.name), n.type is NodeType.SIMULATED)
+                DriverNode(
+                    n.name, n.zone, layout.kubelet_root(n.name), n.type is NodeType.SIMULATED
+                )
                 for n in nodes
             ],
             kubeconfig=layout.component_kubeconfig("csi-sidecars"),
@@ -245,7 +244,9 @@ class LocalCluster:
     def _create_pki(self, kubelet_nodes: list[NodeSpec]) -> ClusterPKI:
         clients = [
             ClientIdentity("admin", "csi-harness-admin", ("system:masters",)),
-            ClientIdentity("apiserver-kubelet-client", "kube-apiserver-kubelet-client", ("system:masters",)),
+            ClientIdentity(
+                "apiserver-kubelet-client", "kube-apiserver-kubelet-client", ("system:masters",)
+            ),
             ClientIdentity("kube-controller-manager", "system:kube-controller-manager"),
             ClientIdentity("kube-scheduler", "system:kube-scheduler"),
             # The sidecars and the node simulator act with cluster-admin rights here;
@@ -260,15 +261,27 @@ class LocalCluster:
 
     def _write_kubeconfigs(self, pki: ClusterPKI, port: int, kubelet_nodes: list[NodeSpec]) -> None:
         server = f"https://{c.LOOPBACK}:{port}"
-        c.write_kubeconfig(self.layout.kubeconfig, server=server, ca=pki.ca.cert, client=pki.clients["admin"], user="admin")
+        c.write_kubeconfig(
+            self.layout.kubeconfig,
+            server=server,
+            ca=pki.ca.cert,
+            client=pki.clients["admin"],
+            user="admin",
+        )
         names = ["kube-controller-manager", "kube-scheduler", "csi-sidecars"]
         names += [f"kubelet-{n.name}" for n in kubelet_nodes]
         for name in names:
             c.write_kubeconfig(
-                self.layout.component_kubeconfig(name), server=server, ca=pki.ca.cert, client=pki.clients[name], user=name
+                self.layout.component_kubeconfig(name),
+                server=server,
+                ca=pki.ca.cert,
+                client=pki.clients[name],
+                user=name,
             )
 
-    def _start_containerd(self, tools: Tools, state: RunState, supervisor: Supervisor, node: str) -> None:
+    def _start_containerd(
+        self, tools: Tools, state: RunState, supervisor: Supervisor, node: str
+    ) -> None:
         layout = self.layout
         directory = layout.containerd_dir(node)
         directory.mkdir(parents=True)
@@ -278,9 +291,9 @@ class LocalCluster:
         conf_dir = layout.cni_conf_dir(node)
         conf_dir.mkdir(parents=True)
         (conf_dir / "10-csi-harness.conflist").write_text(
-            json.dumps(c.cni_config(layout, node, state.bridge), indent=2)
+            json.dumps(c.cni_config(layout, node, self.network), indent=2)
         )
-        _create_bridge(state.bridge)
+        _create_bridge(self.network)
         env = {"PATH": f"{tools.bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
         supervisor.start(f"containerd-{node}", c.containerd_argv(tools, layout, node), env=env)
 
@@ -293,14 +306,16 @@ class LocalCluster:
         layout.kubelet_root(node.name).mkdir(parents=True, exist_ok=True)
         (layout.configs / f"kubelet-{node.name}.yaml").write_text(
             yaml.safe_dump(
-                c.kubelet_configuration(self.config, layout, pki, node.name, state.ports, cgroup_root),
+                c.kubelet_configuration(
+                    self.config, layout, pki, node.name, state.ports, cgroup_root, self.network
+                ),
                 sort_keys=False,
             )
         )
         labels = {NODE_TYPE_LABEL: NodeType.KUBELET.value}
         if node.zone:
             labels[ZONE_LABEL] = node.zone
-        argv = c.kubelet_argv(tools, layout, node.name)
+        argv = c.kubelet_argv(tools, layout, node.name, self.network)
         argv.append("--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(labels.items())))
         env = {"PATH": f"{tools.bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
         supervisor.start(f"kubelet-{node.name}", argv, env=env)
@@ -322,7 +337,9 @@ class LocalCluster:
         }
         path = self.layout.configs / "node-simulator.json"
         path.write_text(json.dumps(spec, indent=2))
-        supervisor.start("node-simulator", [sys.executable, "-m", "harness.local.node_simulator", str(path)])
+        supervisor.start(
+            "node-simulator", [sys.executable, "-m", "harness.local.node_simulator", str(path)]
+        )
 
     # down / status -------------------------------------------------------------
 
@@ -356,11 +373,17 @@ class _ApiProbe:
     def __init__(self, port: int, pki: ClusterPKI) -> None:
         context = ssl.create_default_context(cafile=str(pki.ca.cert))
         context.load_cert_chain(str(pki.clients["admin"].cert), str(pki.clients["admin"].key))
-        self.client = httpx.Client(base_url=f"https://{c.LOOPBACK}:{port}", verify=context, timeout=2)
+        self.client = httpx.Client(
+            base_url=f"https://{c.LOOPBACK}:{port}", verify=context, timeout=2
+        )
 
     def ready(self) -> tuple[bool, str]:
         response = self.client.get("/readyz")
         return response.status_code == 200, f"HTTP {response.status_code}: {response.text[-300:]}"
+
+
+def _socket_probe(path: Path) -> tuple[bool, str]:
+    return path.is_socket(), f"{path} does not exist yet"
 
 
 def _etcd_healthy(port: int) -> tuple[bool, str]:
@@ -409,12 +432,13 @@ def _create_cgroup(path: str) -> None:
                         (current / name).write_text((parent / name).read_text())
 
 
-def _create_bridge(name: str) -> None:
-    """The pod bridge, created up front with the node's address (c.NODE_IP); the CNI
-    bridge plugin then attaches pods to it."""
+def _create_bridge(network: c.PodNetwork) -> None:
+    """The pod bridge, created up front with the node's address; the CNI bridge
+    plugin then attaches pods to it."""
+    name = network.bridge
     commands = [
         ["ip", "link", "add", "name", name, "type", "bridge"],
-        ["ip", "addr", "add", f"{c.NODE_IP}/24", "dev", name],
+        ["ip", "addr", "add", f"{network.node_ip}/24", "dev", name],
         ["ip", "link", "set", name, "up"],
     ]
     for command in commands:

@@ -21,10 +21,34 @@ from harness.local.tools import Tools
 
 LOOPBACK = "127.0.0.1"
 SERVICE_CIDR = "10.96.0.0/16"
-POD_CIDR = "10.244.0.0/24"
-# The kubelet refuses a loopback node IP. The node's address is the pod bridge's
-# gateway address instead: a bridge this run creates, reachable only from this host.
-NODE_IP = "10.244.0.1"
+
+
+@dataclass(frozen=True)
+class PodNetwork:
+    """The pods' bridge of one cluster, reachable only from this host.
+
+    The kubelet refuses a loopback node IP, so the node's address is the bridge's
+    gateway address (``10.244.N.1``); N comes from the cluster name, so that two
+    clusters on one host get different subnets.
+    """
+
+    bridge: str
+    subnet_index: int
+
+    @classmethod
+    def for_cluster(cls, name: str) -> PodNetwork:
+        digest = hashlib.sha256(name.encode()).hexdigest()
+        return cls(bridge="csih" + digest[:8], subnet_index=int(digest[8:10], 16))
+
+    @property
+    def cidr(self) -> str:
+        return f"10.244.{self.subnet_index}.0/24"
+
+    @property
+    def node_ip(self) -> str:
+        return f"10.244.{self.subnet_index}.1"
+
+
 PAUSE_IMAGE = "csi-mock.local/pause:3.10"
 
 
@@ -91,7 +115,9 @@ def write_kubeconfig(path: Path, *, server: str, ca: Path, client: KeyPair, user
     doc = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "local", "cluster": {"server": server, "certificate-authority": str(ca)}}],
+        "clusters": [
+            {"name": "local", "cluster": {"server": server, "certificate-authority": str(ca)}}
+        ],
         "users": [
             {
                 "name": user,
@@ -271,7 +297,7 @@ def containerd_config(tools: Tools, layout: Layout, node: str) -> str:
     )
 
 
-def cni_config(layout: Layout, node: str, bridge: str) -> dict[str, Any]:
+def cni_config(layout: Layout, node: str, network: PodNetwork) -> dict[str, Any]:
     """A bridge network private to this node's pods; no masquerading, no route to the
     outside: pods only talk to each other and to the host's loopback services."""
     return {
@@ -280,12 +306,12 @@ def cni_config(layout: Layout, node: str, bridge: str) -> dict[str, Any]:
         "plugins": [
             {
                 "type": "bridge",
-                "bridge": bridge,
+                "bridge": network.bridge,
                 "isGateway": True,
                 "ipMasq": False,
                 "ipam": {
                     "type": "host-local",
-                    "ranges": [[{"subnet": POD_CIDR}]],
+                    "ranges": [[{"subnet": network.cidr}]],
                     "dataDir": str(layout.cni_state_dir(node)),
                 },
             },
@@ -301,6 +327,7 @@ def kubelet_configuration(
     node: str,
     ports: dict[str, int],
     cgroup_root: str,
+    network: PodNetwork,
 ) -> dict[str, Any]:
     gates = config.feature_gates_for(Component.KUBELET)
     doc: dict[str, Any] = {
@@ -311,7 +338,7 @@ def kubelet_configuration(
         "failCgroupV1": False,
         "cgroupDriver": "cgroupfs",
         "cgroupRoot": cgroup_root,
-        "address": NODE_IP,
+        "address": network.node_ip,
         "port": ports[f"kubelet-{node}"],
         "readOnlyPort": 0,
         "healthzBindAddress": LOOPBACK,
@@ -328,7 +355,11 @@ def kubelet_configuration(
         "resolvConf": "",
         "serializeImagePulls": False,
         # Disk use of the host is not this cluster's business: never evict, never GC images.
-        "evictionHard": {"memory.available": "1Mi", "nodefs.available": "0%", "imagefs.available": "0%"},
+        "evictionHard": {
+            "memory.available": "1Mi",
+            "nodefs.available": "0%",
+            "imagefs.available": "0%",
+        },
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
         "nodeStatusReportFrequency": "10s",
@@ -343,7 +374,7 @@ def kubelet_configuration(
     return doc
 
 
-def kubelet_argv(tools: Tools, layout: Layout, node: str) -> list[str]:
+def kubelet_argv(tools: Tools, layout: Layout, node: str, network: PodNetwork) -> list[str]:
     root = layout.kubelet_root(node)
     return [
         tools["kubelet"],
@@ -352,7 +383,7 @@ def kubelet_argv(tools: Tools, layout: Layout, node: str) -> list[str]:
         f"--root-dir={root}",
         f"--cert-dir={root / 'pki'}",
         f"--hostname-override={node}",
-        f"--node-ip={NODE_IP}",
+        f"--node-ip={network.node_ip}",
     ]
 
 

@@ -30,7 +30,7 @@ import logging
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import grpc
 from lightkube import AsyncClient, KubeConfig
@@ -40,7 +40,12 @@ from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Node
 from lightkube.types import PatchType
 
-from csi_mock.proto import csi_pb2, csi_pb2_grpc, pluginregistration_pb2, pluginregistration_pb2_grpc
+from csi_mock.proto import (
+    csi_pb2,
+    csi_pb2_grpc,
+    pluginregistration_pb2,
+    pluginregistration_pb2_grpc,
+)
 
 log = logging.getLogger("node-simulator")
 
@@ -150,7 +155,7 @@ class Simulator:
     async def create_node(self, node: SimulatedNode) -> None:
         obj = node.node_object()
         try:
-            await self.client.apply(Node.from_dict(obj), field_manager="csi-harness-node-simulator", force=True)
+            await self.client.apply(cast(Node, Node.from_dict(obj)), force=True)
         except ApiError as exc:
             raise RuntimeError(f"cannot create node {node.name}: {exc.status.message}") from exc
         await self.update_status(node)
@@ -161,7 +166,9 @@ class Simulator:
             "kind": "CSINode",
             "metadata": {
                 "name": node.name,
-                "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node.name, "uid": uid}],
+                "ownerReferences": [
+                    {"apiVersion": "v1", "kind": "Node", "name": node.name, "uid": uid}
+                ],
             },
             "spec": {"drivers": []},
         }
@@ -170,9 +177,7 @@ class Simulator:
         log.info("node %s created and Ready", node.name)
 
     async def update_status(self, node: SimulatedNode) -> None:
-        await self.client.patch(
-            Node.Status, node.name, node.status(), patch_type=PatchType.MERGE
-        )
+        await self.client.patch(Node.Status, node.name, node.status(), patch_type=PatchType.MERGE)
 
     async def renew_lease(self, node: SimulatedNode) -> None:
         lease = {
@@ -185,9 +190,7 @@ class Simulator:
                 "renewTime": _micro_now(),
             },
         }
-        await self.client.apply(
-            Lease.from_dict(lease), field_manager="csi-harness-node-simulator", force=True
-        )
+        await self.client.apply(cast(Lease, Lease.from_dict(lease)), force=True)
 
     async def heartbeat(self, node: SimulatedNode, stop: asyncio.Event) -> None:
         since_status = 0.0
@@ -324,7 +327,9 @@ def load_nodes(spec_file: Path) -> tuple[Path, list[SimulatedNode]]:
 
 async def _main(spec_file: Path) -> None:
     kubeconfig, nodes = load_nodes(spec_file)
-    client = AsyncClient(KubeConfig.from_file(kubeconfig), field_manager="csi-harness-node-simulator")
+    client = AsyncClient(
+        KubeConfig.from_file(kubeconfig), field_manager="csi-harness-node-simulator"
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -112,7 +112,9 @@ def create_pki(
     ca.cert.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     _write_key(ca.key, ca_key)
 
-    def issue(stem: str, subject: x509.Name, usage: x509.ObjectIdentifier, sans: list[x509.GeneralName]) -> KeyPair:
+    def issue(
+        stem: str, subject: x509.Name, usage: x509.ObjectIdentifier, sans: list[x509.GeneralName]
+    ) -> KeyPair:
         key = _ec_key()
         builder = (
             _builder(subject, ca_name, key.public_key())
@@ -132,7 +134,9 @@ def create_pki(
     apiserver = issue("apiserver", _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH, sans)
 
     issued = {
-        c.file_stem: issue(c.file_stem, _name(c.user, c.groups), ExtendedKeyUsageOID.CLIENT_AUTH, [])
+        c.file_stem: issue(
+            c.file_stem, _name(c.user, c.groups), ExtendedKeyUsageOID.CLIENT_AUTH, []
+        )
         for c in clients
     }
 

@@ -114,7 +114,9 @@ class Supervisor:
                 continue
             code = child.poll()
             if code is not None:
-                raise ComponentFailed(name, f"exited with code {code}", Path(self.state.processes[name].log))
+                raise ComponentFailed(
+                    name, f"exited with code {code}", Path(self.state.processes[name].log)
+                )
 
     def stop(self, name: str, timeout: float = 5.0) -> None:
         record = self.state.processes.get(name)

@@ -89,6 +89,9 @@ def teardown(run_dir: Path, state: RunState | None) -> TeardownReport:
                 shutil.rmtree(directory)
             except OSError as exc:
                 report.problems.append(f"cannot remove {directory}: {exc}")
+        # Shared parents (/run/csi-harness, /var/lib/csi-harness) go when empty.
+        with contextlib.suppress(OSError):
+            directory.parent.rmdir()
     report.seconds = time.monotonic() - started
     return report
 

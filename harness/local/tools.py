@@ -57,7 +57,7 @@ class Tools:
         if missing:
             raise ToolsMissing(
                 f"missing in {bin_dir}: {', '.join(missing)}; build them with "
-                "`make tools TOOLS=\"kubernetes etcd containerd runc cni-plugins "
-                "csi-provisioner csi-attacher\"`"
+                '`make tools TOOLS="kubernetes etcd containerd runc cni-plugins '
+                'csi-provisioner csi-attacher"`'
             )
         return cls(bin_dir)

@@ -41,5 +41,7 @@ def wait_for(
         except Exception as exc:  # a probe error is an observation, not a verdict
             seen = f"{type(exc).__name__}: {exc}"
         if time.monotonic() >= deadline:
-            raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {what}; last seen: {seen}")
+            raise WaitTimeout(
+                f"timed out after {timeout:.0f}s waiting for {what}; last seen: {seen}"
+            )
         time.sleep(interval)
