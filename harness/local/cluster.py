@@ -24,7 +24,8 @@ from pathlib import Path
 import httpx
 import yaml
 from lightkube import Client, KubeConfig
-from lightkube.resources.core_v1 import Node
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.core_v1 import Node, ServiceAccount
 from lightkube.resources.storage_v1 import CSINode, CSIStorageCapacity
 
 from harness.deploy.local import DriverNode, LocalDriver
@@ -41,6 +42,9 @@ from harness.local.waiting import WaitTimeout, wait_for
 
 KUBERNETES_VERSION = "v1.37.1"
 SIMULATED_CAPACITY = {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+
+
+_MAX_SOCKET_PATH = 107
 
 
 class ClusterUpFailed(RuntimeError):
@@ -97,6 +101,7 @@ class LocalCluster:
             mark = now
 
         root = self.layout.root
+        self._check_socket_paths()
         previous = RunState.load(root) if root.exists() else None
         if root.exists():
             report = teardown(root, previous)
@@ -198,7 +203,16 @@ class LocalCluster:
             interval=0.25,
             check=supervisor.check_alive,
         )
-        phase("nodes Ready")
+        # Pods are refused until the controller manager made the namespace's default
+        # service account.
+        wait_for(
+            "the default service account",
+            partial(_service_account_exists, kube, "default", "default"),
+            timeout=config.timeout_seconds,
+            interval=0.2,
+            check=supervisor.check_alive,
+        )
+        phase("nodes Ready, default service account")
 
         self.driver = LocalDriver(
             config.driver,
@@ -218,6 +232,29 @@ class LocalCluster:
         phase("driver and sidecars started")
         self.wait_driver_ready(kube, nodes)
         phase("driver registered, capacity published")
+
+    def _check_socket_paths(self) -> None:
+        """Unix socket paths are limited to 107 bytes; fail before starting anything
+        when the run directory is too deep for the sockets inside it."""
+        driver = self.config.driver.name
+        longest = max(
+            (
+                path
+                for node in self.config.nodes()
+                for path in (
+                    self.layout.plugins_registry(node.name) / f"{driver}-reg.sock",
+                    self.layout.kubelet_root(node.name) / "plugins" / "csi-mock" / "csi.sock",
+                    Path(f"{self.layout.containerd_socket(node.name)}.ttrpc"),
+                )
+            ),
+            key=lambda p: len(str(p)),
+        )
+        if len(str(longest).encode()) > _MAX_SOCKET_PATH:
+            raise ClusterUpFailed(
+                f"run_dir {self.layout.root} is too long: the socket path {longest} has "
+                f"{len(str(longest))} bytes, more than the {_MAX_SOCKET_PATH} unix sockets "
+                "allow; choose a shorter cluster name or run_dir"
+            )
 
     def wait_driver_ready(self, kube: Client, nodes: list[NodeSpec]) -> None:
         """CSINode has the driver on every node and, when the CSIDriver asks for it,
@@ -380,6 +417,14 @@ class _ApiProbe:
     def ready(self) -> tuple[bool, str]:
         response = self.client.get("/readyz")
         return response.status_code == 200, f"HTTP {response.status_code}: {response.text[-300:]}"
+
+
+def _service_account_exists(kube: Client, namespace: str, name: str) -> tuple[bool, str]:
+    try:
+        kube.get(ServiceAccount, name, namespace=namespace)
+    except ApiError as exc:
+        return False, f"{namespace}/{name}: {exc.status.message}"
+    return True, "present"
 
 
 def _socket_probe(path: Path) -> tuple[bool, str]:

@@ -83,13 +83,13 @@ class Layout:
         return self.configs / f"{name}.kubeconfig"
 
     def kubelet_root(self, node: str) -> Path:
-        return self.root / "nodes" / node / "kubelet"
+        return self.root / node / "kubelet"
 
     def plugins_registry(self, node: str) -> Path:
         return self.kubelet_root(node) / "plugins_registry"
 
     def containerd_dir(self, node: str) -> Path:
-        return self.root / "nodes" / node / "containerd"
+        return self.root / node / "containerd"
 
     def shim_socket_dir(self, node: str) -> Path:
         """containerd limits the shim socket dir to 42 characters: a short path
@@ -101,10 +101,10 @@ class Layout:
         return self.containerd_dir(node) / "containerd.sock"
 
     def cni_conf_dir(self, node: str) -> Path:
-        return self.root / "nodes" / node / "cni" / "net.d"
+        return self.root / node / "cni" / "net.d"
 
     def cni_state_dir(self, node: str) -> Path:
-        return self.root / "nodes" / node / "cni" / "state"
+        return self.root / node / "cni" / "state"
 
     @property
     def driver(self) -> Path:
@@ -351,7 +351,7 @@ def kubelet_configuration(
         "authorization": {"mode": "AlwaysAllow"},
         "containerRuntimeEndpoint": f"unix://{layout.containerd_socket(node)}",
         "failSwapOn": False,
-        "podLogsDir": str(layout.root / "nodes" / node / "pod-logs"),
+        "podLogsDir": str(layout.root / node / "pod-logs"),
         "resolvConf": "",
         "serializeImagePulls": False,
         # Disk use of the host is not this cluster's business: never evict, never GC images.
