@@ -1,0 +1,88 @@
+import time
+
+import pytest
+
+from harness.local.waiting import WaitTimeout, wait_for
+
+
+def test_wait_for_returns_the_value_of_the_first_successful_probe() -> None:
+    answers = iter([(False, "starting"), (False, "starting"), (True, "ready")])
+    assert wait_for("the thing", lambda: next(answers), timeout=5, interval=0) == "ready"
+
+
+def test_wait_for_polls_until_the_probe_succeeds() -> None:
+    calls: list[None] = []
+
+    def probe() -> tuple[bool, int]:
+        calls.append(None)
+        return len(calls) == 3, len(calls)
+
+    assert wait_for("three calls", probe, timeout=5, interval=0) == 3
+
+
+def test_timeout_message_names_what_was_awaited_and_the_last_observation() -> None:
+    observations = iter(range(1000))
+
+    def probe() -> tuple[bool, str]:
+        return False, f"phase {next(observations)}"
+
+    with pytest.raises(WaitTimeout) as raised:
+        wait_for("node-1 to be Ready", probe, timeout=0.05, interval=0.01)
+    message = str(raised.value)
+    assert "waiting for node-1 to be Ready" in message
+    assert message.endswith(f"last seen: phase {next(observations) - 1}")
+
+
+def test_wait_timeout_is_a_timeout_error() -> None:
+    with pytest.raises(TimeoutError):
+        wait_for("never", lambda: (False, None), timeout=0.01, interval=0.005)
+
+
+def test_probe_exceptions_become_observations() -> None:
+    def probe() -> tuple[bool, None]:
+        raise ConnectionRefusedError("dial 127.0.0.1:6443")
+
+    with pytest.raises(
+        WaitTimeout, match=r"last seen: ConnectionRefusedError: dial 127.0.0.1:6443"
+    ):
+        wait_for("the apiserver", probe, timeout=0.05, interval=0.01)
+
+
+def test_a_probe_that_fails_then_succeeds_returns_the_value() -> None:
+    calls: list[None] = []
+
+    def probe() -> tuple[bool, str]:
+        calls.append(None)
+        if len(calls) == 1:
+            raise ConnectionRefusedError("not yet")
+        return True, "up"
+
+    assert wait_for("the apiserver", probe, timeout=5, interval=0) == "up"
+
+
+def test_check_raising_ends_the_wait_at_once() -> None:
+    probes: list[None] = []
+
+    def probe() -> tuple[bool, None]:
+        probes.append(None)
+        return False, None
+
+    def check() -> None:
+        raise RuntimeError("etcd exited with code 1")
+
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="etcd exited"):
+        wait_for("the apiserver", probe, timeout=60, check=check)
+    assert time.monotonic() - started < 1
+    assert probes == []
+
+
+def test_check_runs_before_every_probe() -> None:
+    events: list[str] = []
+
+    def probe() -> tuple[bool, None]:
+        events.append("probe")
+        return len(events) >= 6, None
+
+    wait_for("x", probe, timeout=5, interval=0, check=lambda: events.append("check"))
+    assert events == ["check", "probe"] * 3
