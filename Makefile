@@ -5,10 +5,16 @@ STATE_DIR ?= /tmp/csi-mock
 ENDPOINT ?= unix:///tmp/csi-mock/csi.sock
 REPORTS ?= reports
 
-.PHONY: install run test lint unit sanity tools doctor bench clean
+# The pinned tools the tests run: csi-sanity, and everything the local cluster needs.
+TEST_TOOLS ?= csi-sanity kubernetes etcd containerd runc cni-plugins csi-provisioner csi-attacher
+
+.PHONY: install system-deps run test e2e cluster-up cluster-down lint unit sanity tools doctor bench clean
 
 install:  ## install csi-mock and its development dependencies
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+
+system-deps:  ## Debian packages the local cluster needs (busybox-static, libseccomp-dev, ...)
+	bash scripts/system-deps.sh
 
 run: install  ## run the driver on $(ENDPOINT) with a 100Gi pool for $(NODE_ID)
 	csi-mock serve --nodeid=$(NODE_ID) --endpoint=$(ENDPOINT) --statedir=$(STATE_DIR) \
@@ -26,10 +32,22 @@ tools:  ## build every pinned external tool into the cache (subset: TOOLS="csi-s
 doctor:  ## list every pinned tool: version, present or missing
 	bash scripts/tools.sh doctor
 
-test: install lint  ## everything CI runs: lint, unit, driver, crash, csi-sanity
-	bash scripts/tools.sh build csi-sanity
+test: install system-deps lint  ## everything CI runs: lint, unit, driver, crash, csi-sanity, e2e on a local cluster
+	bash scripts/tools.sh build $(TEST_TOOLS)
 	mkdir -p $(REPORTS)
 	$(PYTHON) -m pytest -ra --junitxml=$(REPORTS)/junit.xml
+
+e2e: install system-deps  ## only the end-to-end suites, on a fresh local cluster
+	bash scripts/tools.sh build $(TEST_TOOLS)
+	mkdir -p $(REPORTS)
+	$(PYTHON) -m pytest -ra -m e2e --junitxml=$(REPORTS)/e2e-junit.xml tests/e2e
+
+cluster-up: install system-deps  ## a local cluster for manual use (csi-harness cluster up)
+	bash scripts/tools.sh build $(TEST_TOOLS)
+	csi-harness cluster up
+
+cluster-down:  ## remove it
+	csi-harness cluster down
 
 bench: install  ## RPC benchmarks over the unix socket (results: docs/benchmarks.md)
 	$(PYTHON) benchmarks/bench_rpc.py

@@ -203,16 +203,7 @@ class LocalCluster:
             interval=0.25,
             check=supervisor.check_alive,
         )
-        # Pods are refused until the controller manager made the namespace's default
-        # service account.
-        wait_for(
-            "the default service account",
-            partial(_service_account_exists, kube, "default", "default"),
-            timeout=config.timeout_seconds,
-            interval=0.2,
-            check=supervisor.check_alive,
-        )
-        phase("nodes Ready, default service account")
+        phase("nodes Ready")
 
         self.driver = LocalDriver(
             config.driver,
@@ -232,6 +223,16 @@ class LocalCluster:
         phase("driver and sidecars started")
         self.wait_driver_ready(kube, nodes)
         phase("driver registered, capacity published")
+        # Pods are refused until the controller manager made the namespace's default
+        # service account (it comes a few seconds after start; the driver meanwhile).
+        wait_for(
+            "the default service account",
+            partial(_service_account_exists, kube, "default", "default"),
+            timeout=config.timeout_seconds,
+            interval=0.2,
+            check=supervisor.check_alive,
+        )
+        phase("default service account")
 
     def _check_socket_paths(self) -> None:
         """Unix socket paths are limited to 107 bytes; fail before starting anything
