@@ -55,8 +55,11 @@ def build_config(args: argparse.Namespace) -> LocalClusterConfig:
     if getattr(args, "zones", None) is not None:
         data["zones"] = [z for z in args.zones.split(",") if z]
     if getattr(args, "feature_gates", None):
+        given = data.get("feature_gates")
+        if given is not None and not isinstance(given, dict):
+            raise UsageError(f"{args.config}: feature_gates must be a mapping of NAME: bool")
         data["feature_gates"] = {
-            **data.get("feature_gates", {}),
+            **(data.get("feature_gates") or {}),
             **parse_feature_gates(args.feature_gates),
         }
     if getattr(args, "scheduler_config", None) is not None:

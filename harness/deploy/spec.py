@@ -147,8 +147,13 @@ def csidriver_object(spec: DriverDeployment) -> dict[str, Any]:
 
 
 def storage_class_objects(spec: DriverDeployment) -> list[dict[str, Any]]:
+    manifests = _manifests("storageclasses.yaml")
+    unknown = set(spec.storage_classes or []) - {m["metadata"]["name"] for m in manifests}
+    if unknown:
+        names = ", ".join(sorted(unknown))
+        raise ValueError(f"storage_classes: {names} not in {MANIFEST_DIR}/storageclasses.yaml")
     objects = []
-    for obj in _manifests("storageclasses.yaml"):
+    for obj in manifests:
         if spec.storage_classes is not None and obj["metadata"]["name"] not in spec.storage_classes:
             continue
         obj["provisioner"] = spec.name

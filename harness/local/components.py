@@ -216,7 +216,10 @@ def scheduler_configuration(config: LocalClusterConfig, layout: Layout) -> dict[
         "clientConnection": {"kubeconfig": str(layout.component_kubeconfig("kube-scheduler"))},
         "leaderElection": {"leaderElect": False},
     }
-    return deep_merge(base, config.scheduler)
+    merged = deep_merge(base, config.scheduler)
+    # The scheduler must reach this cluster whatever the caller's configuration says.
+    merged["clientConnection"]["kubeconfig"] = base["clientConnection"]["kubeconfig"]
+    return merged
 
 
 def scheduler_argv(

@@ -132,30 +132,33 @@ class Supervisor:
 
 def stop_processes(records: Sequence[ProcessRecord], timeout: float = 5.0) -> list[str]:
     """SIGTERM every still-running recorded process, SIGKILL the ones that outlive
-    ``timeout``; returns the names that had to be killed."""
+    ``timeout`` and wait until they are gone; returns the names that had to be killed."""
     alive = [r for r in records if is_running(r)]
     for record in alive:
         with contextlib.suppress(ProcessLookupError):
             os.kill(record.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while alive and time.monotonic() < deadline:
-        _reap()
+        _reap(alive)
         alive = [r for r in alive if is_running(r)]
         if alive:
             time.sleep(0.05)
+    killed = [r.name for r in alive]
     for record in alive:
         with contextlib.suppress(ProcessLookupError):
             os.kill(record.pid, signal.SIGKILL)
-    _reap()
-    return [r.name for r in alive]
+    deadline = time.monotonic() + 5.0
+    while alive and time.monotonic() < deadline:
+        _reap(alive)
+        alive = [r for r in alive if is_running(r)]
+        if alive:
+            time.sleep(0.01)
+    return killed
 
 
-def _reap() -> None:
-    """Collect exited children of this process so they do not linger as zombies."""
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+def _reap(records: Sequence[ProcessRecord]) -> None:
+    """Collect those of ``records`` that are exited children of this process (only
+    them: other children's exit codes belong to their Popen objects)."""
+    for record in records:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(record.pid, os.WNOHANG)

@@ -58,6 +58,14 @@ class RunState:
             return None
         except (OSError, ValueError) as exc:
             raise RuntimeError(f"{run_dir / STATE_FILE}: unreadable run state: {exc}") from exc
-        data["run_dir"] = Path(data["run_dir"])
-        data["processes"] = {k: ProcessRecord(**v) for k, v in data.get("processes", {}).items()}
-        return cls(**data)
+        try:
+            data["run_dir"] = Path(data["run_dir"])
+            data["processes"] = {
+                k: ProcessRecord(**v) for k, v in data.get("processes", {}).items()
+            }
+            return cls(**data)
+        except (TypeError, KeyError, AttributeError) as exc:
+            raise RuntimeError(
+                f"{run_dir / STATE_FILE}: not a run state of this harness version ({exc}); "
+                "remove the directory by hand"
+            ) from exc

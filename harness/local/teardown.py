@@ -113,17 +113,37 @@ def _kill_cgroup_tasks(cgroup_root: str) -> int:
 
 
 def _kill_processes_naming(run_dir: Path) -> int:
-    """Kill processes whose command line mentions the run directory (the shims)."""
-    needle = str(run_dir).encode()
-    me = os.getpid()
+    """Kill processes with an argument inside the run directory (containerd's shims),
+    sparing this process and its ancestors (a wrapper that started the teardown)."""
+    inside = str(run_dir).rstrip("/").encode()
+    spared = _ancestors(os.getpid())
     pids = set()
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
+        if not entry.name.isdigit() or int(entry.name) in spared:
             continue
         with contextlib.suppress(OSError):
-            if needle in (entry / "cmdline").read_bytes():
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+            if any(_names_path(arg, inside) for arg in args):
                 pids.add(int(entry.name))
     return _kill_all(pids)
+
+
+def _names_path(arg: bytes, path: bytes) -> bool:
+    """``arg`` is ``path``, a path below it, or an option whose value is one."""
+    value = arg.split(b"=", 1)[1] if arg.startswith(b"-") and b"=" in arg else arg
+    return value == path or value.startswith(path + b"/")
+
+
+def _ancestors(pid: int) -> set[int]:
+    chain = set()
+    while pid > 1 and pid not in chain:
+        chain.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        pid = int(stat[stat.rindex(")") + 2 :].split()[1])
+    return chain
 
 
 def _kill_all(pids: set[int]) -> int:

@@ -104,11 +104,6 @@ def test_check_alive_ignores_exited_processes_it_was_not_asked_about(
         supervisor.check_alive(["crasher"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: stop_processes() reaps with waitpid(-1), stealing the exit status of every"
-    " other exited child; Popen.poll() then reports 0, so check_alive says 'exited with code 0'",
-)
 def test_check_alive_reports_the_real_exit_code_after_another_process_was_stopped(
     supervisor: Supervisor,
 ) -> None:
@@ -146,12 +141,6 @@ def test_stop_processes_sigkills_a_process_that_ignores_sigterm(supervisor: Supe
     eventually(lambda: not is_running(record), timeout=2.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: stop_processes() sends SIGKILL and returns without waiting for the process"
-    " to die, so teardown's stop ranks (kubelet gone before containerd) do not hold for"
-    " killed processes, and a child that dies after the one _reap() stays a zombie",
-)
 def test_stop_processes_returns_only_after_a_killed_process_is_gone(
     supervisor: Supervisor, monkeypatch: pytest.MonkeyPatch
 ) -> None:

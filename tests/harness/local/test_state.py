@@ -58,13 +58,6 @@ def test_load_of_an_unreadable_file_raises_runtime_error_naming_the_file(tmp_pat
         RunState.load(tmp_path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="bug: RunState.load only wraps OSError/ValueError; a run.json of another harness"
-    " version (unknown or missing fields) escapes as a bare TypeError/KeyError that does not"
-    " name the file, so `cluster down` crashes with a traceback",
-)
 def test_load_of_a_run_json_with_unknown_fields_raises_runtime_error_naming_the_file(
     tmp_path: Path,
 ) -> None:

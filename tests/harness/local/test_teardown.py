@@ -180,12 +180,6 @@ def test_teardown_unmounts_a_bind_mount_in_the_run_dir_and_keeps_its_source(
             subprocess.run(["umount", "-l", str(target)], check=False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: _kill_processes_naming matches the run dir as a plain substring, so tearing"
-    " down /var/lib/csi-harness/csi-harness also kills processes of the run dir"
-    " /var/lib/csi-harness/csi-harness-e2e (the pytest plugin's default cluster)",
-)
 def test_teardown_spares_processes_of_a_run_dir_whose_name_extends_this_one(
     run_dir: Path, spawn: Callable[[list[str]], subprocess.Popen[bytes]]
 ) -> None:
@@ -195,12 +189,6 @@ def test_teardown_spares_processes_of_a_run_dir_whose_name_extends_this_one(
     assert alive(neighbour)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: _kill_processes_naming spares only its own pid; an ancestor whose command"
-    " line names the run dir (sudo/timeout/sh -c wrapping `csi-harness cluster down"
-    " --run-dir DIR`) is SIGKILLed",
-)
 def test_teardown_spares_the_command_that_runs_it(run_dir: Path) -> None:
     script = (
         "import sys; from pathlib import Path; from harness.local.teardown import teardown;"
