@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import ssl
 import subprocess
@@ -29,7 +30,7 @@ from lightkube.resources.core_v1 import Node, ServiceAccount
 from lightkube.resources.storage_v1 import CSINode, CSIStorageCapacity
 
 from harness.deploy.local import DriverNode, LocalDriver
-from harness.deploy.spec import DRIVER_NAMESPACE
+from harness.deploy.spec import DRIVER_NAMESPACE, DriverDeployment
 from harness.local import components as c
 from harness.local.config import NODE_TYPE_LABEL, ZONE_LABEL, LocalClusterConfig, NodeSpec, NodeType
 from harness.local.images import ensure_images, import_images
@@ -80,6 +81,10 @@ class LocalCluster:
         self.progress = progress or (lambda message: print(message, file=sys.stderr, flush=True))
         self.network = c.PodNetwork.for_cluster(config.name)
         self.driver: LocalDriver | None = None
+        self.kube: Client | None = None
+        self.default_driver = config.driver
+        """The driver the cluster came up with; tests redeploy variations of it."""
+        self._tools = Tools(Path("."))
         self._supervisor: Supervisor | None = None
 
     @property
@@ -205,20 +210,8 @@ class LocalCluster:
         )
         phase("nodes Ready")
 
-        self.driver = LocalDriver(
-            config.driver,
-            root=layout.driver,
-            tools=tools,
-            supervisor=supervisor,
-            nodes=[
-                DriverNode(
-                    n.name, n.zone, layout.kubelet_root(n.name), n.type is NodeType.SIMULATED
-                )
-                for n in nodes
-            ],
-            kubeconfig=layout.component_kubeconfig("csi-sidecars"),
-            kube=kube,
-        )
+        self._tools, self.kube = tools, kube
+        self.driver = self._new_driver(config.driver)
         self.driver.start()
         phase("driver and sidecars started")
         self.wait_driver_ready(kube, nodes)
@@ -233,6 +226,70 @@ class LocalCluster:
             check=supervisor.check_alive,
         )
         phase("default service account")
+
+    def _new_driver(self, spec: DriverDeployment) -> LocalDriver:
+        layout = self.layout
+        assert self._supervisor is not None and self.kube is not None
+        return LocalDriver(
+            spec,
+            root=layout.driver,
+            tools=self._tools,
+            supervisor=self._supervisor,
+            nodes=[
+                DriverNode(
+                    n.name, n.zone, layout.kubelet_root(n.name), n.type is NodeType.SIMULATED
+                )
+                for n in self.config.nodes()
+            ],
+            kubeconfig=layout.component_kubeconfig("csi-sidecars"),
+            kube=self.kube,
+        )
+
+    def redeploy_driver(self, spec: DriverDeployment) -> LocalDriver:
+        """Replace the running driver with a fresh one deployed from ``spec``: its
+        processes stopped, its CSINode entries gone, its state wiped, then started
+        and waited for like at bring-up. Volumes must have been deleted before."""
+        if self.kube is None:
+            raise RuntimeError("redeploy_driver needs a cluster brought up by this object")
+        nodes = self.config.nodes()
+        if self.driver is not None:
+            self.driver.stop()
+            old = self.driver.spec.name
+            wait_for(
+                f"the CSINode entries of {old} to go",
+                partial(_csinodes_lack, self.kube, old, [n.name for n in nodes]),
+                timeout=self.config.timeout_seconds,
+                interval=0.2,
+            )
+        shutil.rmtree(self.layout.driver, ignore_errors=True)
+        self.config = self.config.model_copy(update={"driver": spec})
+        self.driver = self._new_driver(spec)
+        self.driver.start()
+        self.wait_driver_ready(self.kube, nodes)
+        return self.driver
+
+    def restart_scheduler(self, scheduler: dict[str, object]) -> None:
+        """Restart kube-scheduler with ``scheduler`` merged into its configuration
+        (e.g. a VolumeBinding shape); wait until it serves /healthz."""
+        if self._supervisor is None:
+            raise RuntimeError("restart_scheduler needs a cluster brought up by this object")
+        self.config = self.config.model_copy(update={"scheduler": scheduler})
+        (self.layout.configs / "kube-scheduler.yaml").write_text(
+            yaml.safe_dump(c.scheduler_configuration(self.config, self.layout), sort_keys=False)
+        )
+        self._supervisor.stop("kube-scheduler")
+        self._supervisor.start(
+            "kube-scheduler",
+            c.scheduler_argv(self._tools, self.config, self.layout, self._supervisor.state.ports),
+        )
+        port = self._supervisor.state.ports["scheduler"]
+        wait_for(
+            "kube-scheduler /healthz",
+            partial(_https_ok, port, "/healthz"),
+            timeout=self.config.timeout_seconds,
+            interval=0.2,
+            check=partial(self._supervisor.check_alive, ["kube-scheduler"]),
+        )
 
     def _check_socket_paths(self) -> None:
         """Unix socket paths are limited to 107 bytes; fail before starting anything
@@ -426,6 +483,22 @@ def _service_account_exists(kube: Client, namespace: str, name: str) -> tuple[bo
     except ApiError as exc:
         return False, f"{namespace}/{name}: {exc.status.message}"
     return True, "present"
+
+
+def _csinodes_lack(kube: Client, driver: str, names: list[str]) -> tuple[bool, str]:
+    have = [
+        csinode.metadata.name
+        for csinode in kube.list(CSINode)
+        if csinode.metadata and any(d.name == driver for d in csinode.spec.drivers or [])
+    ]
+    return not have, f"still registered on: {', '.join(str(n) for n in have)}"
+
+
+def _https_ok(port: int, path: str) -> tuple[bool, str]:
+    # Health endpoints of the scheduler answer anonymous requests; its certificate
+    # is self-signed.
+    response = httpx.get(f"https://{c.LOOPBACK}:{port}{path}", verify=False, timeout=1)
+    return response.status_code == 200, f"HTTP {response.status_code}"
 
 
 def _socket_probe(path: Path) -> tuple[bool, str]:

@@ -1,0 +1,105 @@
+"""Builders of the Kubernetes objects the suites create, as plain mappings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.local.config import NODE_TYPE_LABEL
+
+BUSYBOX = "csi-mock.local/busybox:1"
+
+
+def claim(name: str, namespace: str, size: str, storage_class: str = "csi-mock") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": storage_class,
+            "resources": {"requests": {"storage": size}},
+        },
+    }
+
+
+def pod(
+    name: str,
+    namespace: str,
+    *,
+    claims: list[str] = (),  # type: ignore[assignment]
+    ephemeral: list[tuple[str, str, str]] = (),  # type: ignore[assignment]
+    inline: list[dict[str, str]] = (),  # type: ignore[assignment]
+    nodes: list[str] | None = None,
+    preferred_node: str | None = None,
+    node_type: str | None = None,
+) -> dict[str, Any]:
+    """A pod that sleeps with the given volumes mounted.
+
+    ``claims``: PVC names; ``ephemeral``: (volume name, size, storage class) generic
+    ephemeral volumes; ``inline``: volumeAttributes of CSI inline ephemeral volumes;
+    ``nodes``: required node names; ``preferred_node``: a node preferred over the
+    others; ``node_type``: "kubelet" or "simulated".
+    """
+    volumes: list[dict[str, Any]] = [
+        {"name": f"claim-{i}", "persistentVolumeClaim": {"claimName": c}}
+        for i, c in enumerate(claims)
+    ]
+    for volume, size, storage_class in ephemeral:
+        template = claim("unused", namespace, size, storage_class)
+        volumes.append(
+            {
+                "name": volume,
+                "ephemeral": {"volumeClaimTemplate": {"spec": template["spec"]}},
+            }
+        )
+    for i, attributes in enumerate(inline):
+        volumes.append(
+            {
+                "name": f"inline-{i}",
+                "csi": {"driver": "csi-mock.example", "volumeAttributes": attributes},
+            }
+        )
+    spec: dict[str, Any] = {
+        "automountServiceAccountToken": False,
+        "terminationGracePeriodSeconds": 0,
+        "containers": [
+            {
+                "name": "app",
+                "image": BUSYBOX,
+                "imagePullPolicy": "Never",
+                "command": ["sleep", "3600"],
+                "volumeMounts": [
+                    {"name": v["name"], "mountPath": f"/mnt/{v['name']}"} for v in volumes
+                ],
+            }
+        ],
+        "volumes": volumes,
+    }
+    affinity: dict[str, Any] = {}
+    if nodes is not None:
+        affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": [
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": nodes}]}
+            ]
+        }
+    if preferred_node is not None:
+        affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {
+                "weight": 100,
+                "preference": {
+                    "matchFields": [
+                        {"key": "metadata.name", "operator": "In", "values": [preferred_node]}
+                    ]
+                },
+            }
+        ]
+    if affinity:
+        spec["affinity"] = {"nodeAffinity": affinity}
+    if node_type is not None:
+        spec["nodeSelector"] = {NODE_TYPE_LABEL: node_type}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
