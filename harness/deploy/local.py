@@ -209,6 +209,7 @@ class LocalDriver:
             "--kube-api-capacity-qps=50",
             "--kube-api-capacity-burst=100",
             "--extra-create-metadata",
+            *(["--strict-topology"] if self.spec.strict_topology else []),
             "--timeout=15s",
             "--retry-interval-start=500ms",
             "--retry-interval-max=5s",

@@ -53,6 +53,10 @@ class DriverDeployment(BaseModel):
     kinds: dict[str, float] = Field(default_factory=lambda: {"striped": 1.0, "mirrored": 2.0})
     default_kind: str = "striped"
     provisioner_mode: ProvisionerMode = ProvisionerMode.CENTRAL
+    strict_topology: bool = True
+    """external-provisioner --strict-topology: with a selected node, CreateVolume's
+    requisite topology is that node's segment only, as node-local storage needs;
+    without it the driver may place the volume elsewhere and binding then fails."""
     capacity_poll_interval: str = "2s"
     storage_classes: list[str] | None = None
     """Names from deploy/kubernetes/storageclasses.yaml to create; None: all."""

@@ -77,9 +77,11 @@ def pod(
     }
     affinity: dict[str, Any] = {}
     if nodes is not None:
+        # A metadata.name field selector takes one value: one (ORed) term per node.
         affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
             "nodeSelectorTerms": [
-                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": nodes}]}
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+                for node in nodes
             ]
         }
     if preferred_node is not None:

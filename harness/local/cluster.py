@@ -27,10 +27,11 @@ import yaml
 from lightkube import Client, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Node, ServiceAccount
-from lightkube.resources.storage_v1 import CSINode, CSIStorageCapacity
+from lightkube.resources.storage_v1 import CSIStorageCapacity
 
 from harness.deploy.local import DriverNode, LocalDriver
 from harness.deploy.spec import DRIVER_NAMESPACE, DriverDeployment
+from harness.kube.resources import CSINodeResource, csinode_drivers
 from harness.local import components as c
 from harness.local.config import NODE_TYPE_LABEL, ZONE_LABEL, LocalClusterConfig, NodeSpec, NodeType
 from harness.local.images import ensure_images, import_images
@@ -488,8 +489,8 @@ def _service_account_exists(kube: Client, namespace: str, name: str) -> tuple[bo
 def _csinodes_lack(kube: Client, driver: str, names: list[str]) -> tuple[bool, str]:
     have = [
         csinode.metadata.name
-        for csinode in kube.list(CSINode)
-        if csinode.metadata and any(d.name == driver for d in csinode.spec.drivers or [])
+        for csinode in kube.list(CSINodeResource)
+        if csinode.metadata and any(d["name"] == driver for d in csinode_drivers(csinode))
     ]
     return not have, f"still registered on: {', '.join(str(n) for n in have)}"
 
@@ -522,8 +523,8 @@ def _nodes_ready(kube: Client, names: list[str]) -> tuple[bool, str]:
 
 def _csinodes_have(kube: Client, driver: str, names: list[str]) -> tuple[bool, str]:
     have = set()
-    for csinode in kube.list(CSINode):
-        if any(d.name == driver for d in csinode.spec.drivers or []):
+    for csinode in kube.list(CSINodeResource):
+        if any(d["name"] == driver for d in csinode_drivers(csinode)):
             have.add(csinode.metadata.name)  # type: ignore[union-attr]
     missing = sorted(set(names) - have)
     return not missing, f"driver not registered on: {', '.join(missing)}"

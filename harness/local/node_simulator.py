@@ -35,7 +35,6 @@ from typing import Any, cast
 import grpc
 from lightkube import AsyncClient, KubeConfig
 from lightkube.core.exceptions import ApiError
-from lightkube.generic_resource import create_global_resource
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Node
 from lightkube.types import PatchType
@@ -46,6 +45,7 @@ from csi_mock.proto import (
     pluginregistration_pb2,
     pluginregistration_pb2_grpc,
 )
+from harness.kube.resources import CSINodeResource
 
 log = logging.getLogger("node-simulator")
 
@@ -55,9 +55,6 @@ STATUS_EVERY = 30.0
 WATCH_EVERY = 0.25
 NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid"
 ATTACH_DETACH_ANNOTATION = "volumes.kubernetes.io/controller-managed-attach-detach"
-
-# CSINode through the generic resource keeps the whole spec as plain data.
-CSINodeResource = create_global_resource("storage.k8s.io", "v1", "CSINode", "csinodes")
 
 
 def _now() -> str:

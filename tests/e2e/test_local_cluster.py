@@ -27,6 +27,13 @@ pytestmark = pytest.mark.e2e
 GI = 1 << 30
 
 
+@pytest.fixture(scope="module", autouse=True)
+def default_driver(local_cluster: LocalCluster) -> None:
+    """These tests describe the cluster as it comes up: undo other modules' drivers."""
+    if local_cluster.config.driver != local_cluster.default_driver:
+        local_cluster.redeploy_driver(local_cluster.default_driver)
+
+
 @pytest.fixture(scope="module")
 def kube(local_cluster: LocalCluster) -> Client:
     return Client(KubeConfig.from_file(local_cluster.kubeconfig), field_manager="csi-harness-tests")

@@ -1,0 +1,108 @@
+"""The API server's own RBAC evaluation of deploy/kubernetes/rbac.yaml, applied for real:
+SubjectAccessReviews for the controller's and the node plugin's ServiceAccounts. The
+sidecars of the local cluster run with their own certificates, so these objects change
+nothing for it; they are deleted afterwards."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from lightkube import Client, KubeConfig, codecs
+from lightkube.core.exceptions import ApiError
+from lightkube.models.authorization_v1 import ResourceAttributes, SubjectAccessReviewSpec
+from lightkube.resources.authorization_v1 import SubjectAccessReview
+from lightkube.resources.core_v1 import Namespace
+
+from harness.deploy.spec import DRIVER_NAMESPACE, MANIFEST_DIR
+from harness.local.cluster import LocalCluster
+
+pytestmark = pytest.mark.e2e
+
+FIELD_MANAGER = "csi-harness-manifests"
+CONTROLLER = "csi-mock-controller"
+NODE = "csi-mock-node"
+
+
+@pytest.fixture(scope="module")
+def kube(local_cluster: LocalCluster) -> Client:
+    return Client(KubeConfig.from_file(local_cluster.kubeconfig), field_manager=FIELD_MANAGER)
+
+
+@pytest.fixture(scope="module")
+def rbac(kube: Client) -> Iterator[None]:
+    kube.get(Namespace, DRIVER_NAMESPACE)  # the local cluster made it for its driver
+    objects: list[Any] = list(codecs.load_all_yaml((MANIFEST_DIR / "rbac.yaml").read_text()))
+    applied = []
+    try:
+        for obj in objects:
+            kube.apply(obj, field_manager=FIELD_MANAGER, force=True)
+            applied.append(obj)
+        yield
+    finally:
+        for obj in reversed(applied):
+            try:
+                kube.delete(type(obj), obj.metadata.name, namespace=obj.metadata.namespace)
+            except ApiError as exc:
+                if exc.status.code != 404:
+                    raise
+
+
+def allowed(
+    kube: Client, account: str, verb: str, resource: str, group: str = "", namespace: str = ""
+) -> bool:
+    review = SubjectAccessReview(
+        spec=SubjectAccessReviewSpec(
+            user=f"system:serviceaccount:{DRIVER_NAMESPACE}:{account}",
+            groups=["system:serviceaccounts", f"system:serviceaccounts:{DRIVER_NAMESPACE}"],
+            resourceAttributes=ResourceAttributes(
+                verb=verb, group=group, resource=resource, namespace=namespace or None
+            ),
+        )
+    )
+    result = kube.create(review)
+    assert result.status is not None
+    return bool(result.status.allowed)
+
+
+@pytest.mark.usefixtures("rbac")
+@pytest.mark.parametrize(
+    ("verb", "resource", "group", "namespace"),
+    [
+        # external-provisioner, publishing capacity owned by its Deployment
+        ("create", "csistoragecapacities", "storage.k8s.io", DRIVER_NAMESPACE),
+        ("update", "csistoragecapacities", "storage.k8s.io", DRIVER_NAMESPACE),
+        ("delete", "csistoragecapacities", "storage.k8s.io", DRIVER_NAMESPACE),
+        ("get", "pods", "", DRIVER_NAMESPACE),
+        ("get", "replicasets", "apps", DRIVER_NAMESPACE),
+        ("create", "persistentvolumes", "", ""),
+        ("update", "persistentvolumeclaims", "", "default"),
+        ("list", "csinodes", "storage.k8s.io", ""),
+        ("create", "leases", "coordination.k8s.io", DRIVER_NAMESPACE),
+        # external-attacher
+        ("patch", "volumeattachments", "storage.k8s.io", ""),
+        ("patch", "volumeattachments/status", "storage.k8s.io", ""),
+    ],
+)
+def test_controller_sidecars_are_allowed(
+    kube: Client, verb: str, resource: str, group: str, namespace: str
+) -> None:
+    assert allowed(kube, CONTROLLER, verb, resource, group, namespace)
+
+
+@pytest.mark.usefixtures("rbac")
+@pytest.mark.parametrize(
+    ("account", "verb", "resource", "group", "namespace"),
+    [
+        (CONTROLLER, "create", "csistoragecapacities", "storage.k8s.io", "default"),
+        (CONTROLLER, "create", "leases", "coordination.k8s.io", "default"),
+        (CONTROLLER, "list", "secrets", "", DRIVER_NAMESPACE),
+        (NODE, "list", "nodes", "", ""),
+        (NODE, "get", "pods", "", DRIVER_NAMESPACE),
+    ],
+)
+def test_nothing_beyond_that_is_allowed(
+    kube: Client, account: str, verb: str, resource: str, group: str, namespace: str
+) -> None:
+    assert not allowed(kube, account, verb, resource, group, namespace)
