@@ -84,8 +84,9 @@ class Limits:
     """Objects per kind in a section (files: all, as YAML)."""
     journal: int = 25
     """Journal records in the section, all instances together."""
-    journal_fetch: int = 1000
-    """Records fetched per driver instance (and written to its file)."""
+    journal_fetch: int = 2000
+    """Records fetched per driver instance (and written to its file): with capacity
+    polled every 2 s, a few minutes of calls."""
     log_lines: int = 40
     """Lines of each component log in its section."""
     log_bytes: int = 256 << 10
@@ -361,10 +362,6 @@ def read_tail(path: Path, max_bytes: int) -> str:
         # The read started inside a line: drop that part line.
         data = data.partition(b"\n")[2]
     return data.decode(errors="replace")
-
-
-def tail_lines(text: str, lines: int) -> list[str]:
-    return text.splitlines()[-lines:] if lines > 0 else []
 
 
 def log_rank(component: str) -> tuple[int, str]:
@@ -709,11 +706,10 @@ def _logs(
             text = read_tail(path, limits.log_bytes)
             file = f"logs/{path.name}"
             result.files[file] = text
-            kept = [line for line in text.splitlines() if not is_routine_log_line(line)]
+            every = text.splitlines()
+            kept = [line for line in every if not is_routine_log_line(line)]
             lines = kept[-limits.log_lines :] if limits.log_lines > 0 else []
-            left_out = (
-                " (successful routine calls left out)" if len(kept) < text.count("\n") else ""
-            )
+            left_out = ", successful routine calls left out" if len(kept) < len(every) else ""
             header = f"[last {len(lines)} lines{left_out}; a longer tail in {where(file)}]"
             return "\n".join([header, *(clip(line, limits.width) for line in lines)])
 

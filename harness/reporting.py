@@ -309,7 +309,7 @@ def by_feature(results: Iterable[Result]) -> dict[str, list[Result]]:
 
 
 def counts(results: Iterable[Result]) -> str:
-    """ "2 passed, 1 failed", outcomes in a fixed order."""
+    """The outcomes counted, in a fixed order: "2 passed, 1 failed"."""
     tally = {outcome: 0 for outcome in OUTCOMES}
     for result in results:
         tally[result.outcome] = tally.get(result.outcome, 0) + 1

@@ -1,0 +1,745 @@
+"""The run summary and failure diagnostics (harness/reporting.py, harness/diagnostics.py).
+
+The plugin is tried on small fake suites run by ``pytester``, in process, with the
+csi_harness plugin switched off so that nothing reaches for a real cluster; the
+diagnostics are tried with fake Kubernetes and admin sources.
+"""
+
+from __future__ import annotations
+
+import textwrap
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from lightkube.codecs import from_dict
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.core_v1 import Pod
+
+from csi_mock.observe.calls import CallRecord
+from harness import diagnostics
+from harness.diagnostics import ClusterTarget, Limits
+from harness.reporting import diagnostics_dirname
+
+pytest_plugins = ["pytester"]
+
+# In process, with only this plugin of the harness; no asyncio plugin, no cache.
+PLUGIN_ARGS = ("-p", "no:csi_harness", "-p", "harness.reporting", "-p", "no:asyncio")
+PLUGIN_ARGS += ("-p", "no:cacheprovider", "--strict-markers")
+
+CAPACITY_SUITE = """
+    import pytest
+
+    FEATURE = "capacity tracking"
+
+
+    @pytest.mark.scenario(FEATURE, "claim within maximumVolumeSize binds")
+    def test_binds():
+        pass
+
+
+    @pytest.mark.scenario(FEATURE, "claim larger than every maximumVolumeSize stays Pending")
+    def test_stays_pending():
+        assert "Bound" == "Pending", "claim got bound"
+
+
+    @pytest.mark.scenario(FEATURE, "capacity per zone")
+    @pytest.mark.skip(reason="needs two zones")
+    def test_per_zone():
+        pass
+
+
+    @pytest.mark.scenario("node limits", "attach limit is honoured")
+    @pytest.mark.xfail(reason="kubelet caches the limit")
+    def test_attach_limit():
+        assert False
+
+
+    def test_unmarked_e2e_test():
+        pass
+"""
+
+UNIT_SUITE = """
+    def test_unit_arithmetic():
+        assert 1 + 1 == 2
+"""
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A project with a rootdir, an e2e module and a unit test module."""
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(
+        **{
+            "tests/e2e/test_capacity": textwrap.dedent(CAPACITY_SUITE),
+            "tests/unit/test_unit": textwrap.dedent(UNIT_SUITE),
+        }
+    )
+    return pytester
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest(*PLUGIN_ARGS, *args)
+
+
+# -- the summary ---------------------------------------------------------------------
+
+
+def test_summary_table_groups_scenarios_by_feature_with_counts_and_results(
+    suite: pytest.Pytester,
+) -> None:
+    result = run(suite)
+    result.assert_outcomes(passed=3, failed=1, skipped=1, xfailed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*= conformance summary =*",
+            "capacity tracking (1 passed, 1 failed, 1 skipped)",
+            "  claim within maximumVolumeSize binds * passed *s",
+            "  claim larger than every maximumVolumeSize stays Pending * failed *s"
+            "  AssertionError: claim got bound*",
+            "  capacity per zone * skipped * needs two zones",
+            "node limits (1 xfailed)",
+            "  attach limit is honoured * xfailed *s  kubelet caches the limit",
+            "test_capacity (1 passed)",
+            "  test_unmarked_e2e_test * passed *",
+            "5 tests in 3 features: 2 passed, 1 failed, 1 skipped, 1 xfailed; session wall time *s",
+            "summary written to reports/summary.md",
+        ]
+    )
+
+
+def test_unit_tests_are_not_in_the_summary(suite: pytest.Pytester) -> None:
+    result = run(suite)
+    assert "test_unit_arithmetic" not in result.stdout.str()
+    assert "test_unit_arithmetic" not in (suite.path / "reports/summary.md").read_text()
+
+
+def test_summary_markdown_has_a_row_per_scenario_and_the_feature_counts_once(
+    suite: pytest.Pytester,
+) -> None:
+    run(suite)
+    lines = (suite.path / "reports" / "summary.md").read_text().splitlines()
+    assert lines[0] == "# Conformance summary"
+    assert lines[2].startswith("5 tests in 3 features: 2 passed, 1 failed, 1 skipped, 1 xfailed;")
+    rows = [line for line in lines if line.startswith("| ")]
+    assert rows[0] == "| feature | scenario | result | time | detail |"
+    body = [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows[2:]]
+    assert [(cells[0], cells[1], cells[2]) for cells in body] == [
+        ("**capacity tracking** (1 passed, 1 failed, 1 skipped)", body[0][1], "passed"),
+        ("", "claim larger than every maximumVolumeSize stays Pending", "failed"),
+        ("", "capacity per zone", "skipped"),
+        ("**node limits** (1 xfailed)", "attach limit is honoured", "xfailed"),
+        ("**test_capacity** (1 passed)", "test_unmarked_e2e_test", "passed"),
+    ]
+    assert body[0][1] == "claim within maximumVolumeSize binds"
+    assert body[1][4] == "AssertionError: claim got bound"
+    assert body[2][3:] == ["", "needs two zones"]
+
+
+def test_no_summary_when_no_test_declares_a_scenario(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(**{"tests/unit/test_unit": textwrap.dedent(UNIT_SUITE)})
+    result = run(pytester)
+    result.assert_outcomes(passed=1)
+    assert "conformance summary" not in result.stdout.str()
+    assert not (pytester.path / "reports").exists()
+
+
+def test_junit_xml_carries_feature_and_scenario_properties(suite: pytest.Pytester) -> None:
+    run(suite, "--junitxml=junit.xml")
+    cases = {
+        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
+        for case in ET.parse(suite.path / "junit.xml").iter("testcase")
+    }
+    assert cases["test_stays_pending"] == {
+        "feature": "capacity tracking",
+        "scenario": "claim larger than every maximumVolumeSize stays Pending",
+    }
+    assert cases["test_unmarked_e2e_test"] == {
+        "feature": "test_capacity",
+        "scenario": "test_unmarked_e2e_test",
+    }
+    assert cases["test_unit_arithmetic"] == {}
+
+
+def test_scenario_marker_with_the_wrong_arguments_is_a_usage_error(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(
+        **{
+            "tests/e2e/test_bad": """
+                import pytest
+
+                @pytest.mark.scenario("capacity tracking")
+                def test_only_a_feature():
+                    pass
+            """
+        }
+    )
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*test_only_a_feature: @pytest.mark.scenario takes two*"])
+
+
+def test_a_parametrized_scenario_has_a_row_per_parameter_set(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(
+        **{
+            "tests/e2e/test_classes": """
+                import pytest
+
+                @pytest.mark.scenario("capacity tracking", "capacity is published")
+                @pytest.mark.parametrize("storage_class", ["csi-mock", "csi-mock-mirrored"])
+                def test_published(storage_class):
+                    pass
+            """
+        }
+    )
+    result = run(pytester)
+    result.stdout.fnmatch_lines(
+        [
+            "capacity tracking (2 passed)",
+            "  capacity is published [[]csi-mock] * passed *",
+            "  capacity is published [[]csi-mock-mirrored] * passed *",
+        ]
+    )
+
+
+# -- diagnostics on failure, end to end ----------------------------------------------
+
+# A cluster whose apiserver refuses connections and whose driver is gone: the test's
+# own failure must still be what the report says, with the logs that could be read.
+BROKEN_CLUSTER_CONFTEST = """
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    import pytest
+
+    KUBECONFIG = '''
+    apiVersion: v1
+    kind: Config
+    clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+    users: [{name: u, user: {token: t}}]
+    contexts: [{name: x, context: {cluster: c, user: u}}]
+    current-context: x
+    '''
+
+
+    @pytest.fixture(scope="session")
+    def local_cluster(tmp_path_factory):
+        root = tmp_path_factory.mktemp("run")
+        (root / "kubeconfig").write_text(KUBECONFIG)
+        logs = root / "logs"
+        logs.mkdir()
+        (logs / "kubelet-node-1.log").write_text(
+            "".join(f"kubelet line {i}\\n" for i in range(100))
+        )
+        (logs / "csi-mock-controller.log").write_text("controller started\\n")
+        driver = SimpleNamespace(
+            nodes=[SimpleNamespace(name="node-1")],
+            admin_socket=lambda instance: root / instance / "admin.sock",
+        )
+        return SimpleNamespace(
+            kubeconfig=root / "kubeconfig",
+            layout=SimpleNamespace(logs=logs),
+            driver=driver,
+            config=SimpleNamespace(driver=SimpleNamespace(name="csi-mock.example")),
+        )
+
+
+    @pytest.fixture
+    def namespace(local_cluster):
+        return "t-1234"
+"""
+
+FAILING_E2E_SUITE = """
+    import pytest
+
+
+    @pytest.mark.scenario("capacity tracking", "claim stays Pending")
+    def test_stays_pending(local_cluster, namespace):
+        assert "Bound" == "Pending", "claim got bound"
+
+
+    @pytest.fixture
+    def broken_fixture(local_cluster):
+        raise RuntimeError("could not create the storage class")
+
+
+    @pytest.mark.scenario("capacity tracking", "storage class setup")
+    def test_setup_fails(broken_fixture):
+        pass
+
+
+    @pytest.mark.scenario("capacity tracking", "no cluster used")
+    def test_without_cluster():
+        assert False, "no diagnostics for me"
+"""
+
+
+@pytest.fixture
+def failing_suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeini("[pytest]\n")
+    pytester.makeconftest(textwrap.dedent(BROKEN_CLUSTER_CONFTEST))
+    pytester.makepyfile(**{"tests/e2e/test_pending": textwrap.dedent(FAILING_E2E_SUITE)})
+    return pytester
+
+
+def test_failure_report_keeps_the_failure_and_adds_what_could_be_collected(
+    failing_suite: pytest.Pytester,
+) -> None:
+    result = run(failing_suite, "-o", "junit_logging=system-out", "--junitxml=junit.xml")
+    result.assert_outcomes(failed=2, errors=1)
+    out = result.stdout.str()
+    assert "AssertionError: claim got bound" in out
+    result.stdout.fnmatch_lines(
+        [
+            "*- Captured stdout diagnostics: overview -*",
+            "driver csi-mock.example, test namespace t-1234, collected in *s;"
+            " files in reports/diagnostics/tests_e2e_test_pending.py_test_stays_pending",
+            "component logs: */logs",
+            "not collected: events in t-1234 (ConnectError: *Connection refused)",
+            "not collected: journal of controller (AdminConnectionError: *)",
+            "not collected: journal of node-1 (AdminConnectionError: *)",
+            "the apiserver failed (ConnectError: *): no further API reads were tried",
+            "*- Captured stdout diagnostics: events t-1234 -*",
+            "(events in t-1234: not collected, ConnectError: *)",
+            "*- Captured stdout diagnostics: events csi-mock -*",
+            "(events in csi-mock: skipped, the apiserver failed before)",
+            "*- Captured stdout diagnostics: objects -*",
+            "*",
+            "(pods in t-1234: skipped, the apiserver failed before)",
+            "*- Captured stdout diagnostics: driver journal -*",
+            "*",
+            "(journal of controller: not collected, AdminConnectionError*",
+            "*- Captured stdout diagnostics: log csi-mock-controller -*",
+            "[[]last 1 lines; a longer tail in reports/diagnostics/*/logs/csi-mock-controller.log]",
+            "controller started",
+            "*- Captured stdout diagnostics: log kubelet-node-1 -*",
+            "[[]last 40 lines; *",
+            "kubelet line 60",
+        ]
+    )
+    assert "kubelet line 59\n" not in out
+    system_out = "".join(
+        case.findtext("system-out") or ""
+        for case in ET.parse(failing_suite.path / "junit.xml").iter("testcase")
+        if case.get("name") == "test_stays_pending"
+    )
+    assert "kubelet line 99" in system_out
+
+
+def test_failure_files_hold_the_failure_and_the_longer_logs(
+    failing_suite: pytest.Pytester,
+) -> None:
+    run(failing_suite)
+    directory = (
+        failing_suite.path / "reports/diagnostics/tests_e2e_test_pending.py_test_stays_pending"
+    )
+    assert "claim got bound" in (directory / "failure.txt").read_text()
+    kubelet_log = (directory / "logs" / "kubelet-node-1.log").read_text()
+    assert kubelet_log.splitlines()[0] == "kubelet line 0"
+    assert len(kubelet_log.splitlines()) == 100
+
+
+def test_setup_error_gets_diagnostics_and_counts_as_an_error(
+    failing_suite: pytest.Pytester,
+) -> None:
+    result = run(failing_suite)
+    result.stdout.fnmatch_lines(
+        [
+            "*- Captured stdout diagnostics: overview -*",
+            "driver csi-mock.example, test namespace (none), *test_setup_fails",
+            "*",
+            "  storage class setup * error *setup error: RuntimeError: could not create*"
+            " [[]reports/diagnostics/tests_e2e_test_pending.py_test_setup_fails]",
+        ]
+    )
+
+
+def test_tests_without_the_cluster_get_no_diagnostics(failing_suite: pytest.Pytester) -> None:
+    result = run(failing_suite)
+    assert not (
+        failing_suite.path / "reports/diagnostics/tests_e2e_test_pending.py_test_without_cluster"
+    ).exists()
+    result.stdout.fnmatch_lines(
+        ["  no cluster used * failed *AssertionError: no diagnostics for me"]
+    )
+
+
+# -- diagnostics: formatting ---------------------------------------------------------
+
+T0 = 1_700_000_000.123  # 2023-11-14 22:13:20.123 UTC
+
+
+def record(
+    method: str = "CreateVolume", code: str = "OK", at: float = T0, **fields: Any
+) -> CallRecord:
+    return CallRecord(time=at, method=method, service="Controller", code=code, **fields)
+
+
+def test_journal_record_is_one_line_with_the_outcome_before_the_request() -> None:
+    call = record(
+        code="RESOURCE_EXHAUSTED",
+        request={"name": "pvc-1", "required_bytes": 1 << 30, "parameters": {"kind": "fast"}},
+        message="no pool with room\nfor 1Gi",
+        duration_ms=1.25,
+        fault="f-1",
+    )
+    assert diagnostics.format_record(call) == (
+        '22:13:20.123 CreateVolume RESOURCE_EXHAUSTED 1.2ms "no pool with room | for 1Gi" '
+        '[fault f-1] name=pvc-1 required_bytes=1073741824 parameters={"kind":"fast"}'
+    )
+
+
+def test_journal_record_names_its_driver_instance() -> None:
+    call = record("NodePublishVolume", request={"volume_id": "v1"})
+    assert diagnostics.format_record(call, "node-2") == (
+        "22:13:20.123 [node-2] NodePublishVolume OK 0.0ms volume_id=v1"
+    )
+
+
+def event(
+    name: str, when: dict[str, Any], reason: str = "Provisioning", **extra: Any
+) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "t-1"},
+        "involvedObject": {"kind": "PersistentVolumeClaim", "name": "data"},
+        "reason": reason,
+        "type": "Normal",
+        "message": f"message of {name}",
+        **when,
+        **extra,
+    }
+
+
+def test_events_sort_by_when_they_last_happened_whatever_field_says_it() -> None:
+    events = [
+        event("late", {"lastTimestamp": "2024-01-01T00:00:03Z"}),
+        event("micro", {"eventTime": "2024-01-01T00:00:02.500000Z"}),
+        event(
+            "created",
+            {"metadata": {"name": "created", "creationTimestamp": "2024-01-01T00:00:01Z"}},
+        ),
+        event("undated", {}),
+    ]
+    names = [e["metadata"]["name"] for e in diagnostics.sorted_events(events)]
+    assert names == ["undated", "created", "micro", "late"]
+
+
+def test_event_line_has_time_type_reason_object_count_source_and_message() -> None:
+    warning = event(
+        "e",
+        {"lastTimestamp": "2024-01-01T10:20:30Z"},
+        reason="ProvisioningFailed",
+        type="Warning",
+        count=3,
+        source={"component": "csi-provisioner"},
+        message="failed to provision:\nno capacity",
+    )
+    assert diagnostics.format_event(warning) == (
+        "10:20:30 Warning ProvisioningFailed PersistentVolumeClaim/data x3 [csi-provisioner]: "
+        "failed to provision: | no capacity"
+    )
+
+
+def test_log_tail_starts_at_a_whole_line(tmp_path: Path) -> None:
+    log = tmp_path / "kubelet.log"
+    log.write_text("".join(f"line {i:03d}\n" for i in range(100)))  # 9 bytes a line
+    text = diagnostics.read_tail(log, 50)
+    assert text.splitlines() == [f"line {i:03d}" for i in range(95, 100)]
+    assert diagnostics.read_tail(log, 10_000).startswith("line 000\n")
+
+
+def test_log_sections_leave_out_the_drivers_routine_call_records(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    routine = '{"code":"OK","method":"GetCapacity","request":{},"seq":1}'
+    failed = '{"code":"UNAVAILABLE","method":"GetCapacity","request":{},"seq":2}'
+    created = '{"code":"OK","method":"CreateVolume","request":{"name":"pvc-1"},"seq":3}'
+    lines = ["serving on csi.sock", routine, created, routine, failed, routine]
+    (logs / "csi-mock-controller.log").write_text("\n".join(lines) + "\n")
+    found = diagnostics.collect(
+        target(tmp_path), Limits(log_lines=2), kube=lambda _: FakeKube({}), journal=no_journal
+    )
+    assert sections(found)["log csi-mock-controller"].splitlines() == [
+        "[last 2 lines, successful routine calls left out; "
+        "a longer tail in logs/csi-mock-controller.log]",
+        created,
+        failed,
+    ]
+    assert found.files["logs/csi-mock-controller.log"].splitlines() == lines
+
+
+def test_section_lines_are_clipped_to_the_width() -> None:
+    assert diagnostics.clip("abcdef", 4) == "abc…"
+    assert diagnostics.clip("abcd", 4) == "abcd"
+
+
+def test_logs_are_ordered_driver_and_sidecars_first() -> None:
+    names = [
+        "etcd",
+        "kube-apiserver",
+        "kubelet-node-1",
+        "csi-attacher",
+        "csi-mock-node-node-1",
+        "zzz",
+        "csi-mock-controller",
+        "kube-scheduler",
+    ]
+    assert sorted(names, key=diagnostics.log_rank) == [
+        "csi-mock-controller",
+        "csi-mock-node-node-1",
+        "csi-attacher",
+        "kube-scheduler",
+        "kubelet-node-1",
+        "kube-apiserver",
+        "etcd",
+        "zzz",
+    ]
+
+
+def test_diagnostics_directory_name_is_safe_and_unique_when_shortened() -> None:
+    assert diagnostics_dirname("tests/e2e/test_a.py::test_b[x-1/2]") == (
+        "tests_e2e_test_a.py_test_b_x-1_2"
+    )
+    long_a, long_b = (diagnostics_dirname(f"tests/e2e/t.py::test_{'x' * 200}{n}") for n in "ab")
+    assert len(long_a) <= 120 and long_a != long_b
+
+
+# -- diagnostics: fail-safe collection -----------------------------------------------
+
+
+def test_safely_returns_a_note_instead_of_raising() -> None:
+    problems: list[str] = []
+
+    def broken() -> str:
+        raise ConnectionRefusedError("connection refused\nmore detail")
+
+    text = diagnostics.safely("events in t-1", broken, problems)
+    assert text == "(events in t-1: not collected, ConnectionRefusedError: connection refused)"
+    assert problems == ["events in t-1 (ConnectionRefusedError: connection refused)"]
+
+
+def test_safely_returns_what_the_collector_made() -> None:
+    assert diagnostics.safely("x", lambda: "made") == "made"
+
+
+def test_safely_says_a_skipped_part_was_skipped_without_counting_a_problem() -> None:
+    problems: list[str] = []
+
+    def skipped() -> str:
+        raise diagnostics.Skipped("the apiserver failed before")
+
+    assert diagnostics.safely("csinodes", skipped, problems) == (
+        "(csinodes: skipped, the apiserver failed before)"
+    )
+    assert problems == []
+
+
+class FakeKube:
+    """Lists objects, plain dicts, by kind and namespace."""
+
+    def __init__(self, objects: dict[tuple[str, str | None], list[dict[str, Any]]]) -> None:
+        self.objects = objects
+        self.calls: list[tuple[str, str | None]] = []
+
+    def list(self, res: Any, *, namespace: str | None = None) -> Iterable[Any]:
+        kind = res._api_info.resource.kind
+        self.calls.append((kind, namespace))
+        return self.objects.get((kind, namespace), [])
+
+
+def target(tmp_path: Path, **given: Any) -> ClusterTarget:
+    fields: dict[str, Any] = {
+        "kubeconfig": tmp_path / "kubeconfig",
+        "logs": tmp_path / "logs",
+        "admin_sockets": {},
+        "namespace": "t-1",
+        "driver_name": "csi-mock.example",
+    }
+    return ClusterTarget(**{**fields, **given})
+
+
+def no_journal(socket: Path, limit: int) -> Sequence[CallRecord]:
+    return []
+
+
+def sections(found: diagnostics.Diagnostics) -> dict[str, str]:
+    return {s.title: s.text for s in found.sections}
+
+
+def test_an_unreachable_apiserver_is_tried_once_and_noted_in_every_part(tmp_path: Path) -> None:
+    connects: list[Path] = []
+
+    def refuse(kubeconfig: Path) -> Any:
+        connects.append(kubeconfig)
+        raise ConnectionRefusedError("connection refused")
+
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "kube-scheduler.log").write_text("scheduled\n")
+    found = diagnostics.collect(target(tmp_path), kube=refuse, journal=no_journal)
+    assert connects == [tmp_path / "kubeconfig"]
+    shown = sections(found)
+    assert shown["events t-1"] == (
+        "(events in t-1: not collected, ConnectionRefusedError: connection refused)"
+    )
+    assert shown["events csi-mock"] == "(events in csi-mock: skipped, the apiserver failed before)"
+    assert "(csinodes: skipped, the apiserver failed before)" in shown["objects"]
+    assert shown["log kube-scheduler"].endswith("\nscheduled")
+    assert found.problems == ["events in t-1 (ConnectionRefusedError: connection refused)"]
+    assert shown["overview"].splitlines()[2:] == [
+        "not collected: events in t-1 (ConnectionRefusedError: connection refused)",
+        "the apiserver failed (ConnectionRefusedError: connection refused): "
+        "no further API reads were tried",
+    ]
+
+
+def test_an_api_error_costs_only_its_own_kind(tmp_path: Path) -> None:
+    class Forbidden(FakeKube):
+        def list(self, res: Any, *, namespace: str | None = None) -> Iterable[Any]:
+            if res._api_info.resource.kind == "CSINode":
+                raise ApiError(status=SimpleNamespace(message="forbidden", code=403))  # type: ignore[arg-type]
+            return super().list(res, namespace=namespace)
+
+    kube = Forbidden({})
+    found = diagnostics.collect(target(tmp_path), kube=lambda _: kube, journal=no_journal)
+    assert found.problems == ["csinodes (ApiError: forbidden)"]
+    assert "csidrivers: 0" in sections(found)["objects"]
+
+
+def test_objects_are_one_line_each_in_the_section_and_yaml_in_the_files(tmp_path: Path) -> None:
+    pod = {
+        "metadata": {"name": "app", "namespace": "t-1", "managedFields": [{"manager": "x"}]},
+        "spec": {"containers": [{"name": "c", "image": "pause"}]},
+        "status": {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "message": "0/3 nodes are available",
+                }
+            ],
+        },
+    }
+    claim = {
+        "metadata": {
+            "name": "data",
+            "namespace": "t-1",
+            "annotations": {"volume.kubernetes.io/selected-node": "node-2"},
+        },
+        "spec": {"storageClassName": "csi-mock", "resources": {"requests": {"storage": "5Gi"}}},
+        "status": {"phase": "Pending"},
+    }
+    kube = FakeKube({("Pod", "t-1"): [pod], ("PersistentVolumeClaim", "t-1"): [claim]})
+    found = diagnostics.collect(target(tmp_path), kube=lambda _: kube, journal=no_journal)
+    objects = sections(found)["objects"].splitlines()
+    assert "pods in t-1: 1" in objects
+    assert (
+        "  app Pending node=- PodScheduled=False(Unschedulable: 0/3 nodes are available)" in objects
+    )
+    assert "  data Pending class=csi-mock request=5Gi volume=- selected-node=node-2" in objects
+    assert "persistentvolumes: 0" in objects
+    assert found.files["pods.yaml"].startswith("apiVersion: v1\nkind: Pod\nmetadata:\n  name: app")
+    assert "managedFields" not in found.files["pods.yaml"]
+    assert found.files["persistentvolumes.yaml"] == "# none\n"
+    assert ("CSIStorageCapacity", "csi-mock") in kube.calls
+
+
+def test_a_csinode_without_drivers_is_shown_not_refused(tmp_path: Path) -> None:
+    """The kubelet writes ``spec.drivers: null``, which lightkube's typed model refuses."""
+    csinode = {"metadata": {"name": "node-1"}, "spec": {"drivers": None}}
+    kube = FakeKube({("CSINode", None): [csinode]})
+    found = diagnostics.collect(target(tmp_path), kube=lambda _: kube, journal=no_journal)
+    assert "  node-1 drivers: none" in sections(found)["objects"].splitlines()
+
+
+def test_objects_are_read_as_plain_data_without_changing_how_lightkube_decodes() -> None:
+    pods = diagnostics.OBJECT_KINDS[0].resource
+    assert pods._api_info.resource.kind == "Pod"
+    assert pods({"spec": {"containers": None}})["spec"] == {"containers": None}
+    # Not registered: everyone else's from_dict still gives the typed models.
+    assert type(from_dict({"apiVersion": "v1", "kind": "Pod", "metadata": {}})) is Pod
+
+
+def test_events_of_both_namespaces_in_sections_limited_and_all_in_files(tmp_path: Path) -> None:
+    events = [event(f"e{i}", {"lastTimestamp": f"2024-01-01T00:00:{i:02d}Z"}) for i in range(40)]
+    kube = FakeKube({("Event", "t-1"): list(reversed(events))})
+    found = diagnostics.collect(
+        target(tmp_path),
+        Limits(events=3),
+        kube=lambda _: kube,
+        journal=no_journal,
+        files_at="reports/diagnostics/x",
+    )
+    lines = sections(found)["events t-1"].splitlines()
+    assert lines[0] == (
+        "[last 3 of 40 events in namespace t-1, oldest first, times UTC; "
+        "all in reports/diagnostics/x/events-t-1.txt]"
+    )
+    assert [line.split(": ")[-1] for line in lines[1:]] == [
+        "message of e37",
+        "message of e38",
+        "message of e39",
+    ]
+    assert len(found.files["events-t-1.txt"].splitlines()) == 40
+    assert sections(found)["events csi-mock"].startswith("[0 events in namespace csi-mock")
+
+
+def test_journal_merges_instances_by_time_hides_routine_calls_and_notes_dead_ones(
+    tmp_path: Path,
+) -> None:
+    journals = {
+        tmp_path / "controller.sock": [
+            record("GetCapacity", at=T0),
+            record("CreateVolume", at=T0 + 1, request={"name": "pvc-1"}),
+            record("GetCapacity", code="UNAVAILABLE", at=T0 + 3),
+        ],
+        tmp_path / "node-1.sock": [record("NodeStageVolume", at=T0 + 2)],
+    }
+
+    def reader(socket: Path, limit: int) -> Sequence[CallRecord]:
+        if socket not in journals:
+            raise ConnectionRefusedError(f"no {socket.name}")
+        return journals[socket]
+
+    sockets = {name: tmp_path / f"{name}.sock" for name in ("controller", "node-1", "node-2")}
+    found = diagnostics.collect(
+        target(tmp_path, admin_sockets=sockets), kube=lambda _: FakeKube({}), journal=reader
+    )
+    assert sections(found)["driver journal"].splitlines() == [
+        "[3 driver calls of all instances, oldest first, times UTC; "
+        "per instance in journal-<instance>.txt]",
+        "(journal of node-2: not collected, ConnectionRefusedError: no node-2.sock)",
+        "22:13:21.123 [controller] CreateVolume OK 0.0ms name=pvc-1",
+        "22:13:22.123 [node-1] NodeStageVolume OK 0.0ms",
+        "22:13:23.123 [controller] GetCapacity UNAVAILABLE 0.0ms",
+        "(1 successful routine calls not shown: ControllerGetCapabilities, GetCapacity, "
+        "GetPluginCapabilities, GetPluginInfo, NodeGetCapabilities, NodeGetVolumeStats, Probe)",
+    ]
+    assert len(found.files["journal-controller.txt"].splitlines()) == 3
+
+
+def test_no_driver_means_no_journal(tmp_path: Path) -> None:
+    found = diagnostics.collect(target(tmp_path), kube=lambda _: FakeKube({}), journal=no_journal)
+    assert sections(found)["driver journal"] == "(no driver deployed: no journal)"
+
+
+def test_write_replaces_what_an_earlier_run_left(tmp_path: Path) -> None:
+    stale = tmp_path / "d" / "events-old.txt"
+    stale.parent.mkdir()
+    stale.write_text("old")
+    found = diagnostics.Diagnostics(files={"logs/etcd.log": "etcd\n"})
+    diagnostics.write(found, tmp_path / "d", {"failure.txt": "boom\n"})
+    assert sorted(
+        p.relative_to(tmp_path / "d").as_posix() for p in (tmp_path / "d").rglob("*.*")
+    ) == [
+        "failure.txt",
+        "logs/etcd.log",
+    ]
