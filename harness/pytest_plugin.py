@@ -34,6 +34,7 @@ from lightkube.resources.core_v1 import (
 )
 
 from csi_mock.admin.client import AdminClient
+from harness import reporting
 from harness.cli import UsageError, parse_feature_gates
 from harness.deploy.local import LocalDriver
 from harness.deploy.spec import DriverDeployment
@@ -51,6 +52,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Failure diagnostics and the feature x scenario summary (harness/reporting.py).
+    config.pluginmanager.register(reporting)
     config.addinivalue_line("markers", "e2e: runs against a real Kubernetes cluster")
     config.addinivalue_line(
         "markers", "driver(**fields): the DriverDeployment (harness/deploy/spec.py) of the test"
