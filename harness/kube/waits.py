@@ -14,8 +14,8 @@ from typing import Any
 
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
-from lightkube.resources.core_v1 import Event, PersistentVolumeClaim, Pod
-from lightkube.resources.storage_v1 import CSIStorageCapacity
+from lightkube.resources.core_v1 import Event, PersistentVolume, PersistentVolumeClaim, Pod
+from lightkube.resources.storage_v1 import CSIStorageCapacity, VolumeAttachment
 
 from csi_mock.model.quantity import parse_quantity
 from harness.deploy.spec import DRIVER_NAMESPACE, NODE_TOPOLOGY_KEY
@@ -29,12 +29,17 @@ __all__ = [
     "WaitTimeout",
     "capacities",
     "events",
+    "pv_topology",
+    "volume_attachments",
+    "wait_bound_volume",
     "wait_capacity",
     "wait_event",
     "wait_for",
     "wait_pod_running",
     "wait_pod_scheduled",
     "wait_pod_unschedulable",
+    "wait_volume_attachment",
+    "wait_volume_attachments_gone",
 ]
 
 
@@ -93,6 +98,84 @@ def wait_pod_unschedulable(
         f" with a message containing {message!r}" if message else ""
     )
     return wait_for(what, probe, timeout=timeout, interval=0.25)
+
+
+def wait_bound_volume(
+    kube: Client, claim: str, namespace: str, timeout: float = 60
+) -> PersistentVolume:
+    """Wait until the claim is bound; return its PersistentVolume."""
+
+    def probe() -> tuple[bool, Any]:
+        pvc = kube.get(PersistentVolumeClaim, claim, namespace=namespace)
+        volume = pvc.spec.volumeName if pvc.spec else None
+        if not volume:
+            return False, f"claim {claim} is {pvc.status.phase if pvc.status else None}"
+        return True, kube.get(PersistentVolume, volume)
+
+    pv: PersistentVolume = wait_for(
+        f"claim {namespace}/{claim} to be bound", probe, timeout=timeout, interval=0.25
+    )
+    return pv
+
+
+def pv_topology(pv: PersistentVolume) -> dict[str, set[str]]:
+    """Topology key -> values of the PV's required node affinity (every term)."""
+    affinity = pv.spec.nodeAffinity if pv.spec else None
+    terms = affinity.required.nodeSelectorTerms if affinity and affinity.required else []
+    topology: dict[str, set[str]] = {}
+    for term in terms:
+        for expression in term.matchExpressions or []:
+            topology.setdefault(expression.key, set()).update(expression.values or [])
+    return topology
+
+
+def volume_attachments(kube: Client, pv_name: str) -> list[VolumeAttachment]:
+    """The VolumeAttachments of one PersistentVolume."""
+    return [
+        va for va in kube.list(VolumeAttachment) if va.spec.source.persistentVolumeName == pv_name
+    ]
+
+
+def _describe_attachments(attachments: list[VolumeAttachment]) -> str:
+    if not attachments:
+        return "no VolumeAttachment"
+    return "; ".join(
+        f"{va.metadata.name if va.metadata else '?'} node={va.spec.nodeName}"
+        f" attached={va.status.attached if va.status else None}"
+        f" error={va.status.attachError.message if va.status and va.status.attachError else None}"
+        for va in attachments
+    )
+
+
+def wait_volume_attachment(
+    kube: Client, pv_name: str, *, attached: bool | None = None, timeout: float = 60
+) -> VolumeAttachment:
+    """Wait for a VolumeAttachment of the PV (with ``status.attached`` equal to
+    ``attached``, if given); return it."""
+
+    def probe() -> tuple[bool, Any]:
+        found = volume_attachments(kube, pv_name)
+        for va in found:
+            is_attached = bool(va.status and va.status.attached)
+            if attached is None or is_attached == attached:
+                return True, va
+        return False, _describe_attachments(found)
+
+    what = f"a VolumeAttachment of {pv_name}" + (
+        f" with attached={attached}" if attached is not None else ""
+    )
+    va: VolumeAttachment = wait_for(what, probe, timeout=timeout, interval=0.25)
+    return va
+
+
+def wait_volume_attachments_gone(kube: Client, pv_name: str, timeout: float = 90) -> None:
+    def probe() -> tuple[bool, str]:
+        found = volume_attachments(kube, pv_name)
+        return not found, _describe_attachments(found)
+
+    wait_for(
+        f"the VolumeAttachments of {pv_name} to be deleted", probe, timeout=timeout, interval=0.5
+    )
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,172 @@
+"""Volume limits end to end: NodeGetInfo max_volumes_per_node becomes the CSINode
+allocatable count, kube-scheduler's NodeVolumeLimits filter keeps a node's pods
+within it, and csi-mock's controller-side attach limit fails ControllerPublishVolume
+with RESOURCE_EXHAUSTED.
+
+Pods that only need scheduling are pinned to the simulated nodes node-2 and node-3.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+from lightkube import Client
+from lightkube.codecs import from_dict
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.storage_v1 import CSIDriver
+from lightkube.types import PatchType
+
+from csi_mock.admin.client import AdminClient
+from harness.deploy.local import LocalDriver
+from harness.kube import objects
+from harness.kube.resources import CSINodeResource, csinode_drivers
+from harness.kube.waits import (
+    wait_bound_volume,
+    wait_event,
+    wait_for,
+    wait_pod_scheduled,
+    wait_pod_unschedulable,
+    wait_volume_attachment,
+)
+
+pytestmark = pytest.mark.e2e
+
+FEATURE = "volume limits"
+MAX_VOLUME_COUNT = "node(s) exceed max volume count"
+"""kube-scheduler's NodeVolumeLimits reason (ErrReasonMaxVolumeCountExceeded)."""
+
+
+def create(kube: Client, *manifests: dict[str, Any]) -> None:
+    for manifest in manifests:
+        kube.create(cast(Any, from_dict(manifest)))
+
+
+def create_pod_with_claims(
+    kube: Client, name: str, namespace: str, count: int, nodes: list[str]
+) -> None:
+    claims = [f"{name}-{i}" for i in range(count)]
+    create(kube, *(objects.claim(c, namespace, "1Gi") for c in claims))
+    create(kube, objects.pod(name, namespace, claims=claims, nodes=nodes))
+
+
+def allocatable_counts(kube: Client, driver: str) -> dict[str, int | None]:
+    """Node -> the driver's CSINode allocatable.count (None when absent)."""
+    counts: dict[str, int | None] = {}
+    for csinode in kube.list(CSINodeResource):
+        for entry in csinode_drivers(csinode):
+            if entry["name"] == driver:
+                name = str(csinode.metadata.name)  # type: ignore[union-attr]
+                counts[name] = (entry.get("allocatable") or {}).get("count")
+    return counts
+
+
+@pytest.mark.driver(max_volumes_per_node=3)
+@pytest.mark.scenario(FEATURE, "max_volumes_per_node becomes CSINode allocatable.count")
+def test_max_volumes_per_node_is_the_csinode_allocatable_count_on_every_node(
+    kube: Client, driver: LocalDriver
+) -> None:
+    assert allocatable_counts(kube, driver.spec.name) == {n.name: 3 for n in driver.nodes}
+
+
+@pytest.mark.driver(max_volumes_per_node=2)
+@pytest.mark.scenario(FEATURE, "one node: N pods fit, pod N+1 is unschedulable")
+def test_pod_beyond_the_limit_of_the_only_allowed_node_is_unschedulable(
+    kube: Client, namespace: str
+) -> None:
+    for name in ("first", "second"):
+        create_pod_with_claims(kube, name, namespace, 1, nodes=["node-2"])
+        assert wait_pod_scheduled(kube, name, namespace) == "node-2"
+    create_pod_with_claims(kube, "third", namespace, 1, nodes=["node-2"])
+    message = wait_pod_unschedulable(kube, "third", namespace, message=MAX_VOLUME_COUNT)
+    assert f"1 {MAX_VOLUME_COUNT}" in message
+    wait_event(kube, namespace, reason="FailedScheduling", contains=MAX_VOLUME_COUNT)
+
+
+@pytest.mark.driver(max_volumes_per_node=1)
+@pytest.mark.scenario(FEATURE, "several nodes: the extra pod goes to the node with room")
+def test_pod_goes_to_the_node_that_still_has_room_for_a_volume(
+    kube: Client, namespace: str
+) -> None:
+    create_pod_with_claims(kube, "first", namespace, 1, nodes=["node-2"])
+    assert wait_pod_scheduled(kube, "first", namespace) == "node-2"
+    create_pod_with_claims(kube, "second", namespace, 1, nodes=["node-2", "node-3"])
+    assert wait_pod_scheduled(kube, "second", namespace) == "node-3"
+
+
+@pytest.mark.driver(max_volumes_per_node=2)
+@pytest.mark.scenario(FEATURE, "limit 2: a pod with two volumes fits, one with three does not")
+def test_pod_with_more_volumes_than_the_limit_is_unschedulable(
+    kube: Client, namespace: str
+) -> None:
+    create_pod_with_claims(kube, "two", namespace, 2, nodes=["node-2"])
+    create_pod_with_claims(kube, "three", namespace, 3, nodes=["node-3"])
+    assert wait_pod_scheduled(kube, "two", namespace) == "node-2"
+    wait_pod_unschedulable(kube, "three", namespace, message=MAX_VOLUME_COUNT)
+
+
+@pytest.mark.driver(max_volumes_per_node=1)
+@pytest.mark.scenario(FEATURE, "generic ephemeral volumes count toward the limit")
+def test_generic_ephemeral_volumes_count_toward_the_limit(kube: Client, namespace: str) -> None:
+    scratch = [("scratch", "1Gi", "csi-mock")]
+    create(kube, objects.pod("first", namespace, ephemeral=scratch, nodes=["node-2"]))
+    assert wait_pod_scheduled(kube, "first", namespace) == "node-2"
+    create(kube, objects.pod("second", namespace, ephemeral=scratch, nodes=["node-2"]))
+    wait_pod_unschedulable(kube, "second", namespace, message=MAX_VOLUME_COUNT)
+
+
+@pytest.mark.driver(attach_required=True, attach_limit=1)
+@pytest.mark.scenario(FEATURE, "attach limit: ControllerPublish RESOURCE_EXHAUSTED, FailedAttach")
+def test_attach_beyond_the_controller_attach_limit_fails_with_resource_exhausted(
+    kube: Client, namespace: str, admin: AdminClient
+) -> None:
+    # The attach/detach controller attaches for simulated nodes too (they carry the
+    # controller-managed-attach-detach annotation); the pods themselves never start.
+    create_pod_with_claims(kube, "first", namespace, 1, nodes=["node-2"])
+    first = wait_bound_volume(kube, "first-0", namespace)
+    wait_volume_attachment(kube, str(first.metadata.name), attached=True)  # type: ignore[union-attr]
+
+    create_pod_with_claims(kube, "second", namespace, 1, nodes=["node-2"])
+    second = str(wait_bound_volume(kube, "second-0", namespace).metadata.name)  # type: ignore[union-attr]
+    failure = wait_event(
+        kube, namespace, reason="FailedAttachVolume", involved="second", contains=second
+    )
+    assert "ResourceExhausted" in failure.message, failure
+    refused = admin.journal(method="ControllerPublishVolume", code="RESOURCE_EXHAUSTED")
+    assert refused and {r.request.get("node_id") for r in refused} == {"node-2"}
+    attachment = wait_volume_attachment(kube, second, attached=False)
+    assert attachment.status is not None and attachment.status.attachError is not None
+
+
+@pytest.mark.driver(max_volumes_per_node=4)
+@pytest.mark.scenario(FEATURE, "mutable CSINode allocatable: the kubelet refreshes the count")
+def test_kubelet_refreshes_the_allocatable_count_when_the_driver_changes_it(
+    kube: Client, driver: LocalDriver
+) -> None:
+    # KEP-4876 (MutableCSINodeAllocatableCount): with CSIDriver
+    # nodeAllocatableUpdatePeriodSeconds set, the kubelet calls NodeGetInfo again
+    # periodically. The node simulator registers once and does not poll, so only the
+    # real kubelet (node-1) is checked.
+    try:
+        updated = kube.patch(
+            CSIDriver,
+            driver.spec.name,
+            {"spec": {"nodeAllocatableUpdatePeriodSeconds": 10}},
+            patch_type=PatchType.MERGE,
+        )
+    except ApiError as exc:
+        pytest.skip(f"CSIDriver nodeAllocatableUpdatePeriodSeconds refused: {exc.status.message}")
+    period = updated.spec.nodeAllocatableUpdatePeriodSeconds
+    if period != 10:
+        pytest.skip("the apiserver dropped nodeAllocatableUpdatePeriodSeconds (gate off)")
+    with AdminClient(driver.admin_socket("node-1")) as node_admin:
+        node_admin.set_limits(max_volumes_per_node=7)
+    wait_for(
+        "node-1's CSINode allocatable.count to become 7",
+        lambda: (
+            allocatable_counts(kube, driver.spec.name).get("node-1") == 7,
+            allocatable_counts(kube, driver.spec.name),
+        ),
+        timeout=45,
+        interval=1,
+    )
