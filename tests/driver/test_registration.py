@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import shutil
 import socket
-from collections.abc import AsyncIterator
+import tempfile
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -36,8 +38,12 @@ async def dial(path: Path) -> AsyncIterator[reg_grpc.RegistrationStub]:
 
 
 @pytest.fixture
-def registry(tmp_path: Path) -> Path:
-    return tmp_path / "plugins_registry"
+def registry() -> Iterator[Path]:
+    # Not under tmp_path: pytest's per-test directory names grow with the run count
+    # and the test name, and a socket path may not exceed 107 bytes.
+    directory = Path(tempfile.mkdtemp(prefix="reg-", dir="/tmp"))
+    yield directory / "plugins_registry"
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture
