@@ -39,7 +39,7 @@ from harness.deploy.spec import (
 )
 from harness.local.processes import Supervisor
 from harness.local.tools import Tools
-from harness.local.waiting import wait_for
+from harness.local.waiting import socket_probe, wait_for
 
 FIELD_MANAGER = "csi-harness"
 
@@ -108,7 +108,7 @@ class LocalDriver:
         for process, socket in sockets.items():
             wait_for(
                 f"{process} to serve {socket}",
-                partial(_socket_probe, socket),
+                partial(socket_probe, socket),
                 timeout=30,
                 interval=0.05,
                 check=partial(self.supervisor.check_alive, [process]),
@@ -251,10 +251,6 @@ class LocalDriver:
 
 def _is_driver_process(name: str) -> bool:
     return name.startswith(("csi-mock-", "csi-provisioner", "csi-attacher"))
-
-
-def _socket_probe(path: Path) -> tuple[bool, str]:
-    return path.is_socket(), f"{path} does not exist yet"
 
 
 def _absent_probe(kube: Client, resource: Any, name: str) -> tuple[bool, str]:

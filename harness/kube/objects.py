@@ -1,8 +1,12 @@
-"""Builders of the Kubernetes objects the suites create, as plain mappings."""
+"""Builders of the Kubernetes objects the suites create, as plain mappings, and
+``create`` to submit them."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
+
+from lightkube import Client
+from lightkube.codecs import from_dict
 
 from harness.local.config import NODE_TYPE_LABEL
 
@@ -105,3 +109,9 @@ def pod(
         "metadata": {"name": name, "namespace": namespace},
         "spec": spec,
     }
+
+
+def create(kube: Client, *manifests: dict[str, Any]) -> None:
+    """Create each manifest (a mapping as built above) in order."""
+    for manifest in manifests:
+        kube.create(cast(Any, from_dict(manifest)))

@@ -40,7 +40,7 @@ from harness.local.processes import ComponentFailed, Supervisor, is_running, log
 from harness.local.state import RunState
 from harness.local.teardown import TeardownReport, teardown
 from harness.local.tools import Tools
-from harness.local.waiting import WaitTimeout, wait_for
+from harness.local.waiting import WaitTimeout, socket_probe, wait_for
 
 KUBERNETES_VERSION = "v1.37.1"
 SIMULATED_CAPACITY = {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"}
@@ -173,7 +173,7 @@ class LocalCluster:
             socket_path = layout.containerd_socket(node.name)
             wait_for(
                 f"containerd of {node.name} to serve {socket_path}",
-                partial(_socket_probe, socket_path),
+                partial(socket_probe, socket_path),
                 timeout=config.timeout_seconds,
                 check=partial(supervisor.check_alive, [f"containerd-{node.name}"]),
             )
@@ -486,13 +486,18 @@ def _service_account_exists(kube: Client, namespace: str, name: str) -> tuple[bo
     return True, "present"
 
 
-def _csinodes_lack(kube: Client, driver: str, names: list[str]) -> tuple[bool, str]:
-    have = [
-        csinode.metadata.name
+def _registered_on(kube: Client, driver: str) -> set[str]:
+    """Names of the nodes whose CSINode lists ``driver``."""
+    return {
+        str(csinode.metadata.name)
         for csinode in kube.list(CSINodeResource)
         if csinode.metadata and any(d["name"] == driver for d in csinode_drivers(csinode))
-    ]
-    return not have, f"still registered on: {', '.join(str(n) for n in have)}"
+    }
+
+
+def _csinodes_lack(kube: Client, driver: str, names: list[str]) -> tuple[bool, str]:
+    still = sorted(_registered_on(kube, driver) & set(names))
+    return not still, f"still registered on: {', '.join(still)}"
 
 
 def _https_ok(port: int, path: str) -> tuple[bool, str]:
@@ -500,10 +505,6 @@ def _https_ok(port: int, path: str) -> tuple[bool, str]:
     # is self-signed.
     response = httpx.get(f"https://{c.LOOPBACK}:{port}{path}", verify=False, timeout=1)
     return response.status_code == 200, f"HTTP {response.status_code}"
-
-
-def _socket_probe(path: Path) -> tuple[bool, str]:
-    return path.is_socket(), f"{path} does not exist yet"
 
 
 def _etcd_healthy(port: int) -> tuple[bool, str]:
@@ -522,11 +523,7 @@ def _nodes_ready(kube: Client, names: list[str]) -> tuple[bool, str]:
 
 
 def _csinodes_have(kube: Client, driver: str, names: list[str]) -> tuple[bool, str]:
-    have = set()
-    for csinode in kube.list(CSINodeResource):
-        if any(d["name"] == driver for d in csinode_drivers(csinode)):
-            have.add(csinode.metadata.name)  # type: ignore[union-attr]
-    missing = sorted(set(names) - have)
+    missing = sorted(set(names) - _registered_on(kube, driver))
     return not missing, f"driver not registered on: {', '.join(missing)}"
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from csi_mock.host.mounts import mount_points
-from harness.local.processes import stop_processes
+from harness.local.processes import process_start_time, stop_processes
 from harness.local.state import RunState
 
 CGROUP_V1 = Path("/sys/fs/cgroup")
@@ -155,18 +155,10 @@ def _kill_all(pids: set[int]) -> int:
         with contextlib.suppress(ChildProcessError):
             while os.waitpid(-1, os.WNOHANG)[0] > 0:
                 pass
-        pids = {p for p in pids if _alive(p)}
+        pids = {p for p in pids if process_start_time(p) is not None}
         if pids:
             time.sleep(0.02)
     return len(pids)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def _unmount_below(run_dir: Path, report: TeardownReport) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -45,3 +46,8 @@ def wait_for(
                 f"timed out after {timeout:.0f}s waiting for {what}; last seen: {seen}"
             )
         time.sleep(interval)
+
+
+def socket_probe(path: Path) -> tuple[bool, str]:
+    """A ``wait_for`` probe: ``path`` is a (listening) unix socket."""
+    return path.is_socket(), f"{path} does not exist yet"

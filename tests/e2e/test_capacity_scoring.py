@@ -9,11 +9,9 @@ plugin tells them apart; only their pools differ.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, cast
 
 import pytest
 from lightkube import Client
-from lightkube.codecs import from_dict
 
 from csi_mock.admin.client import AdminClient
 from harness.kube import objects
@@ -66,11 +64,11 @@ def inverted_shape(local_cluster: LocalCluster) -> Iterator[None]:
 
 
 def place(kube: Client, namespace: str, name: str, size: str) -> str:
-    for manifest in (
+    objects.create(
+        kube,
         objects.claim(name, namespace, size),
         objects.pod(name, namespace, claims=[name], nodes=CANDIDATES),
-    ):
-        kube.create(cast(Any, from_dict(manifest)))
+    )
     return wait_pod_scheduled(kube, name, namespace)
 
 

@@ -8,13 +8,10 @@ Pods that only need scheduling go to the simulated nodes (identical allocatable)
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 import grpc
 import pytest
 from lightkube import Client
-from lightkube.codecs import from_dict
-from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim, Pod
+from lightkube.resources.core_v1 import PersistentVolumeClaim, Pod
 from lightkube.resources.storage_v1 import CSIStorageCapacity
 
 from csi_mock.admin.client import AdminClient
@@ -28,6 +25,8 @@ from harness.kube.waits import (
     AnnotationHistory,
     capacities,
     events,
+    pv_topology,
+    wait_bound_volume,
     wait_capacity,
     wait_event,
     wait_for,
@@ -43,31 +42,10 @@ NOT_ENOUGH_STORAGE = "did not have enough free storage"
 WAITING_CLASSES = ("csi-mock", "csi-mock-mirrored")
 
 
-def create(kube: Client, *manifests: dict[str, Any]) -> None:
-    for manifest in manifests:
-        kube.create(cast(Any, from_dict(manifest)))
-
-
 def pv_node(kube: Client, claim: str, namespace: str, timeout: float = 60) -> str:
     """The node the claim's volume was provisioned for (its PV's node affinity)."""
-
-    def probe() -> tuple[bool, str]:
-        pvc = kube.get(PersistentVolumeClaim, claim, namespace=namespace)
-        volume = pvc.spec.volumeName if pvc.spec else None
-        if not volume:
-            return False, f"claim {claim} is {pvc.status.phase if pvc.status else None}"
-        pv = kube.get(PersistentVolume, volume)
-        terms = pv.spec.nodeAffinity.required.nodeSelectorTerms  # type: ignore[union-attr]
-        values = [
-            value
-            for term in terms
-            for expression in term.matchExpressions or []
-            if expression.key == NODE_TOPOLOGY_KEY
-            for value in expression.values or []
-        ]
-        return len(values) == 1, values[0] if len(values) == 1 else f"affinity {terms}"
-
-    node: str = wait_for(f"a provisioned volume for {claim}", probe, timeout=timeout)
+    pv = wait_bound_volume(kube, claim, namespace, timeout=timeout)
+    (node,) = pv_topology(pv)[NODE_TOPOLOGY_KEY]
     return node
 
 
@@ -110,7 +88,7 @@ def test_published_capacity_equals_get_capacity_for_every_segment_and_class(
 def test_published_capacity_follows_volumes_and_knobs(
     kube: Client, namespace: str, admin: AdminClient
 ) -> None:
-    create(
+    objects.create(
         kube,
         objects.claim("data", namespace, "2Gi"),
         objects.pod("app", namespace, claims=["data"], nodes=["node-2"]),
@@ -134,7 +112,7 @@ def test_published_capacity_follows_volumes_and_knobs(
 def test_claim_larger_than_every_node_stays_pending_with_not_enough_storage(
     kube: Client, namespace: str
 ) -> None:
-    create(
+    objects.create(
         kube,
         objects.claim("huge", namespace, "11Gi"),
         objects.pod("app", namespace, claims=["huge"]),
@@ -151,7 +129,7 @@ def test_claim_larger_than_every_node_stays_pending_with_not_enough_storage(
 def test_claim_that_fits_only_one_node_is_scheduled_and_provisioned_there(
     kube: Client, namespace: str
 ) -> None:
-    create(
+    objects.create(
         kube,
         objects.claim("big", namespace, "15Gi"),
         objects.pod("app", namespace, claims=["big"]),
@@ -178,7 +156,7 @@ def test_capacity_is_ignored_when_the_csidriver_does_not_ask_for_it(
         lambda: (len(capacities(kube)) == 6, capacities(kube)),
         timeout=30,
     )
-    create(
+    objects.create(
         kube,
         objects.claim("huge", namespace, "11Gi"),
         objects.pod("app", namespace, claims=["huge"], node_type="simulated"),
@@ -202,9 +180,9 @@ def test_stale_capacity_makes_provisioning_fail_and_the_pod_move_to_a_node_with_
     # GetCapacity keeps answering 10Gi for node-2 while its pool fills up.
     admin.freeze_capacity()
     admin.consume("node-2-local", "8Gi")
-    create(kube, objects.claim("data", namespace, "5Gi"))
+    objects.create(kube, objects.claim("data", namespace, "5Gi"))
     history = AnnotationHistory(kube, "data", namespace).start()
-    create(
+    objects.create(
         kube,
         objects.pod(
             "app", namespace, claims=["data"], nodes=["node-2", "node-3"], preferred_node="node-2"
@@ -242,7 +220,7 @@ def test_immediate_binding_with_exhausted_capacity_retries_without_selecting_a_n
 ) -> None:
     for node in ("node-1", "node-2", "node-3"):
         admin.consume(f"{node}-local", "9Gi")
-    create(kube, objects.claim("now", namespace, "2Gi", storage_class="csi-mock-immediate"))
+    objects.create(kube, objects.claim("now", namespace, "2Gi", storage_class="csi-mock-immediate"))
     history = AnnotationHistory(kube, "now", namespace).start()
     try:
         wait_for(
@@ -266,7 +244,7 @@ def test_storage_class_parameters_change_the_capacity_seen(kube: Client, namespa
         kube,
         {("node-2", "csi-mock"): 10 * GI, ("node-2", "csi-mock-mirrored"): 5 * GI},
     )
-    create(
+    objects.create(
         kube,
         objects.claim("mirrored", namespace, "6Gi", storage_class="csi-mock-mirrored"),
         objects.pod("mirrored", namespace, claims=["mirrored"], node_type="simulated"),
@@ -281,7 +259,7 @@ def test_storage_class_parameters_change_the_capacity_seen(kube: Client, namespa
 def test_generic_ephemeral_volume_larger_than_every_pool_is_unschedulable(
     kube: Client, namespace: str
 ) -> None:
-    create(
+    objects.create(
         kube,
         objects.pod(
             "app", namespace, ephemeral=[("scratch", "11Gi", "csi-mock")], node_type="simulated"
@@ -294,7 +272,7 @@ def test_generic_ephemeral_volume_larger_than_every_pool_is_unschedulable(
 def test_csi_inline_ephemeral_volume_is_scheduled_whatever_its_size(
     kube: Client, namespace: str
 ) -> None:
-    create(
+    objects.create(
         kube,
         objects.pod("app", namespace, inline=[{"size": "11Gi"}], node_type="simulated"),
     )
@@ -311,7 +289,7 @@ def test_claim_of_exactly_maximum_volume_size_fits_and_one_byte_more_does_not(
         {("node-2", "csi-mock"): 10 * GI},
         maximum={("node-2", "csi-mock"): 4 * GI, ("node-3", "csi-mock"): 4 * GI},
     )
-    create(
+    objects.create(
         kube,
         objects.claim("exact", namespace, "4Gi"),
         objects.pod("exact", namespace, claims=["exact"], node_type="simulated"),

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Any, cast
 
 import pytest
 from lightkube import Client
-from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Node, PersistentVolume, Pod
 from lightkube.resources.storage_v1 import CSIDriver
@@ -40,14 +38,9 @@ FEATURE = "skip attach"
 KUBELET = "kubelet"
 
 
-def create(kube: Client, *manifests: dict[str, Any]) -> None:
-    for manifest in manifests:
-        kube.create(cast(Any, from_dict(manifest)))
-
-
 def run_pod_with_claim(kube: Client, namespace: str) -> str:
     """A pod on node-1 with one claim, running; return its PV's name."""
-    create(
+    objects.create(
         kube,
         objects.claim("data", namespace, "1Gi"),
         objects.pod("app", namespace, claims=["data"], node_type=KUBELET),
@@ -81,7 +74,7 @@ def replace_csidriver(kube: Client, spec: DriverDeployment) -> None:
         return False, "still there"
 
     wait_for(f"CSIDriver {spec.name} to be deleted", gone, timeout=10)
-    create(kube, csidriver_object(spec))
+    objects.create(kube, csidriver_object(spec))
 
 
 @pytest.mark.scenario(FEATURE, "attachRequired false: no VolumeAttachment, no ControllerPublish")
@@ -141,7 +134,7 @@ def test_attach_required_flipped_to_false_detaches_the_volume_of_a_scheduled_pod
     # On a simulated node, which reports no volumesInUse, nothing holds the detach
     # back: once the attach/detach controller's populator (every minute) sees the
     # volume turn non-attachable, it detaches it. The pod stays where it is.
-    create(
+    objects.create(
         kube,
         objects.claim("data", namespace, "1Gi"),
         objects.pod("app", namespace, claims=["data"], nodes=["node-2"]),
@@ -194,7 +187,7 @@ def test_csidriver_created_after_the_pod_lets_the_pod_waiting_for_attach_start(
     # Without an attacher the VolumeAttachment the default (attach required) asks for
     # is never marked attached: the pod waits for it.
     driver.supervisor.stop("csi-attacher")
-    create(
+    objects.create(
         kube,
         objects.claim("data", namespace, "1Gi"),
         objects.pod("app", namespace, claims=["data"], node_type=KUBELET),
@@ -204,7 +197,9 @@ def test_csidriver_created_after_the_pod_lets_the_pod_waiting_for_attach_start(
     pod = kube.get(Pod, "app", namespace=namespace)
     assert pod.status is not None and pod.status.phase == "Pending"
 
-    create(kube, csidriver_object(driver.spec.model_copy(update={"attach_required": False})))
+    objects.create(
+        kube, csidriver_object(driver.spec.model_copy(update={"attach_required": False}))
+    )
     wait_pod_running(kube, "app", namespace, timeout=150)
 
 
@@ -219,7 +214,7 @@ def test_csidriver_created_after_the_pod_lets_the_pod_waiting_for_attach_start(
 def test_generic_ephemeral_volume_is_attached_only_when_required(
     kube: Client, namespace: str, admin: AdminClient, attach_required: bool
 ) -> None:
-    create(
+    objects.create(
         kube,
         objects.pod(
             "app", namespace, ephemeral=[("scratch", "1Gi", "csi-mock")], node_type=KUBELET

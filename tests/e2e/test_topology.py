@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any, cast
 
 import grpc
 import pytest
 from lightkube import Client
-from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Node, Pod
 from lightkube.resources.storage_v1 import StorageClass
@@ -43,11 +41,6 @@ NO_VOLUME_TO_BIND = "node(s) didn't find available persistent volumes to bind"
 ZONE_POOLS_ONLY = pytest.mark.driver(node_pool_size=None, zone_pool_size="10Gi")
 
 
-def create(kube: Client, *manifests: dict[str, Any]) -> None:
-    for manifest in manifests:
-        kube.create(cast(Any, from_dict(manifest)))
-
-
 def node_get_info(driver: LocalDriver, node: str) -> csi_pb2.NodeGetInfoResponse:
     (instance,) = [n for n in driver.nodes if n.name == node]
     with grpc.insecure_channel(f"unix://{instance.csi_socket}") as channel:
@@ -60,7 +53,7 @@ def node_get_info(driver: LocalDriver, node: str) -> csi_pb2.NodeGetInfoResponse
 @pytest.fixture
 def zone_b_class(kube: Client, driver: LocalDriver) -> Iterator[str]:
     """A WaitForFirstConsumer StorageClass whose allowedTopologies is zone-b only."""
-    create(
+    objects.create(
         kube,
         {
             "apiVersion": "storage.k8s.io/v1",
@@ -101,7 +94,7 @@ def test_node_segments_become_node_labels_and_csinode_topology_keys(
 def test_node_pool_volume_has_node_affinity_and_its_pod_runs_on_that_node(
     kube: Client, namespace: str
 ) -> None:
-    create(
+    objects.create(
         kube,
         objects.claim("data", namespace, "1Gi"),
         objects.pod("app", namespace, claims=["data"], node_type="simulated"),
@@ -114,7 +107,7 @@ def test_node_pool_volume_has_node_affinity_and_its_pod_runs_on_that_node(
 @ZONE_POOLS_ONLY
 @pytest.mark.scenario(FEATURE, "zone pool: PV affinity is the zone key")
 def test_zone_pool_volume_has_zone_affinity(kube: Client, namespace: str) -> None:
-    create(
+    objects.create(
         kube,
         objects.claim("data", namespace, "1Gi"),
         objects.pod("app", namespace, claims=["data"], nodes=["node-3"]),
@@ -130,7 +123,7 @@ def test_zone_pool_volume_is_usable_from_every_node_of_its_zone(
     kube: Client, namespace: str
 ) -> None:
     # Provisioned for node-3 (simulated), then really mounted on node-1 (same zone).
-    create(
+    objects.create(
         kube,
         objects.claim("data", namespace, "1Gi"),
         objects.pod("first", namespace, claims=["data"], nodes=["node-3"]),
@@ -140,14 +133,14 @@ def test_zone_pool_volume_is_usable_from_every_node_of_its_zone(
         ZONE_TOPOLOGY_KEY: {"zone-a"}
     }
     kube.delete(Pod, "first", namespace=namespace, grace_period=0)
-    create(kube, objects.pod("second", namespace, claims=["data"], nodes=["node-1"]))
+    objects.create(kube, objects.pod("second", namespace, claims=["data"], nodes=["node-1"]))
     wait_pod_running(kube, "second", namespace)
 
 
 @ZONE_POOLS_ONLY
 @pytest.mark.scenario(FEATURE, "zone pool: a zone-a volume is refused to a zone-b node")
 def test_zone_pool_volume_is_not_usable_from_another_zone(kube: Client, namespace: str) -> None:
-    create(
+    objects.create(
         kube,
         objects.claim("data", namespace, "1Gi"),
         objects.pod("first", namespace, claims=["data"], nodes=["node-3"]),
@@ -155,7 +148,7 @@ def test_zone_pool_volume_is_not_usable_from_another_zone(kube: Client, namespac
     assert pv_topology(wait_bound_volume(kube, "data", namespace)) == {
         ZONE_TOPOLOGY_KEY: {"zone-a"}
     }
-    create(kube, objects.pod("second", namespace, claims=["data"], nodes=["node-2"]))
+    objects.create(kube, objects.pod("second", namespace, claims=["data"], nodes=["node-2"]))
     message = wait_pod_unschedulable(kube, "second", namespace, message=NODE_AFFINITY_CONFLICT)
     assert f"1 {NODE_AFFINITY_CONFLICT}" in message
 
@@ -164,7 +157,7 @@ def test_zone_pool_volume_is_not_usable_from_another_zone(kube: Client, namespac
 def test_allowed_topologies_restrict_provisioning_to_the_allowed_zone(
     kube: Client, namespace: str, zone_b_class: str
 ) -> None:
-    create(
+    objects.create(
         kube,
         objects.claim("data", namespace, "1Gi", storage_class=zone_b_class),
         objects.pod("app", namespace, claims=["data"]),
@@ -179,7 +172,7 @@ def test_allowed_topologies_restrict_provisioning_to_the_allowed_zone(
 def test_allowed_topologies_conflicting_with_the_pod_leave_it_unschedulable(
     kube: Client, namespace: str, zone_b_class: str
 ) -> None:
-    create(
+    objects.create(
         kube,
         objects.claim("data", namespace, "1Gi", storage_class=zone_b_class),
         objects.pod("app", namespace, claims=["data"], nodes=["node-1", "node-3"]),

@@ -8,11 +8,8 @@ Pods that only need scheduling are pinned to the simulated nodes node-2 and node
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 import pytest
 from lightkube import Client
-from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.storage_v1 import CSIDriver
 from lightkube.types import PatchType
@@ -37,17 +34,12 @@ MAX_VOLUME_COUNT = "node(s) exceed max volume count"
 """kube-scheduler's NodeVolumeLimits reason (ErrReasonMaxVolumeCountExceeded)."""
 
 
-def create(kube: Client, *manifests: dict[str, Any]) -> None:
-    for manifest in manifests:
-        kube.create(cast(Any, from_dict(manifest)))
-
-
 def create_pod_with_claims(
     kube: Client, name: str, namespace: str, count: int, nodes: list[str]
 ) -> None:
     claims = [f"{name}-{i}" for i in range(count)]
-    create(kube, *(objects.claim(c, namespace, "1Gi") for c in claims))
-    create(kube, objects.pod(name, namespace, claims=claims, nodes=nodes))
+    objects.create(kube, *(objects.claim(c, namespace, "1Gi") for c in claims))
+    objects.create(kube, objects.pod(name, namespace, claims=claims, nodes=nodes))
 
 
 def allocatable_counts(kube: Client, driver: str) -> dict[str, int | None]:
@@ -109,9 +101,9 @@ def test_pod_with_more_volumes_than_the_limit_is_unschedulable(
 @pytest.mark.scenario(FEATURE, "generic ephemeral volumes count toward the limit")
 def test_generic_ephemeral_volumes_count_toward_the_limit(kube: Client, namespace: str) -> None:
     scratch = [("scratch", "1Gi", "csi-mock")]
-    create(kube, objects.pod("first", namespace, ephemeral=scratch, nodes=["node-2"]))
+    objects.create(kube, objects.pod("first", namespace, ephemeral=scratch, nodes=["node-2"]))
     assert wait_pod_scheduled(kube, "first", namespace) == "node-2"
-    create(kube, objects.pod("second", namespace, ephemeral=scratch, nodes=["node-2"]))
+    objects.create(kube, objects.pod("second", namespace, ephemeral=scratch, nodes=["node-2"]))
     wait_pod_unschedulable(kube, "second", namespace, message=MAX_VOLUME_COUNT)
 
 
