@@ -110,16 +110,10 @@ class ClusterTarget:
 
     @classmethod
     def of(cls, cluster: LocalCluster, namespace: str | None = None) -> ClusterTarget:
-        sockets: dict[str, Path] = {}
-        driver = cluster.driver
-        if driver is not None:
-            sockets["controller"] = driver.admin_socket("controller")
-            for node in driver.nodes:
-                sockets[node.name] = driver.admin_socket(node.name)
         return cls(
             kubeconfig=cluster.kubeconfig,
             logs=cluster.layout.logs,
-            admin_sockets=sockets,
+            admin_sockets=cluster.driver.admin_sockets() if cluster.driver else {},
             namespace=namespace,
             driver_name=cluster.config.driver.name,
         )

@@ -2,9 +2,14 @@
 
 Options:
   --cluster local        bring up a local cluster for the session (default)
-  --keep-cluster         leave it running after the session (its kubeconfig is printed)
+  --cluster existing     use a local cluster that is already running (``csi-harness
+                         cluster up``, or a session run with --keep-cluster): found by
+                         --kubeconfig, else by --cluster-name; it is left running, with the
+                         driver it had
+  --kubeconfig PATH      the existing cluster's kubeconfig (in its run directory)
+  --keep-cluster         leave the local cluster running after the session
   --cluster-name NAME    name of the local cluster (run dir /var/lib/csi-harness/NAME)
-  --feature-gates G=B,.. Kubernetes feature gates for every component
+  --feature-gates G=B,.. Kubernetes feature gates for every component (local only)
 
 Fixtures:
   ``local_cluster`` (session)  the running LocalCluster
@@ -20,7 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -38,22 +44,41 @@ from harness import reporting
 from harness.cli import UsageError, parse_feature_gates
 from harness.deploy.local import LocalDriver
 from harness.deploy.spec import DriverDeployment
-from harness.local.cluster import LocalCluster, format_teardown
+from harness.local.cluster import ClusterNotRunning, LocalCluster, format_teardown
 from harness.local.config import LocalClusterConfig
+from harness.local.tools import ToolsMissing
 from harness.local.waiting import wait_for
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("csi-harness", "csi-mock conformance harness")
-    group.addoption("--cluster", choices=["local"], default="local", help="cluster provider")
+    group.addoption(
+        "--cluster",
+        choices=["local", "existing"],
+        default="local",
+        help="local: bring a cluster up for the session; existing: attach to a running one",
+    )
+    group.addoption(
+        "--kubeconfig",
+        default=None,
+        help="with --cluster existing: the kubeconfig of a running csi-harness local cluster",
+    )
     group.addoption("--keep-cluster", action="store_true", help="do not tear the cluster down")
     group.addoption("--cluster-name", default="csi-harness-e2e", help="local cluster name")
     group.addoption("--feature-gates", default="", help="NAME=true|false,... for every component")
 
 
+_ATTACHED = pytest.StashKey[LocalCluster]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # Failure diagnostics and the feature x scenario summary (harness/reporting.py).
     config.pluginmanager.register(reporting)
+    if config.getoption("--cluster", "local") == "existing":
+        # Here rather than in the fixture, so that a wrong option is a usage error.
+        config.stash[_ATTACHED] = _attach(config)
+    elif config.getoption("--kubeconfig", None):
+        raise pytest.UsageError("--kubeconfig names the cluster of --cluster existing")
     config.addinivalue_line("markers", "e2e: runs against a real Kubernetes cluster")
     config.addinivalue_line(
         "markers", "driver(**fields): the DriverDeployment (harness/deploy/spec.py) of the test"
@@ -73,12 +98,10 @@ def local_cluster_config(pytestconfig: pytest.Config) -> LocalClusterConfig:
 def local_cluster(
     pytestconfig: pytest.Config, local_cluster_config: LocalClusterConfig
 ) -> Iterator[LocalCluster]:
-    reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
-
-    def progress(message: str) -> None:
-        if reporter is not None:
-            reporter.write_line(f"[csi-harness] {message}")
-
+    progress = _progress_writer(pytestconfig)
+    if _ATTACHED in pytestconfig.stash:
+        yield from _existing_cluster(pytestconfig.stash[_ATTACHED])
+        return
     cluster = LocalCluster(local_cluster_config, progress=progress)
     try:
         cluster.up()
@@ -91,6 +114,59 @@ def local_cluster(
         return
     report = cluster.down()
     progress(f"cluster removed: {format_teardown(report)}")
+
+
+def _progress_writer(pytestconfig: pytest.Config) -> Callable[[str], None]:
+    """Progress lines on pytest's terminal (looked up when written: the terminal
+    reporter does not exist yet while plugins are configured)."""
+
+    def progress(message: str) -> None:
+        reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
+        capture = pytestconfig.pluginmanager.get_plugin("capturemanager")
+        if reporter is None:
+            return
+        # Live on the terminal, not in the test's captured output.
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+            reporter.write_line(f"[csi-harness] {message}")
+
+    return progress
+
+
+def _attach(pytestconfig: pytest.Config) -> LocalCluster:
+    if pytestconfig.getoption("--feature-gates"):
+        raise pytest.UsageError(
+            "--feature-gates: an existing cluster keeps the gates it was brought up with "
+            "(csi-harness cluster up --feature-gates ...)"
+        )
+    kubeconfig = pytestconfig.getoption("--kubeconfig")
+    if kubeconfig:
+        run_dir = Path(kubeconfig).resolve().parent
+    else:
+        run_dir = LocalClusterConfig(
+            name=pytestconfig.getoption("--cluster-name")
+        ).effective_run_dir
+    try:
+        return LocalCluster.attach(run_dir, progress=_progress_writer(pytestconfig))
+    except (ClusterNotRunning, ToolsMissing) as exc:
+        raise pytest.UsageError(
+            f"--cluster existing: {exc}\n(only clusters made by csi-harness can be used so "
+            "far: the suites redeploy the driver as local processes)"
+        ) from exc
+
+
+def _existing_cluster(cluster: LocalCluster) -> Iterator[LocalCluster]:
+    """The attached cluster; afterwards put back the driver and the scheduler
+    configuration it had, and leave it running."""
+    cluster.progress(
+        f"attached to cluster {cluster.config.name!r}: KUBECONFIG={cluster.kubeconfig}"
+    )
+    driver, scheduler = cluster.config.driver, dict(cluster.config.scheduler)
+    yield cluster
+    if cluster.config.scheduler != scheduler:
+        cluster.restart_scheduler(scheduler)
+    if cluster.config.driver != driver:
+        cluster.redeploy_driver(driver)
+    cluster.progress(f"cluster {cluster.config.name!r} left running with its own driver")
 
 
 @pytest.fixture(scope="session")

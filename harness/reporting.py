@@ -167,9 +167,13 @@ class ConformanceReporter:
             return (yield)
         started = time.monotonic()
         try:
-            return (yield)
-        finally:
+            cluster = yield
+        except BaseException:
             self.record.cluster_seconds = time.monotonic() - started
+            raise
+        if not getattr(cluster, "attached", False):  # an attached cluster was up already
+            self.record.cluster_seconds = time.monotonic() - started
+        return cluster
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

@@ -1,11 +1,14 @@
 """The driver on the local provider: csi-mock processes and the real CSI sidecars.
 
-* one csi-mock controller (``mode: controller``) with external-provisioner
-  (``--enable-capacity``) and external-attacher, in central mode; or one
-  external-provisioner per node (``--node-deployment``) in distributed mode;
-* one csi-mock node instance per node, serving its CSI socket in the node's
-  kubelet directory and registering through the node's ``plugins_registry``
-  (csi-mock serves the kubelet's plugin-registration service itself);
+* central mode: one csi-mock controller (``mode: controller``) with
+  external-provisioner (``--enable-capacity``) and external-attacher, and one
+  csi-mock node instance per node;
+* distributed mode (node-local storage): no controller instance; every node's
+  csi-mock serves controller and node of that node's pool (``mode: all``), with an
+  external-provisioner of its own (``--node-deployment``);
+* every node instance serves its CSI socket in the node's kubelet directory and
+  registers through the node's ``plugins_registry`` (csi-mock serves the kubelet's
+  plugin-registration service itself);
 * the CSIDriver object and StorageClasses from ``deploy/kubernetes/``.
 
 All processes run under the cluster's Supervisor, so teardown finds them.
@@ -88,9 +91,26 @@ class LocalDriver:
     def controller_socket(self) -> Path:
         return self.root / "controller" / "csi.sock"
 
+    @property
+    def distributed(self) -> bool:
+        return self.spec.provisioner_mode is ProvisionerMode.DISTRIBUTED
+
     def admin_socket(self, instance: str) -> Path:
         """``instance`` is "controller" or a node name."""
+        if instance == "controller" and self.distributed:
+            raise ValueError(
+                "a distributed deployment has no controller instance: every node's csi-mock "
+                "serves its own pool; use admin_socket(<node name>)"
+            )
         return self.root / instance / "admin.sock"
+
+    def admin_sockets(self) -> dict[str, Path]:
+        """Every csi-mock instance of the deployment ("controller", node names) -> its
+        admin API socket."""
+        instances = [n.name for n in self.nodes]
+        if not self.distributed:
+            instances.insert(0, "controller")
+        return {instance: self.admin_socket(instance) for instance in instances}
 
     @property
     def _topology(self) -> list[tuple[str, str | None]]:
@@ -102,7 +122,7 @@ class LocalDriver:
         self.apply_objects()
         # csi-mock instances start in parallel (each is a Python interpreter that
         # takes about a second to import); then wait for all their sockets.
-        sockets = {"csi-mock-controller": self._start_controller()}
+        sockets = {} if self.distributed else {"csi-mock-controller": self._start_controller()}
         for node in self.nodes:
             sockets[f"csi-mock-node-{node.name}"] = self._start_node(node)
         for process, socket in sockets.items():
@@ -182,10 +202,12 @@ class LocalDriver:
         return self._csi_mock("csi-mock-controller", "controller", config, self.controller_socket)
 
     def _start_node(self, node: DriverNode) -> Path:
+        # Distributed: node-local storage, so every node's instance is controller and
+        # node of its own pool, and its external-provisioner asks it alone.
         config = driver_config_for(
             self.spec,
-            mode="node",
-            nodes=self._topology,
+            mode="all" if self.distributed else "node",
+            nodes=[(node.name, node.zone)] if self.distributed else self._topology,
             node=(node.name, node.zone),
             endpoint=f"unix://{node.csi_socket}",
             state_dir=self.root / node.name / "state",
@@ -218,20 +240,20 @@ class LocalDriver:
 
     def _start_sidecars(self) -> None:
         env = {"NAMESPACE": DRIVER_NAMESPACE}
-        if self.spec.provisioner_mode is ProvisionerMode.CENTRAL:
-            self.supervisor.start(
-                "csi-provisioner", self._provisioner_argv(self.controller_socket), env=env
-            )
-        else:
+        if self.distributed:
             for node in self.nodes:
-                # A node-deployed provisioner talks to a driver that serves both
-                # controller and node: the node instance's socket plus the shared
-                # controller (csi-mock's CONTROLLER_SERVICE is plugin-wide).
-                argv = self._provisioner_argv(self.controller_socket)
+                argv = self._provisioner_argv(node.csi_socket)
                 argv += ["--node-deployment", "--node-deployment-immediate-binding=false"]
                 self.supervisor.start(
                     f"csi-provisioner-{node.name}", argv, env={**env, "NODE_NAME": node.name}
                 )
+            # No attacher: the spec refuses attach_required with distributed provisioning.
+            time.sleep(0.2)
+            self.supervisor.check_alive()
+            return
+        self.supervisor.start(
+            "csi-provisioner", self._provisioner_argv(self.controller_socket), env=env
+        )
         self.supervisor.start(
             "csi-attacher",
             [

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MANIFEST_DIR = Path(__file__).resolve().parent.parent.parent / "deploy" / "kubernetes"
 DRIVER_NAMESPACE = "csi-mock"
@@ -62,6 +62,22 @@ class DriverDeployment(BaseModel):
     """Names from deploy/kubernetes/storageclasses.yaml to create; None: all."""
     overrides: dict[str, Any] = Field(default_factory=dict)
     """Deep-merged into every csi-mock configuration (e.g. ``{"log_level": "debug"}``)."""
+
+    @model_validator(mode="after")
+    def _check_distributed(self) -> DriverDeployment:
+        if self.provisioner_mode is ProvisionerMode.DISTRIBUTED:
+            # Each node's csi-mock owns only its node's pool and volumes.
+            if self.attach_required:
+                raise ValueError(
+                    "provisioner_mode distributed needs attach_required false: no central "
+                    "controller knows the volumes to publish them"
+                )
+            if self.zone_pool_size is not None:
+                raise ValueError(
+                    "provisioner_mode distributed cannot have zone pools: every node's "
+                    "instance would count the shared pool as its own"
+                )
+        return self
 
     def pool_configs(self, nodes: list[tuple[str, str | None]]) -> list[dict[str, Any]]:
         """Pools of the whole deployment; ``nodes`` is (node name, zone) pairs."""

@@ -27,11 +27,11 @@ import yaml
 from lightkube import Client, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Node, ServiceAccount
-from lightkube.resources.storage_v1 import CSIStorageCapacity
 
 from harness.deploy.local import DriverNode, LocalDriver
-from harness.deploy.spec import DRIVER_NAMESPACE, DriverDeployment
+from harness.deploy.spec import DriverDeployment, storage_class_objects
 from harness.kube.resources import CSINodeResource, csinode_drivers
+from harness.kube.waits import capacities
 from harness.local import components as c
 from harness.local.config import NODE_TYPE_LABEL, ZONE_LABEL, LocalClusterConfig, NodeSpec, NodeType
 from harness.local.images import ensure_images, import_images
@@ -51,6 +51,10 @@ _MAX_SOCKET_PATH = 107
 
 class ClusterUpFailed(RuntimeError):
     pass
+
+
+class ClusterNotRunning(RuntimeError):
+    """``LocalCluster.attach`` found no Ready cluster in the run directory."""
 
 
 @dataclass
@@ -87,6 +91,8 @@ class LocalCluster:
         """The driver the cluster came up with; tests redeploy variations of it."""
         self._tools = Tools(Path("."))
         self._supervisor: Supervisor | None = None
+        self.attached = False
+        """Attached to a cluster another process brought up (``attach``)."""
 
     @property
     def kubeconfig(self) -> Path:
@@ -115,6 +121,7 @@ class LocalCluster:
         tools = Tools.locate(self.config.tools_bin)
         root.mkdir(parents=True)
         state = RunState(run_dir=root, cluster=self.config.name, started_at=time.time())
+        state.config = self.config.model_dump(mode="json")
         state.cgroup_root = f"/csi-harness/{self.config.name}"
         state.bridge = self.network.bridge
         for name in ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler"):
@@ -251,7 +258,9 @@ class LocalCluster:
         processes stopped, its CSINode entries gone, its state wiped, then started
         and waited for like at bring-up. Volumes must have been deleted before."""
         if self.kube is None:
-            raise RuntimeError("redeploy_driver needs a cluster brought up by this object")
+            raise RuntimeError(
+                "redeploy_driver needs a cluster brought up or attached by this object"
+            )
         nodes = self.config.nodes()
         if self.driver is not None:
             self.driver.stop()
@@ -263,7 +272,7 @@ class LocalCluster:
                 interval=0.2,
             )
         shutil.rmtree(self.layout.driver, ignore_errors=True)
-        self.config = self.config.model_copy(update={"driver": spec})
+        self._set_config(self.config.model_copy(update={"driver": spec}))
         self.driver = self._new_driver(spec)
         self.driver.start()
         self.wait_driver_ready(self.kube, nodes)
@@ -273,8 +282,10 @@ class LocalCluster:
         """Restart kube-scheduler with ``scheduler`` merged into its configuration
         (e.g. a VolumeBinding shape); wait until it serves /healthz."""
         if self._supervisor is None:
-            raise RuntimeError("restart_scheduler needs a cluster brought up by this object")
-        self.config = self.config.model_copy(update={"scheduler": scheduler})
+            raise RuntimeError(
+                "restart_scheduler needs a cluster brought up or attached by this object"
+            )
+        self._set_config(self.config.model_copy(update={"scheduler": scheduler}))
         (self.layout.configs / "kube-scheduler.yaml").write_text(
             yaml.safe_dump(c.scheduler_configuration(self.config, self.layout), sort_keys=False)
         )
@@ -291,6 +302,50 @@ class LocalCluster:
             interval=0.2,
             check=partial(self._supervisor.check_alive, ["kube-scheduler"]),
         )
+
+    def _set_config(self, config: LocalClusterConfig) -> None:
+        self.config = config
+        if self._supervisor is not None:
+            self._supervisor.state.config = config.model_dump(mode="json")
+            self._supervisor.state.save()
+
+    # attach --------------------------------------------------------------------
+
+    @classmethod
+    def attach(cls, run_dir: Path, progress: Callable[[str], None] | None = None) -> LocalCluster:
+        """The running cluster whose run directory is ``run_dir`` (brought up by
+        ``csi-harness cluster up`` or a kept pytest session), ready to redeploy its
+        driver and restart its scheduler. Fails, saying why, unless it is Ready with
+        every process alive."""
+        state = RunState.load(run_dir)
+        if state is None:
+            raise ClusterNotRunning(f"{run_dir}: no local cluster here (no {run_dir}/run.json)")
+        if state.phase != "ready":
+            raise ClusterNotRunning(
+                f"{run_dir}: cluster {state.cluster!r} is {state.phase!r}, not ready; "
+                f"run `csi-harness cluster up --name {state.cluster}` again"
+            )
+        if not state.config:
+            raise ClusterNotRunning(
+                f"{run_dir}: the run state has no configuration (made by an older harness); "
+                "bring the cluster up again"
+            )
+        dead = sorted(name for name, record in state.processes.items() if not is_running(record))
+        if dead:
+            raise ClusterNotRunning(
+                f"{run_dir}: cluster {state.cluster!r} has stopped processes: {', '.join(dead)}; "
+                f"run `csi-harness cluster up --name {state.cluster}` again"
+            )
+        config = LocalClusterConfig.model_validate(state.config)
+        cluster = cls(config, progress=progress)
+        if cluster.layout.root.resolve() != run_dir.resolve():
+            raise ClusterNotRunning(f"{run_dir}: run state names another directory")
+        cluster._supervisor = Supervisor(state, cluster.layout.logs)
+        cluster._tools = Tools.locate(config.tools_bin)
+        cluster.kube = Client(KubeConfig.from_file(cluster.kubeconfig), field_manager="csi-harness")
+        cluster.driver = cluster._new_driver(config.driver)
+        cluster.attached = True
+        return cluster
 
     def _check_socket_paths(self) -> None:
         """Unix socket paths are limited to 107 bytes; fail before starting anything
@@ -329,9 +384,17 @@ class LocalCluster:
             check=check,
         )
         if driver.csidriver and driver.storage_capacity:
+            # external-provisioner publishes one object per node segment and
+            # WaitForFirstConsumer class; a test must not see half of them.
+            expected = {
+                (node.name, str(sc["metadata"]["name"]))
+                for node in nodes
+                for sc in storage_class_objects(driver)
+                if sc.get("volumeBindingMode") == "WaitForFirstConsumer"
+            }
             wait_for(
-                "the first CSIStorageCapacity object",
-                lambda: _capacity_published(kube),
+                f"CSIStorageCapacity for {len(expected)} node segments x classes",
+                lambda: _capacity_published(kube, expected),
                 timeout=self.config.timeout_seconds,
                 interval=0.2,
                 check=check,
@@ -527,9 +590,10 @@ def _csinodes_have(kube: Client, driver: str, names: list[str]) -> tuple[bool, s
     return not missing, f"driver not registered on: {', '.join(missing)}"
 
 
-def _capacity_published(kube: Client) -> tuple[bool, str]:
-    objects = list(kube.list(CSIStorageCapacity, namespace=DRIVER_NAMESPACE))
-    return bool(objects), f"{len(objects)} CSIStorageCapacity objects"
+def _capacity_published(kube: Client, expected: set[tuple[str, str]]) -> tuple[bool, str]:
+    """Every (node, storage class) of ``expected`` has a CSIStorageCapacity object."""
+    missing = sorted(expected - set(capacities(kube)))
+    return not missing, f"missing: {missing}" if missing else "complete"
 
 
 def _create_cgroup(path: str) -> None:

@@ -108,15 +108,18 @@ class Supervisor:
         return record
 
     def check_alive(self, names: Sequence[str] | None = None) -> None:
-        """Raise ComponentFailed for the first watched process that has exited."""
-        for name, child in self._children.items():
+        """Raise ComponentFailed for the first watched process that has exited: a child
+        of this supervisor, or a process another one started (an attached cluster)."""
+        for name, record in self.state.processes.items():
             if names is not None and name not in names:
                 continue
-            code = child.poll()
-            if code is not None:
-                raise ComponentFailed(
-                    name, f"exited with code {code}", Path(self.state.processes[name].log)
-                )
+            child = self._children.get(name)
+            if child is not None:
+                code = child.poll()
+                if code is not None:
+                    raise ComponentFailed(name, f"exited with code {code}", Path(record.log))
+            elif not is_running(record):
+                raise ComponentFailed(name, f"pid {record.pid} is gone", Path(record.log))
 
     def stop(self, name: str, timeout: float = 5.0) -> None:
         record = self.state.processes.get(name)

@@ -38,6 +38,9 @@ class RunState:
     """Directories outside run_dir this run created (removed at teardown)."""
     started_at: float = 0.0
     ready_after: float | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    """The LocalClusterConfig the cluster runs with now (its driver and scheduler
+    follow redeploys), so another process can attach to the cluster."""
 
     @property
     def path(self) -> Path:

@@ -8,6 +8,8 @@ Pods that only need scheduling go to the simulated nodes (identical allocatable)
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import grpc
 import pytest
 from lightkube import Client
@@ -136,6 +138,37 @@ def test_claim_that_fits_only_one_node_is_scheduled_and_provisioned_there(
     )
     assert pv_node(kube, "big", namespace) == "node-2"
     assert wait_pod_scheduled(kube, "app", namespace) == "node-2"
+
+
+@pytest.mark.driver(provisioner_mode="distributed", node_pool_sizes={"node-3": "20Gi"})
+@pytest.mark.scenario(FEATURE, "distributed provisioners: each publishes and provisions its node")
+def test_distributed_provisioners_publish_capacity_and_provision_on_their_own_node(
+    kube: Client, namespace: str, driver: LocalDriver
+) -> None:
+    # One external-provisioner per node (--node-deployment): together they published
+    # every node x class (the driver fixture waited for it); each one's own node only.
+    assert set(capacities(kube)) == {(n.name, sc) for n in driver.nodes for sc in WAITING_CLASSES}
+    published = list(kube.list(CSIStorageCapacity, namespace=DRIVER_NAMESPACE))
+    assert len(published) == len(driver.nodes) * len(WAITING_CLASSES), "one object each"
+    assert capacities(kube)[("node-3", "csi-mock")][0] == 20 * GI
+    objects.create(
+        kube,
+        objects.claim("big", namespace, "15Gi"),
+        objects.pod("app", namespace, claims=["big"]),
+    )
+    assert pv_node(kube, "big", namespace) == "node-3"
+    wait_capacity(kube, {("node-3", "csi-mock"): 5 * GI})
+    succeeded = f'"Succeeded" PVC="{namespace}/big"'
+    provisioned_by = {
+        node.name
+        for node in driver.nodes
+        if succeeded in provisioner_log(driver, f"csi-provisioner-{node.name}")
+    }
+    assert provisioned_by == {"node-3"}
+
+
+def provisioner_log(driver: LocalDriver, process: str) -> str:
+    return Path(driver.supervisor.state.processes[process].log).read_text(errors="replace")
 
 
 @pytest.mark.parametrize(

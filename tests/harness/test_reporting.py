@@ -240,8 +240,9 @@ BROKEN_CLUSTER_CONFTEST = """
         )
         (logs / "csi-mock-controller.log").write_text("controller started\\n")
         driver = SimpleNamespace(
-            nodes=[SimpleNamespace(name="node-1")],
-            admin_socket=lambda instance: root / instance / "admin.sock",
+            admin_sockets=lambda: {
+                instance: root / instance / "admin.sock" for instance in ("controller", "node-1")
+            },
         )
         return SimpleNamespace(
             kubeconfig=root / "kubeconfig",

@@ -80,6 +80,21 @@ def test_driver_deployment_rejects_unknown_keys() -> None:
         DriverDeployment.model_validate({"node_pool": "1Gi"})
 
 
+def test_distributed_provisioning_refuses_attach_required() -> None:
+    with pytest.raises(ValidationError, match="distributed needs attach_required false"):
+        DriverDeployment(provisioner_mode="distributed", attach_required=True)
+
+
+def test_distributed_provisioning_refuses_zone_pools() -> None:
+    with pytest.raises(ValidationError, match="distributed cannot have zone pools"):
+        DriverDeployment(provisioner_mode="distributed", zone_pool_size="10Gi")
+
+
+def test_distributed_provisioning_with_node_pools_is_valid() -> None:
+    spec = DriverDeployment(provisioner_mode="distributed", node_pool_sizes={"node-2": "1Gi"})
+    assert spec.provisioner_mode == "distributed"
+
+
 # -- driver configuration -----------------------------------------------------------
 
 

@@ -192,3 +192,17 @@ def test_is_running_is_false_for_an_exited_unreaped_process(supervisor: Supervis
 def test_process_start_time_is_none_for_a_pid_that_does_not_exist() -> None:
     max_pid = int(Path("/proc/sys/kernel/pid_max").read_text())
     assert process_start_time(max_pid + 1) is None
+
+
+def test_check_alive_watches_processes_another_supervisor_started(
+    supervisor: Supervisor, tmp_path: Path
+) -> None:
+    # An attached cluster: the records come from run.json, the processes are not children.
+    record = supervisor.start("adopted", ["sleep", "30"])
+    adopter = Supervisor(RunState.load(tmp_path) or RunState(tmp_path), tmp_path / "logs")
+    adopter.check_alive(["adopted"])
+    os.kill(record.pid, signal.SIGKILL)
+    supervisor.check_alive([])  # reap the child, so its pid is really gone
+    eventually(exited(record))
+    with pytest.raises(ComponentFailed, match=f"adopted.*pid {record.pid} is gone"):
+        adopter.check_alive(["adopted"])

@@ -1,0 +1,113 @@
+"""`--cluster existing`: suites run against a cluster `csi-harness cluster up` brought
+up, which they leave running with the driver it had."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lightkube import Client, KubeConfig
+
+from harness.local.config import LocalClusterConfig
+from harness.local.state import RunState
+from tests.e2e.test_volume_limits import allocatable_counts
+
+pytestmark = pytest.mark.e2e
+
+FEATURE = "harness providers"
+NAME = "csi-harness-existing"
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+def harness(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", "cluster", *args, "--name", NAME],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture
+def cluster_up() -> Iterator[Path]:
+    up = harness("up", "--simulated-nodes", "1")
+    assert up.returncode == 0, up.stderr
+    try:
+        yield LocalClusterConfig(name=NAME).effective_run_dir / "kubeconfig"
+    finally:
+        down = harness("down")
+        assert down.returncode == 0, down.stderr
+
+
+@pytest.mark.scenario(FEATURE, "--cluster existing: suites run, the cluster keeps its driver")
+def test_suites_run_against_a_running_cluster_and_leave_its_driver(
+    cluster_up: Path, tmp_path: Path
+) -> None:
+    kubeconfig = cluster_up
+    before = RunState.load(kubeconfig.parent)
+    assert before is not None
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--cluster=existing",
+            f"--kubeconfig={kubeconfig}",
+            f"--junitxml={tmp_path / 'junit.xml'}",
+            "tests/e2e/test_volume_limits.py::"
+            "test_max_volumes_per_node_is_the_csinode_allocatable_count_on_every_node",
+            "tests/e2e/test_topology.py::"
+            "test_node_segments_become_node_labels_and_csinode_topology_keys",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert "2 passed" in run.stdout
+    assert f"attached to cluster {NAME!r}" in run.stdout, run.stdout
+    # The suites redeployed the driver (allocatable.count 3) and then put back the one
+    # the cluster came up with; the control plane processes are the same ones.
+    kube = Client(KubeConfig.from_file(kubeconfig), field_manager="csi-harness-tests")
+    default = LocalClusterConfig().driver
+    assert allocatable_counts(kube, default.name) == {
+        "node-1": default.max_volumes_per_node,
+        "node-2": default.max_volumes_per_node,
+    }
+    after = RunState.load(kubeconfig.parent)
+    assert after is not None
+    for name in ("etcd", "kube-apiserver", "kube-scheduler", "kubelet-node-1"):
+        assert after.processes[name].pid == before.processes[name].pid, name
+    assert after.config["driver"] == before.config["driver"]
+
+
+@pytest.mark.scenario(FEATURE, "--cluster existing without a running cluster: usage error")
+def test_existing_without_a_running_cluster_is_a_usage_error(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--cluster=existing",
+            f"--kubeconfig={tmp_path / 'kubeconfig'}",
+            "tests/e2e/test_volume_limits.py",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 4, run.stdout[-2000:] + run.stderr[-2000:]  # pytest usage error
+    assert "no local cluster here" in run.stderr
