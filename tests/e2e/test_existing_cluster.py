@@ -22,15 +22,25 @@ NAME = "csi-harness-existing"
 REPO = Path(__file__).resolve().parent.parent.parent
 
 
-def harness(*args: str) -> subprocess.CompletedProcess[str]:
+def run_module(module: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m module args`` in the repository, to completion."""
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli", "cluster", *args, "--name", NAME],
+        [sys.executable, "-m", module, *args],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
+
+
+def harness(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_module("harness.cli", "cluster", *args, "--name", NAME)
+
+
+def run_pytest(*args: str) -> subprocess.CompletedProcess[str]:
+    """A pytest session of its own, in the repository, with these arguments."""
+    return run_module("pytest", "-p", "no:cacheprovider", *args)
 
 
 @pytest.fixture
@@ -51,26 +61,14 @@ def test_suites_run_against_a_running_cluster_and_leave_its_driver(
     kubeconfig = cluster_up
     before = RunState.load(kubeconfig.parent)
     assert before is not None
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "--cluster=existing",
-            f"--kubeconfig={kubeconfig}",
-            f"--junitxml={tmp_path / 'junit.xml'}",
-            "tests/e2e/test_volume_limits.py::"
-            "test_max_volumes_per_node_is_the_csinode_allocatable_count_on_every_node",
-            "tests/e2e/test_topology.py::"
-            "test_node_segments_become_node_labels_and_csinode_topology_keys",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    run = run_pytest(
+        "--cluster=existing",
+        f"--kubeconfig={kubeconfig}",
+        f"--junitxml={tmp_path / 'junit.xml'}",
+        "tests/e2e/test_volume_limits.py::"
+        "test_max_volumes_per_node_is_the_csinode_allocatable_count_on_every_node",
+        "tests/e2e/test_topology.py::"
+        "test_node_segments_become_node_labels_and_csinode_topology_keys",
     )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert "2 passed" in run.stdout
@@ -92,22 +90,10 @@ def test_suites_run_against_a_running_cluster_and_leave_its_driver(
 
 @pytest.mark.scenario(FEATURE, "--cluster existing without a running cluster: usage error")
 def test_existing_without_a_running_cluster_is_a_usage_error(tmp_path: Path) -> None:
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "--cluster=existing",
-            f"--kubeconfig={tmp_path / 'kubeconfig'}",
-            "tests/e2e/test_volume_limits.py",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    run = run_pytest(
+        "--cluster=existing",
+        f"--kubeconfig={tmp_path / 'kubeconfig'}",
+        "tests/e2e/test_volume_limits.py",
     )
     assert run.returncode == 4, run.stdout[-2000:] + run.stderr[-2000:]  # pytest usage error
     assert "no local cluster here" in run.stderr
