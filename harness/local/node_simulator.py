@@ -11,7 +11,9 @@ For each simulated node this process
     then NodeGetInfo on the driver's endpoint, and writes what the kubelet writes
     (CSINode driver entry with node ID, topology keys and ``allocatable.count``,
     topology labels and the ``csi.volume.kubernetes.io/nodeid`` annotation on the
-    Node), then calls NotifyRegistrationStatus; a removed socket unregisters.
+    Node), then calls NotifyRegistrationStatus; a removed socket unregisters;
+  * for a CSIDriver with ``nodeAllocatableUpdatePeriodSeconds``, asks NodeGetInfo
+    again every period and updates ``allocatable.count``, as the kubelet does.
 
 Pods bound to a simulated node never start; everything up to that point (scheduling,
 binding, provisioning, attach) runs through the real control plane.
@@ -37,6 +39,7 @@ from lightkube import AsyncClient, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.coordination_v1 import Lease
 from lightkube.resources.core_v1 import Node
+from lightkube.resources.storage_v1 import CSIDriver
 from lightkube.types import PatchType
 
 from csi_mock.proto import (
@@ -53,6 +56,7 @@ LEASE_SECONDS = 40
 RENEW_EVERY = 10.0
 STATUS_EVERY = 30.0
 WATCH_EVERY = 0.25
+ALLOCATABLE_POLL_EVERY = 1.0
 NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid"
 ATTACH_DETACH_ANNOTATION = "volumes.kubernetes.io/controller-managed-attach-detach"
 
@@ -73,6 +77,9 @@ class SimulatedNode:
     capacity: dict[str, str]
     kubelet_version: str
     registered: dict[Path, str] = field(default_factory=dict)  # socket -> driver name
+    endpoints: dict[str, str] = field(default_factory=dict)  # driver name -> CSI endpoint
+    allocatable_checked: dict[str, float] = field(default_factory=dict)
+    """Driver name -> monotonic time NodeGetInfo was last asked for allocatable.count."""
 
     def node_object(self) -> dict[str, Any]:
         return {
@@ -144,6 +151,7 @@ class Simulator:
             await self.create_node(node)
         tasks = [asyncio.create_task(self.heartbeat(n, stop)) for n in self.nodes]
         tasks += [asyncio.create_task(self.watch_plugins(n, stop)) for n in self.nodes]
+        tasks.append(asyncio.create_task(self.refresh_allocatable(stop)))
         await stop.wait()
         for task in tasks:
             task.cancel()
@@ -234,6 +242,8 @@ class Simulator:
             return
         if error is None:
             node.registered[socket] = info.name
+            node.endpoints[info.name] = info.endpoint
+            node.allocatable_checked[info.name] = asyncio.get_running_loop().time()
             log.info("%s: registered driver %s (endpoint %s)", node.name, info.name, info.endpoint)
         else:
             node.registered[socket] = ""
@@ -276,10 +286,61 @@ class Simulator:
         await self._set_csinode_driver(node, info.name, entry)
         return None
 
+    async def refresh_allocatable(self, stop: asyncio.Event) -> None:
+        """Like the kubelet for a CSIDriver with ``nodeAllocatableUpdatePeriodSeconds``
+        (MutableCSINodeAllocatableCount): every period, ask NodeGetInfo again and put
+        a changed ``max_volumes_per_node`` into the CSINode's ``allocatable.count``."""
+        loop = asyncio.get_running_loop()
+        while not stop.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), ALLOCATABLE_POLL_EVERY)
+            periods: dict[str, float] = {}
+            for node in self.nodes:
+                for driver, endpoint in list(node.endpoints.items()):
+                    if driver not in periods:
+                        periods[driver] = await self._allocatable_period(driver)
+                    period = periods[driver]
+                    if not period or loop.time() - node.allocatable_checked[driver] < period:
+                        continue
+                    node.allocatable_checked[driver] = loop.time()
+                    try:
+                        await self._refresh_count(node, driver, endpoint)
+                    except (grpc.aio.AioRpcError, ApiError) as exc:
+                        log.warning(
+                            "%s: allocatable refresh of %s failed: %s", node.name, driver, exc
+                        )
+
+    async def _allocatable_period(self, driver: str) -> float:
+        try:
+            csidriver = await self.client.get(CSIDriver, driver)
+        except ApiError:
+            return 0.0
+        return float((csidriver.spec and csidriver.spec.nodeAllocatableUpdatePeriodSeconds) or 0)
+
+    async def _refresh_count(self, node: SimulatedNode, driver: str, endpoint: str) -> None:
+        async with grpc.aio.insecure_channel(f"unix://{endpoint}") as channel:
+            node_info = await csi_pb2_grpc.NodeStub(channel).NodeGetInfo(
+                csi_pb2.NodeGetInfoRequest(), timeout=10
+            )
+        current = await self.client.get(CSINodeResource, node.name)
+        for entry in (current.spec or {}).get("drivers") or []:
+            if entry["name"] != driver:
+                continue
+            count = node_info.max_volumes_per_node
+            if (entry.get("allocatable") or {}).get("count") == (count or None):
+                return
+            updated = {k: v for k, v in entry.items() if k != "allocatable"}
+            if count > 0:
+                updated["allocatable"] = {"count": count}
+            await self._set_csinode_driver(node, driver, updated)
+            log.info("%s: %s allocatable.count is now %s", node.name, driver, count or "unset")
+
     async def unregister(self, node: SimulatedNode, socket: Path) -> None:
         name = node.registered.pop(socket)
         if not name:
             return
+        node.endpoints.pop(name, None)
+        node.allocatable_checked.pop(name, None)
         with contextlib.suppress(ApiError):
             await self._set_csinode_driver(node, name, None)
             current = await self.client.get(Node, node.name)

@@ -131,14 +131,14 @@ def test_attach_beyond_the_controller_attach_limit_fails_with_resource_exhausted
 
 
 @pytest.mark.driver(max_volumes_per_node=4)
-@pytest.mark.scenario(FEATURE, "mutable CSINode allocatable: the kubelet refreshes the count")
+@pytest.mark.scenario(FEATURE, "mutable CSINode allocatable: the count follows NodeGetInfo")
 def test_kubelet_refreshes_the_allocatable_count_when_the_driver_changes_it(
     kube: Client, driver: LocalDriver
 ) -> None:
     # KEP-4876 (MutableCSINodeAllocatableCount): with CSIDriver
     # nodeAllocatableUpdatePeriodSeconds set, the kubelet calls NodeGetInfo again
-    # periodically. The node simulator registers once and does not poll, so only the
-    # real kubelet (node-1) is checked.
+    # periodically. node-1 is the real kubelet; the node simulator does the same for
+    # node-2 and node-3.
     try:
         updated = kube.patch(
             CSIDriver,
@@ -151,12 +151,14 @@ def test_kubelet_refreshes_the_allocatable_count_when_the_driver_changes_it(
     period = updated.spec.nodeAllocatableUpdatePeriodSeconds
     if period != 10:
         pytest.skip("the apiserver dropped nodeAllocatableUpdatePeriodSeconds (gate off)")
-    with AdminClient(driver.admin_socket("node-1")) as node_admin:
-        node_admin.set_limits(max_volumes_per_node=7)
+    wanted = {"node-1": 7, "node-2": 5, "node-3": 6}
+    for node, count in wanted.items():
+        with AdminClient(driver.admin_socket(node)) as node_admin:
+            node_admin.set_limits(max_volumes_per_node=count)
     wait_for(
-        "node-1's CSINode allocatable.count to become 7",
+        f"the CSINode allocatable counts to become {wanted}",
         lambda: (
-            allocatable_counts(kube, driver.spec.name).get("node-1") == 7,
+            allocatable_counts(kube, driver.spec.name) == wanted,
             allocatable_counts(kube, driver.spec.name),
         ),
         timeout=45,
