@@ -12,6 +12,14 @@ Debian rootfs (the Dockerfile's header has the commands), and point the variable
         - csi-mock.local/python-base:bookworm
     CSI_MOCK_BASE_IMAGE=csi-mock.local/python-base:bookworm pytest tests/e2e/test_image_smoke.py
 
+On a host like the project's own CI machines (no registry, no CAP_SYS_RESOURCE),
+scripts/docker/engine.sh starts a suitable engine and builds that base
+(docs/docker.md):
+
+    scripts/docker/engine.sh start && scripts/docker/engine.sh base
+    CSI_MOCK_BASE_IMAGE=csi-mock.local/python-base:bookworm CSI_MOCK_BUILD_NETWORK=host \
+        pytest tests/e2e/test_image_smoke.py
+
 The image build installs csi-mock's dependencies from PyPI ($PIP_INDEX_URL if set).
 The test talks to the socket as the user running pytest, and the driver in the image
 runs as root: run it as root, or with a rootless engine.
@@ -98,7 +106,14 @@ def driver_image(docker_engine: None) -> Iterator[str]:
     if os.environ.get("PIP_INDEX_URL"):
         build_args["PIP_INDEX_URL"] = os.environ["PIP_INDEX_URL"]
     tag = f"csi-mock.local/csi-mock:smoke-{uuid.uuid4().hex[:8]}"
-    with DockerImage(path=REPO_ROOT, tag=tag, buildargs=build_args) as image:
+    # An engine without a default bridge (scripts/docker/engine.sh) builds on the host
+    # network: CSI_MOCK_BUILD_NETWORK=host.
+    network = (
+        {"network_mode": os.environ["CSI_MOCK_BUILD_NETWORK"]}
+        if os.environ.get("CSI_MOCK_BUILD_NETWORK")
+        else {}
+    )
+    with DockerImage(path=REPO_ROOT, tag=tag, buildargs=build_args, **network) as image:
         yield str(image)
 
 
