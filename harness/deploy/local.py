@@ -248,9 +248,12 @@ class LocalDriver:
                     f"csi-provisioner-{node.name}", argv, env={**env, "NODE_NAME": node.name}
                 )
             # No attacher: the spec refuses attach_required with distributed provisioning.
-            time.sleep(0.2)
-            self.supervisor.check_alive()
-            return
+        else:
+            self._start_central_sidecars(env)
+        time.sleep(0.2)
+        self.supervisor.check_alive()
+
+    def _start_central_sidecars(self, env: dict[str, str]) -> None:
         self.supervisor.start(
             "csi-provisioner", self._provisioner_argv(self.controller_socket), env=env
         )
@@ -267,8 +270,6 @@ class LocalDriver:
                 "--v=4",
             ],
         )
-        time.sleep(0.2)
-        self.supervisor.check_alive()
 
 
 def _is_driver_process(name: str) -> bool:

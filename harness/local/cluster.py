@@ -386,12 +386,12 @@ class LocalCluster:
         if driver.csidriver and driver.storage_capacity:
             # external-provisioner publishes one object per node segment and
             # WaitForFirstConsumer class; a test must not see half of them.
-            expected = {
-                (node.name, str(sc["metadata"]["name"]))
-                for node in nodes
+            waiting = [
+                str(sc["metadata"]["name"])
                 for sc in storage_class_objects(driver)
                 if sc.get("volumeBindingMode") == "WaitForFirstConsumer"
-            }
+            ]
+            expected = {(node.name, sc) for node in nodes for sc in waiting}
             wait_for(
                 f"CSIStorageCapacity for {len(expected)} node segments x classes",
                 lambda: _capacity_published(kube, expected),

@@ -256,18 +256,14 @@ class Simulator:
             return f"plugin type {info.type!r} is not handled (only CSIPlugin)"
         if not any(v.split(".")[0] == "1" for v in info.supported_versions):
             return f"none of the versions {list(info.supported_versions)} is supported (1.x)"
-        async with grpc.aio.insecure_channel(f"unix://{info.endpoint}") as channel:
-            node_info = await csi_pb2_grpc.NodeStub(channel).NodeGetInfo(
-                csi_pb2.NodeGetInfoRequest(), timeout=10
-            )
+        node_info = await _node_get_info(info.endpoint)
         segments = dict(node_info.accessible_topology.segments)
         entry: dict[str, Any] = {
             "name": info.name,
             "nodeID": node_info.node_id,
             "topologyKeys": sorted(segments) or None,
+            "allocatable": _allocatable(node_info),
         }
-        if node_info.max_volumes_per_node > 0:
-            entry["allocatable"] = {"count": node_info.max_volumes_per_node}
         current = await self.client.get(Node, node.name)
         annotations = dict(current.metadata.annotations or {})  # type: ignore[union-attr]
         node_ids = json.loads(annotations.get(NODE_ID_ANNOTATION, "{}"))
@@ -318,22 +314,13 @@ class Simulator:
         return float((csidriver.spec and csidriver.spec.nodeAllocatableUpdatePeriodSeconds) or 0)
 
     async def _refresh_count(self, node: SimulatedNode, driver: str, endpoint: str) -> None:
-        async with grpc.aio.insecure_channel(f"unix://{endpoint}") as channel:
-            node_info = await csi_pb2_grpc.NodeStub(channel).NodeGetInfo(
-                csi_pb2.NodeGetInfoRequest(), timeout=10
-            )
+        allocatable = _allocatable(await _node_get_info(endpoint))
         current = await self.client.get(CSINodeResource, node.name)
         for entry in (current.spec or {}).get("drivers") or []:
-            if entry["name"] != driver:
+            if entry["name"] != driver or entry.get("allocatable") == allocatable:
                 continue
-            count = node_info.max_volumes_per_node
-            if (entry.get("allocatable") or {}).get("count") == (count or None):
-                return
-            updated = {k: v for k, v in entry.items() if k != "allocatable"}
-            if count > 0:
-                updated["allocatable"] = {"count": count}
-            await self._set_csinode_driver(node, driver, updated)
-            log.info("%s: %s allocatable.count is now %s", node.name, driver, count or "unset")
+            await self._set_csinode_driver(node, driver, {**entry, "allocatable": allocatable})
+            log.info("%s: %s allocatable is now %s", node.name, driver, allocatable or "unset")
 
     async def unregister(self, node: SimulatedNode, socket: Path) -> None:
         name = node.registered.pop(socket)
@@ -366,6 +353,19 @@ class Simulator:
         await self.client.patch(
             CSINodeResource, node.name, {"spec": {"drivers": drivers}}, patch_type=PatchType.MERGE
         )
+
+
+async def _node_get_info(endpoint: str) -> csi_pb2.NodeGetInfoResponse:
+    async with grpc.aio.insecure_channel(f"unix://{endpoint}") as channel:
+        return await csi_pb2_grpc.NodeStub(channel).NodeGetInfo(
+            csi_pb2.NodeGetInfoRequest(), timeout=10
+        )
+
+
+def _allocatable(node_info: csi_pb2.NodeGetInfoResponse) -> dict[str, int] | None:
+    """The CSINode driver entry's ``allocatable`` for this answer (None: no limit)."""
+    count = node_info.max_volumes_per_node
+    return {"count": count} if count > 0 else None
 
 
 def load_nodes(spec_file: Path) -> tuple[Path, list[SimulatedNode]]:
