@@ -24,8 +24,8 @@ def load(name: str) -> dict[str, Any]:
 
 
 def scheduler_patch() -> dict[str, Any]:
-    (patch,) = [yaml.safe_load(p) for p in load("capacity-scoring.yaml")["kubeadmConfigPatches"]]
-    assert patch["kind"] == "ClusterConfiguration"
+    patches = [yaml.safe_load(p) for p in load("capacity-scoring.yaml")["kubeadmConfigPatches"]]
+    (patch,) = [p for p in patches if p["kind"] == "ClusterConfiguration"]
     scheduler: dict[str, Any] = patch["scheduler"]
     return scheduler
 
@@ -45,6 +45,15 @@ def test_one_control_plane_and_two_workers_in_different_zones(name: str) -> None
     assert roles == ["control-plane", "worker", "worker"]
     zones = [node.get("labels", {}).get(ZONE_LABEL) for node in config["nodes"][1:]]
     assert None not in zones and len(set(zones)) == 2
+
+
+@pytest.mark.parametrize("name", ["two-nodes.yaml", "capacity-scoring.yaml"])
+def test_no_default_cni_and_the_kubelet_accepts_cgroup_v1(name: str) -> None:
+    config = load(name)
+    assert config["networking"]["disableDefaultCNI"] is True
+    patches = [yaml.safe_load(p) for p in config["kubeadmConfigPatches"]]
+    (kubelet,) = [p for p in patches if p["kind"] == "KubeletConfiguration"]
+    assert kubelet["failCgroupV1"] is False
 
 
 def test_capacity_scoring_has_the_same_nodes_as_two_nodes_apart_from_the_mount() -> None:
