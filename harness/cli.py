@@ -1,9 +1,13 @@
-"""``csi-harness``: bring local clusters up and down.
+"""``csi-harness``: bring clusters up and down.
 
 csi-harness cluster up [--simulated-nodes N] [--zones a,b] [--feature-gates G=true,...]
                        [--scheduler-config FILE] [--config FILE] [--name NAME]
 csi-harness cluster status [--json]
 csi-harness cluster down
+csi-harness cluster up --provider kind [--name NAME] [--kind-config FILE]
+                       [--node-image IMAGE] [--reuse]
+csi-harness cluster down --provider kind [--name NAME]
+csi-harness kind image     build (or find) the offline kind node image; print its tag
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from harness.kind.node_image import NodeImageError
 from harness.local.cluster import ClusterUpFailed, LocalCluster, format_teardown
 from harness.local.config import LocalClusterConfig, describe_validation_error
-from harness.local.tools import ToolsMissing
+from harness.local.tools import Tools, ToolsMissing
 
 
 class UsageError(Exception):
@@ -105,11 +110,71 @@ def _parser() -> argparse.ArgumentParser:
             sub.add_argument("--timeout", type=float, help="seconds to wait for readiness (120)")
         if action == "status":
             sub.add_argument("--json", action="store_true", help="machine-readable output")
+        if action in ("up", "down"):
+            sub.add_argument(
+                "--provider",
+                choices=["local", "kind"],
+                default="local",
+                help="local (no Docker) or kind (needs scripts/docker/engine.sh start)",
+            )
+        if action == "up":
+            sub.add_argument(
+                "--kind-config", help="kind configuration (kind-config/two-nodes.yaml)"
+            )
+            sub.add_argument("--node-image", help="kind node image of your own (default: built)")
+            sub.add_argument("--reuse", action="store_true", help="keep a running kind cluster")
+    kind = commands.add_parser("kind", help="kind node image")
+    kind_actions = kind.add_subparsers(dest="action", required=True)
+    kind_actions.add_parser("image", help="build the offline node image (cached); print its tag")
     return parser
+
+
+def _kind_main(args: argparse.Namespace) -> int:
+    # Imported here: the kind provider needs lightkube and the deploy package, the local
+    # commands do not.
+    from harness.kind.cluster import DEFAULT_CONFIG, KindCluster, KindClusterError
+    from harness.kind.node_image import build_node_image
+
+    def progress(message: str) -> None:
+        print(f"csi-harness: {message}", file=sys.stderr, flush=True)
+
+    try:
+        if args.command == "kind":
+            image = build_node_image(Tools.locate(), progress=progress)
+            state = "cached" if image.cached else f"built in {image.seconds:.0f}s"
+            print(image.tag)
+            progress(f"{image.tag} ({state})")
+            return 0
+        config = Path(getattr(args, "kind_config", None) or DEFAULT_CONFIG)
+        if not config.is_file():
+            raise UsageError(f"--kind-config {config}: no such file")
+        cluster = KindCluster(
+            args.name or "csi-mock",
+            config.resolve(),
+            node_image=getattr(args, "node_image", None),
+            reuse=getattr(args, "reuse", False),
+            progress=progress,
+        )
+        if args.action == "down":
+            cluster.down()
+            progress(f"kind cluster {cluster.name!r} deleted")
+            return 0
+        cluster.up()
+        progress("phases: " + ", ".join(f"{k} {v}s" for k, v in cluster.timings.items()))
+        print(f"export KUBECONFIG={cluster.kubeconfig}")
+        return 0
+    except UsageError as exc:
+        print(f"csi-harness: {exc}", file=sys.stderr)
+        return 2
+    except (KindClusterError, NodeImageError, ToolsMissing) as exc:
+        print(f"csi-harness: {exc}", file=sys.stderr)
+        return 1
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "kind" or getattr(args, "provider", "local") == "kind":
+        return _kind_main(args)
     try:
         config = build_config(args)
     except UsageError as exc:

@@ -8,24 +8,27 @@ apiserver that is down, a driver that hangs) costs only its own part:
   and CSIDriver, and the driver's CSIStorageCapacity objects: one line each for
   reading, the YAML for the files;
 * the driver's call journal, controller and every node instance, one line a call;
-* the last lines of every component's log.
+* the last lines of every component's log: every process's where the cluster keeps
+  them in a directory (the local provider), else the driver's components'.
 
-The result holds short ``Section``s (what a terminal can show) and the full texts as
+``cluster_target(cluster)`` says where to look in a ``harness.cluster.Cluster``. The
+result holds short ``Section``s (what a terminal can show) and the full texts as
 files; ``write`` puts the files in a directory. Nothing here knows about pytest.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import yaml
 from lightkube import Client, KubeConfig
@@ -36,12 +39,9 @@ from lightkube.generic_resource import (
     create_api_info,
 )
 
-from csi_mock.admin.client import AdminClient
 from csi_mock.observe.calls import CallRecord
+from harness.cluster import Cluster, Driver
 from harness.deploy.spec import DRIVER_NAMESPACE
-
-if TYPE_CHECKING:
-    from harness.local.cluster import LocalCluster
 
 # Calls a healthy cluster makes all the time (capacity polling, probes, volume stats):
 # a section shows them only when they failed. The journal files keep everything.
@@ -95,28 +95,104 @@ class Limits:
     """Longer section lines are cut (files keep them whole)."""
 
 
+class JournalSource(Protocol):
+    """The part of an ``AdminClient`` the journal section reads."""
+
+    def journal(self, *, limit: int) -> Sequence[CallRecord]: ...
+
+
+class ComponentLogs(Protocol):
+    """Where the component logs come from."""
+
+    @property
+    def location(self) -> str:
+        """Where they are, for the overview."""
+        ...
+
+    def components(self) -> list[str]:
+        """The components that have a log (may raise OSError)."""
+        ...
+
+    def tail(self, component: str, max_bytes: int) -> str:
+        """The last ``max_bytes`` of the component's log, from a whole line on."""
+        ...
+
+
+@dataclass(frozen=True)
+class LogDirectory:
+    """A ``<component>.log`` file per process in one directory (the local provider)."""
+
+    path: Path
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
+    def components(self) -> list[str]:
+        return [log.stem for log in self.path.glob("*.log")]
+
+    def tail(self, component: str, max_bytes: int) -> str:
+        return read_tail(self.path / f"{component}.log", max_bytes)
+
+
+@dataclass(frozen=True)
+class DriverLogs:
+    """The logs of the driver's components, as the driver gives them
+    (``Driver.component_log``), for clusters that keep no log directory."""
+
+    driver: Driver
+
+    @property
+    def location(self) -> str:
+        return f"the components of driver {self.driver.spec.name}"
+
+    def components(self) -> list[str]:
+        return self.driver.components()
+
+    def tail(self, component: str, max_bytes: int) -> str:
+        data = self.driver.component_log(component).encode()
+        return _from_a_whole_line(data[-max_bytes:], cut=len(data) > max_bytes)
+
+
 @dataclass(frozen=True)
 class ClusterTarget:
-    """Where to look: the cluster's API, its logs, the driver's admin sockets."""
+    """Where to look: the cluster's API, its logs, the driver's admin APIs."""
 
     kubeconfig: Path
-    logs: Path
-    admin_sockets: Mapping[str, Path] = field(default_factory=dict)
-    """Driver instance ("controller" or a node name) -> its admin API socket."""
+    logs: ComponentLogs | None
+    """None: no logs to read (no log directory and no driver)."""
+    admin: Mapping[str, JournalSource] = field(default_factory=dict)
+    """Driver instance ("controller" or a node name) -> a client of its admin API."""
     namespace: str | None = None
     """The test's namespace, when it has one."""
     driver_name: str | None = None
     driver_namespace: str = DRIVER_NAMESPACE
 
-    @classmethod
-    def of(cls, cluster: LocalCluster, namespace: str | None = None) -> ClusterTarget:
-        return cls(
+
+@contextlib.contextmanager
+def cluster_target(cluster: Cluster, namespace: str | None = None) -> Iterator[ClusterTarget]:
+    """Where to look in ``cluster`` (and the test's ``namespace``): component logs
+    from its log directory, else from its driver; the admin clients of every driver
+    instance, closed when the context ends."""
+    driver = cluster.driver
+    logs: ComponentLogs | None = None
+    if cluster.log_dir is not None:
+        logs = LogDirectory(cluster.log_dir)
+    elif driver is not None:
+        logs = DriverLogs(driver)
+    clients = cluster.admin_instances()
+    try:
+        yield ClusterTarget(
             kubeconfig=cluster.kubeconfig,
-            logs=cluster.layout.logs,
-            admin_sockets=cluster.driver.admin_sockets() if cluster.driver else {},
+            logs=logs,
+            admin=clients,
             namespace=namespace,
-            driver_name=cluster.config.driver.name,
+            driver_name=(driver.spec if driver is not None else cluster.default_driver).name,
         )
+    finally:
+        for client in clients.values():
+            with contextlib.suppress(Exception):
+                client.close()
 
 
 @dataclass(frozen=True)
@@ -141,18 +217,9 @@ class KubeLister(Protocol):
     def list(self, res: Any, *, namespace: str | None = ...) -> Iterable[Any]: ...
 
 
-JournalReader = Callable[[Path, int], Sequence[CallRecord]]
-"""(admin socket, limit) -> the last ``limit`` records of that driver instance."""
-
-
 def connect_kube(kubeconfig: Path) -> KubeLister:
     client: KubeLister = Client(KubeConfig.from_file(kubeconfig))
     return client
-
-
-def read_journal(socket: Path, limit: int) -> Sequence[CallRecord]:
-    with AdminClient(socket, timeout=5.0) as admin:
-        return admin.journal(limit=limit)
 
 
 # -- fail-safe collection ------------------------------------------------------------
@@ -352,8 +419,13 @@ def read_tail(path: Path, max_bytes: int) -> str:
         size = f.tell()
         f.seek(max(0, size - max_bytes))
         data = f.read()
-    if size > max_bytes:
-        # The read started inside a line: drop that part line.
+    return _from_a_whole_line(data, cut=size > max_bytes)
+
+
+def _from_a_whole_line(data: bytes, *, cut: bool) -> str:
+    """``data`` as text; when it is the end of a longer text (``cut``), from its first
+    whole line on (the cut may be inside a line)."""
+    if cut:
         data = data.partition(b"\n")[2]
     return data.decode(errors="replace")
 
@@ -540,7 +612,6 @@ def collect(
     limits: Limits | None = None,
     *,
     kube: Callable[[Path], KubeLister] = connect_kube,
-    journal: JournalReader = read_journal,
     files_at: str = "",
 ) -> Diagnostics:
     """Everything the module docstring lists, the overview section first; never
@@ -565,9 +636,7 @@ def collect(
         )
         result.sections.append(Section(f"events {namespace}", text))
     result.sections.append(Section("objects", _objects(client, target, limits, result, where)))
-    result.sections.append(
-        Section("driver journal", _journals(target, limits, journal, result, where))
-    )
+    result.sections.append(Section("driver journal", _journals(target, limits, result, where)))
     result.sections.extend(_logs(target, limits, result, where))
     result.seconds = time.monotonic() - started
     overview = _overview(target, result, files_at, client.down)
@@ -581,7 +650,7 @@ def _overview(
     lines = [
         f"driver {target.driver_name or '?'}, test namespace {target.namespace or '(none)'}, "
         f"collected in {result.seconds:.1f}s" + (f"; files in {files_at}" if files_at else ""),
-        f"component logs: {target.logs}",
+        f"component logs: {target.logs.location if target.logs else '(none)'}",
     ]
     lines += [f"not collected: {problem}" for problem in result.problems]
     if api_down is not None:
@@ -644,18 +713,17 @@ def _one_kind(
 def _journals(
     target: ClusterTarget,
     limits: Limits,
-    reader: JournalReader,
     result: Diagnostics,
     where: Callable[[str], str],
 ) -> str:
-    if not target.admin_sockets:
+    if not target.admin:
         return "(no driver deployed: no journal)"
     records: list[tuple[CallRecord, str]] = []
     notes: list[str] = []
-    for instance, socket in target.admin_sockets.items():
+    for instance, source in target.admin.items():
 
-        def fetch(instance: str = instance, socket: Path = socket) -> str:
-            got = list(reader(socket, limits.journal_fetch))
+        def fetch(instance: str = instance, source: JournalSource = source) -> str:
+            got = list(source.journal(limit=limits.journal_fetch))
             result.files[f"journal-{instance}.txt"] = (
                 "\n".join(format_record(r) for r in got) + "\n" if got else "(empty)\n"
             )
@@ -685,20 +753,23 @@ def _journals(
 def _logs(
     target: ClusterTarget, limits: Limits, result: Diagnostics, where: Callable[[str], str]
 ) -> list[Section]:
+    source = target.logs
+    if source is None:
+        return [Section("logs", "(no component logs)")]
     try:
-        logs = sorted(target.logs.glob("*.log"), key=lambda p: log_rank(p.stem))
-    except OSError as error:
-        note = f"component logs in {target.logs} ({describe_error(error)})"
+        components = sorted(source.components(), key=log_rank)
+    except Exception as error:
+        note = f"component logs in {source.location} ({describe_error(error)})"
         result.problems.append(note)
         return [Section("logs", f"(component logs: not collected, {describe_error(error)})")]
-    if not logs:
-        return [Section("logs", f"(no component logs in {target.logs})")]
+    if not components:
+        return [Section("logs", f"(no component logs in {source.location})")]
     sections = []
-    for path in logs:
+    for component in components:
 
-        def tail(path: Path = path) -> str:
-            text = read_tail(path, limits.log_bytes)
-            file = f"logs/{path.name}"
+        def tail(component: str = component) -> str:
+            text = source.tail(component, limits.log_bytes)
+            file = f"logs/{component}.log"
             result.files[file] = text
             every = text.splitlines()
             kept = [line for line in every if not is_routine_log_line(line)]
@@ -708,7 +779,7 @@ def _logs(
             return "\n".join([header, *(clip(line, limits.width) for line in lines)])
 
         sections.append(
-            Section(f"log {path.stem}", safely(f"log {path.name}", tail, result.problems))
+            Section(f"log {component}", safely(f"log {component}.log", tail, result.problems))
         )
     return sections
 

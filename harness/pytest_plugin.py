@@ -2,17 +2,25 @@
 
 Options:
   --cluster local        bring up a local cluster for the session (default)
-  --cluster existing     use a local cluster that is already running (``csi-harness
-                         cluster up``, or a session run with --keep-cluster): found by
-                         --kubeconfig, else by --cluster-name; it is left running, with the
-                         driver it had
-  --kubeconfig PATH      the existing cluster's kubeconfig (in its run directory)
-  --keep-cluster         leave the local cluster running after the session
-  --cluster-name NAME    name of the local cluster (run dir /var/lib/csi-harness/NAME)
+  --cluster kind         create a kind cluster for the session (offline node image unless
+                         --node-image), deploy csi-mock in it, delete it afterwards
+  --cluster existing     use a running cluster: a csi-harness local cluster (found by
+                         --kubeconfig, else by --cluster-name), or any cluster whose
+                         --kubeconfig is given, with csi-mock deployed in-cluster; it is
+                         left running
+  --kubeconfig PATH      the existing cluster's kubeconfig
+  --keep-cluster         leave the local or kind cluster running after the session (kind:
+                         and reuse a running one of that name)
+  --cluster-name NAME    name of the local or kind cluster (default csi-harness-e2e)
+  --kind-config FILE     kind configuration (default kind-config/two-nodes.yaml)
+  --node-image IMAGE     kind node image of your own (e.g. from your Kubernetes branch)
   --feature-gates G=B,.. Kubernetes feature gates for every component (local only)
 
 Fixtures:
-  ``local_cluster`` (session)  the running LocalCluster
+  ``cluster`` (session)        the running cluster, a ``harness.cluster.Cluster`` whichever
+                               provider ``--cluster`` chose
+  ``local_cluster`` (session)  the same as a ``LocalCluster``, for tests of the local
+                               provider itself (skipped on other providers)
   ``kube`` (session)           a lightkube Client for it
   ``driver`` (function)        the driver, deployed fresh for the test from the
                                ``@pytest.mark.driver(**DriverDeployment fields)`` marker
@@ -26,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, cast
 
@@ -42,10 +51,11 @@ from lightkube.resources.core_v1 import (
 from csi_mock.admin.client import AdminClient
 from harness import reporting
 from harness.cli import UsageError, parse_feature_gates
-from harness.deploy.local import LocalDriver
+from harness.cluster import Cluster, Driver, Unsupported
 from harness.deploy.spec import DriverDeployment
 from harness.local.cluster import ClusterNotRunning, LocalCluster, format_teardown
 from harness.local.config import LocalClusterConfig
+from harness.local.state import STATE_FILE
 from harness.local.tools import ToolsMissing
 from harness.local.waiting import wait_for
 
@@ -54,66 +64,146 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("csi-harness", "csi-mock conformance harness")
     group.addoption(
         "--cluster",
-        choices=["local", "existing"],
+        choices=["local", "kind", "existing"],
         default="local",
-        help="local: bring a cluster up for the session; existing: attach to a running one",
+        help="local or kind: bring a cluster up for the session; existing: use a running one",
     )
     group.addoption(
         "--kubeconfig",
         default=None,
-        help="with --cluster existing: the kubeconfig of a running csi-harness local cluster",
+        help="with --cluster existing: the kubeconfig of a running cluster",
     )
+    group.addoption("--kind-config", default=None, help="kind configuration file")
+    group.addoption("--node-image", default=None, help="kind node image of your own")
     group.addoption("--keep-cluster", action="store_true", help="do not tear the cluster down")
     group.addoption("--cluster-name", default="csi-harness-e2e", help="local cluster name")
     group.addoption("--feature-gates", default="", help="NAME=true|false,... for every component")
 
 
-_ATTACHED = pytest.StashKey[LocalCluster]()
+_SESSION_CLUSTER = pytest.StashKey[AbstractContextManager[Cluster]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     # Failure diagnostics and the feature x scenario summary (harness/reporting.py).
     config.pluginmanager.register(reporting)
-    if config.getoption("--cluster", "local") == "existing":
-        # Here rather than in the fixture, so that a wrong option is a usage error.
-        config.stash[_ATTACHED] = _attach(config)
-    elif config.getoption("--kubeconfig", None):
-        raise pytest.UsageError("--kubeconfig names the cluster of --cluster existing")
+    # Here rather than in the fixture, so that a wrong option is a usage error.
+    config.stash[_SESSION_CLUSTER] = open_cluster(config)
     config.addinivalue_line("markers", "e2e: runs against a real Kubernetes cluster")
     config.addinivalue_line(
         "markers", "driver(**fields): the DriverDeployment (harness/deploy/spec.py) of the test"
     )
 
 
-@pytest.fixture(scope="session")
-def local_cluster_config(pytestconfig: pytest.Config) -> LocalClusterConfig:
+def open_cluster(config: pytest.Config) -> AbstractContextManager[Cluster]:
+    """The cluster ``--cluster`` asks for, as a context manager: entered, it yields the
+    cluster ready for the suites; left, it tears it down or leaves it running, as the
+    options say. Options that do not fit the provider are a ``pytest.UsageError``,
+    raised here, before anything is brought up or attached."""
+    provider = config.getoption("--cluster", "local")
+    if provider != "existing" and config.getoption("--kubeconfig", None):
+        raise pytest.UsageError("--kubeconfig names the cluster of --cluster existing")
+    progress = _progress_writer(config)
+    if provider == "local":
+        return _brought_up_local_cluster(
+            _local_cluster_config(config), progress, keep=bool(config.getoption("--keep-cluster"))
+        )
+    if provider != "kind" and (
+        config.getoption("--kind-config") or config.getoption("--node-image")
+    ):
+        raise pytest.UsageError("--kind-config and --node-image are options of --cluster kind")
+    if provider == "kind":
+        return _kind_cluster(config, progress)
+    if provider == "existing":
+        kubeconfig = config.getoption("--kubeconfig")
+        if kubeconfig and not (Path(kubeconfig).resolve().parent / STATE_FILE).exists():
+            return _existing_cluster(Path(kubeconfig), progress)
+        return _left_as_found(_attach(config, progress), progress)
+    raise pytest.UsageError(f"--cluster {provider}: no such provider")
+
+
+@contextlib.contextmanager
+def _kind_cluster(config: pytest.Config, progress: Callable[[str], None]) -> Iterator[Cluster]:
+    # Imported here: only kind sessions need Docker-related modules.
+    from harness.kind.cluster import DEFAULT_CONFIG, KindCluster
+
+    if config.getoption("--feature-gates"):
+        raise pytest.UsageError(
+            "--feature-gates: a kind cluster takes its gates from --kind-config "
+            "(kind-config/capacity-scoring.yaml shows how)"
+        )
+    kind_config = Path(config.getoption("--kind-config") or DEFAULT_CONFIG).resolve()
+    if not kind_config.is_file():
+        raise pytest.UsageError(f"--kind-config {kind_config}: no such file")
+    keep = bool(config.getoption("--keep-cluster"))
     try:
-        gates = parse_feature_gates(pytestconfig.getoption("--feature-gates"))
+        cluster = KindCluster(
+            config.getoption("--cluster-name", "csi-harness-e2e"),
+            kind_config,
+            node_image=config.getoption("--node-image"),
+            reuse=keep,
+            progress=progress,
+        )
+    except ToolsMissing as exc:
+        raise pytest.UsageError(f"--cluster kind: {exc}") from exc
+    cluster.up()
+    progress("kind cluster ready: " + ", ".join(f"{k} {v}s" for k, v in cluster.timings.items()))
+    try:
+        yield cluster
+    finally:
+        if keep:
+            cluster.remove_driver()
+            progress(f"kind cluster kept: export KUBECONFIG={cluster.kubeconfig}")
+        else:
+            cluster.down()
+            progress(f"kind cluster {cluster.name!r} deleted")
+
+
+@contextlib.contextmanager
+def _existing_cluster(kubeconfig: Path, progress: Callable[[str], None]) -> Iterator[Cluster]:
+    """Any cluster: csi-mock is deployed in it for each test and removed afterwards."""
+    from harness.existing import ExistingCluster
+
+    if not kubeconfig.is_file():
+        raise pytest.UsageError(f"--kubeconfig {kubeconfig}: no such file")
+    cluster = ExistingCluster(kubeconfig, progress=progress)
+    try:
+        cluster.check_reachable()
+    except Unsupported as exc:
+        raise pytest.UsageError(f"--cluster existing: {exc}") from exc
+    progress(f"using cluster of {kubeconfig}; csi-mock is deployed in namespace csi-mock")
+    try:
+        yield cluster
+    finally:
+        cluster.remove_driver()
+        progress("csi-mock removed; the cluster is left running")
+
+
+def _local_cluster_config(config: pytest.Config) -> LocalClusterConfig:
+    try:
+        gates = parse_feature_gates(config.getoption("--feature-gates", ""))
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from exc
-    return LocalClusterConfig(name=pytestconfig.getoption("--cluster-name"), feature_gates=gates)
+    name = config.getoption("--cluster-name", "csi-harness-e2e")
+    return LocalClusterConfig(name=name, feature_gates=gates)
 
 
-@pytest.fixture(scope="session")
-def local_cluster(
-    pytestconfig: pytest.Config, local_cluster_config: LocalClusterConfig
+@contextlib.contextmanager
+def _brought_up_local_cluster(
+    config: LocalClusterConfig, progress: Callable[[str], None], *, keep: bool
 ) -> Iterator[LocalCluster]:
-    progress = _progress_writer(pytestconfig)
-    if _ATTACHED in pytestconfig.stash:
-        yield from _existing_cluster(pytestconfig.stash[_ATTACHED])
-        return
-    cluster = LocalCluster(local_cluster_config, progress=progress)
+    cluster = LocalCluster(config, progress=progress)
     try:
         cluster.up()
     except BaseException:
         cluster.down()
         raise
-    yield cluster
-    if pytestconfig.getoption("--keep-cluster"):
-        progress(f"cluster kept: export KUBECONFIG={cluster.kubeconfig}")
-        return
-    report = cluster.down()
-    progress(f"cluster removed: {format_teardown(report)}")
+    try:
+        yield cluster
+    finally:
+        if keep:
+            progress(f"cluster kept: export KUBECONFIG={cluster.kubeconfig}")
+        else:
+            progress(f"cluster removed: {format_teardown(cluster.down())}")
 
 
 def _progress_writer(pytestconfig: pytest.Config) -> Callable[[str], None]:
@@ -132,7 +222,7 @@ def _progress_writer(pytestconfig: pytest.Config) -> Callable[[str], None]:
     return progress
 
 
-def _attach(pytestconfig: pytest.Config) -> LocalCluster:
+def _attach(pytestconfig: pytest.Config, progress: Callable[[str], None]) -> LocalCluster:
     if pytestconfig.getoption("--feature-gates"):
         raise pytest.UsageError(
             "--feature-gates: an existing cluster keeps the gates it was brought up with "
@@ -146,7 +236,7 @@ def _attach(pytestconfig: pytest.Config) -> LocalCluster:
             name=pytestconfig.getoption("--cluster-name")
         ).effective_run_dir
     try:
-        return LocalCluster.attach(run_dir, progress=_progress_writer(pytestconfig))
+        return LocalCluster.attach(run_dir, progress=progress)
     except (ClusterNotRunning, ToolsMissing) as exc:
         raise pytest.UsageError(
             f"--cluster existing: {exc}\n(only clusters made by csi-harness can be used so "
@@ -154,44 +244,60 @@ def _attach(pytestconfig: pytest.Config) -> LocalCluster:
         ) from exc
 
 
-def _existing_cluster(cluster: LocalCluster) -> Iterator[LocalCluster]:
-    """The attached cluster; afterwards put back the driver and the scheduler
-    configuration it had, and leave it running."""
-    cluster.progress(
-        f"attached to cluster {cluster.config.name!r}: KUBECONFIG={cluster.kubeconfig}"
-    )
-    driver, scheduler = cluster.config.driver, dict(cluster.config.scheduler)
-    yield cluster
-    if cluster.config.scheduler != scheduler:
-        cluster.restart_scheduler(scheduler)
-    if cluster.config.driver != driver:
-        cluster.redeploy_driver(driver)
-    cluster.progress(f"cluster {cluster.config.name!r} left running with its own driver")
+@contextlib.contextmanager
+def _left_as_found(cluster: Cluster, progress: Callable[[str], None]) -> Iterator[Cluster]:
+    """The running cluster; afterwards the driver and the scheduler configuration it
+    had are put back, and it is left running."""
+    progress(f"attached to cluster {cluster.name!r}: KUBECONFIG={cluster.kubeconfig}")
+    driver = cluster.driver.spec if cluster.driver is not None else None
+    scheduler = cluster.scheduler_config
+    try:
+        yield cluster
+    finally:
+        if cluster.scheduler_config != scheduler:
+            cluster.restart_scheduler(scheduler)
+        if driver is not None and (cluster.driver is None or cluster.driver.spec != driver):
+            cluster.redeploy_driver(driver)
+        progress(f"cluster {cluster.name!r} left running with its own driver")
 
 
 @pytest.fixture(scope="session")
-def kube(local_cluster: LocalCluster) -> Client:
-    return Client(KubeConfig.from_file(local_cluster.kubeconfig), field_manager="csi-harness-tests")
+def cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
+    with pytestconfig.stash[_SESSION_CLUSTER] as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def local_cluster(cluster: Cluster) -> LocalCluster:
+    """The cluster, for tests of the local provider itself."""
+    if not isinstance(cluster, LocalCluster):
+        pytest.skip(f"tests the local provider; cluster {cluster.name!r} is not a local one")
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def kube(cluster: Cluster) -> Client:
+    return Client(KubeConfig.from_file(cluster.kubeconfig), field_manager="csi-harness-tests")
 
 
 @pytest.fixture
-def driver(request: pytest.FixtureRequest, local_cluster: LocalCluster) -> LocalDriver:
+def driver(request: pytest.FixtureRequest, cluster: Cluster) -> Driver:
     """A fresh driver for every test: nothing a previous test changed (knobs, faults,
     pools, volumes) carries over."""
     marker = request.node.get_closest_marker("driver")
-    fields: dict[str, Any] = local_cluster.default_driver.model_dump()
+    fields: dict[str, Any] = cluster.default_driver.model_dump()
     fields.update(marker.kwargs if marker else {})
-    return local_cluster.redeploy_driver(DriverDeployment.model_validate(fields))
+    return cluster.redeploy_driver(DriverDeployment.model_validate(fields))
 
 
 @pytest.fixture
-def admin(driver: LocalDriver) -> Iterator[AdminClient]:
-    with AdminClient(driver.admin_socket("controller")) as client:
+def admin(driver: Driver) -> Iterator[AdminClient]:
+    with driver.admin("controller") as client:
         yield client
 
 
 @pytest.fixture
-def namespace(request: pytest.FixtureRequest, kube: Client, driver: LocalDriver) -> Iterator[str]:
+def namespace(request: pytest.FixtureRequest, kube: Client, driver: Driver) -> Iterator[str]:
     name = "t-" + hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:10]
     kube.create(cast(Any, Namespace.from_dict({"metadata": {"name": name}})))
     yield name

@@ -5,7 +5,7 @@ Registered by ``harness.pytest_plugin`` in its ``pytest_configure``.
 * ``@pytest.mark.scenario(feature, scenario)`` says what a test proves. Tests in
   ``tests/e2e`` without it count as a scenario of their module. Both become the
   JUnit properties ``feature`` and ``scenario``.
-* A test that uses the ``local_cluster`` fixture and fails (or errors in setup) gets
+* A test that uses the ``cluster`` fixture and fails (or errors in setup) gets
   the cluster's state attached to its report (``harness.diagnostics``): sections
   titled ``Captured stdout diagnostics: ...``, shown after its traceback and, with
   ``junit_logging = system-out``, written to the JUnit XML. The full texts go to
@@ -30,7 +30,7 @@ import pytest
 from harness import diagnostics
 
 MARKER = "scenario"
-CLUSTER_FIXTURE = "local_cluster"
+CLUSTER_FIXTURE = "cluster"
 NAMESPACE_FIXTURE = "namespace"
 REPORTS_DIR = "reports"
 E2E_DIR = Path("tests") / "e2e"
@@ -241,11 +241,11 @@ class ConformanceReporter:
         directory = self.record.reports / "diagnostics" / name
         shown = self._shown(directory)
         try:
-            target = diagnostics.ClusterTarget.of(cluster, namespace)
+            with diagnostics.cluster_target(cluster, namespace) as target:
+                found = diagnostics.collect(target, files_at=shown)
         except Exception as error:
-            # A fixture value unlike LocalCluster; collect() itself never raises.
+            # A fixture value that is no Cluster; collect() itself never raises.
             return [("overview", f"(not collected: {diagnostics.describe_error(error)})\n")], None
-        found = diagnostics.collect(target, files_at=shown)
         written: str | None = f"diagnostics/{name}"
         try:
             diagnostics.write(found, directory, {"failure.txt": report.longreprtext + "\n"})

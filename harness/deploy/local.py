@@ -12,6 +12,7 @@
 * the CSIDriver object and StorageClasses from ``deploy/kubernetes/``.
 
 All processes run under the cluster's Supervisor, so teardown finds them.
+``LocalDriver`` is the local provider's ``harness.cluster.Driver``.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
+import grpc
 import yaml
 from lightkube import Client
 from lightkube.codecs import from_dict
@@ -32,8 +34,12 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Namespace
 from lightkube.resources.storage_v1 import CSIDriver, CSIStorageCapacity, StorageClass
 
+from csi_mock.admin.client import DEFAULT_TIMEOUT, AdminClient
+from csi_mock.proto import csi_pb2, csi_pb2_grpc
+from harness.cluster import ClusterNode
 from harness.deploy.spec import (
     DRIVER_NAMESPACE,
+    NODE_TOPOLOGY_KEY,
     DriverDeployment,
     ProvisionerMode,
     csidriver_object,
@@ -45,14 +51,32 @@ from harness.local.tools import Tools
 from harness.local.waiting import socket_probe, wait_for
 
 FIELD_MANAGER = "csi-harness"
+CONTROLLER = "controller"
+"""The instance name of the central csi-mock controller."""
+CSI_CALL_TIMEOUT = 5.0
+"""Seconds for a CSI call the harness makes itself (GetCapacity, NodeGetInfo)."""
 
 
 @dataclass(frozen=True)
 class DriverNode:
-    name: str
-    zone: str | None
+    """A node as this host holds it: the node, and its kubelet directory, where the
+    node's csi-mock instance serves its CSI socket and registers with the kubelet."""
+
+    node: ClusterNode
     kubelet_root: Path
-    simulated: bool
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def zone(self) -> str | None:
+        return self.node.zone
+
+    @property
+    def simulated(self) -> bool:
+        """No kubelet mounts anything here: the instance only makes directories."""
+        return not self.node.runs_pods
 
     @property
     def csi_socket(self) -> Path:
@@ -71,7 +95,7 @@ class LocalDriver:
         root: Path,
         tools: Tools,
         supervisor: Supervisor,
-        nodes: list[DriverNode],
+        nodes: Sequence[DriverNode],
         kubeconfig: Path,
         kube: Client,
         progress: Callable[[str], None] = lambda _: None,
@@ -80,41 +104,117 @@ class LocalDriver:
         self.root = root
         self.tools = tools
         self.supervisor = supervisor
-        self.nodes = nodes
+        self.driver_nodes = sorted(nodes, key=lambda n: n.name)
         self.kubeconfig = kubeconfig
         self.kube = kube
         self.progress = progress
+        self._log_starts: dict[str, int] = {}
+        """Component -> the size its log had when this deployment started it."""
+
+    # What a test sees (harness.cluster.Driver) -------------------------------
+
+    @property
+    def nodes(self) -> list[ClusterNode]:
+        return [n.node for n in self.driver_nodes]
+
+    def instances(self) -> list[str]:
+        nodes = [n.name for n in self.driver_nodes]
+        return nodes if self.distributed else [CONTROLLER, *nodes]
+
+    def admin(self, instance: str = CONTROLLER, *, timeout: float = DEFAULT_TIMEOUT) -> AdminClient:
+        return AdminClient(self.admin_socket(instance), timeout=timeout)
+
+    def get_capacity(
+        self, segment: Mapping[str, str], parameters: Mapping[str, str]
+    ) -> tuple[int, int]:
+        """GetCapacity of the controller; with distributed provisioning, of the
+        instance of the segment's node (each answers for its own pool only)."""
+        if self.distributed:
+            node = segment.get(NODE_TOPOLOGY_KEY)
+            if node is None:
+                raise ValueError(
+                    f"{dict(segment)}: a distributed deployment answers GetCapacity per node; "
+                    f"the segment needs {NODE_TOPOLOGY_KEY}"
+                )
+            socket = self._driver_node(node).csi_socket
+        else:
+            socket = self.controller_socket
+        request = csi_pb2.GetCapacityRequest(
+            parameters=dict(parameters), accessible_topology=csi_pb2.Topology(segments=segment)
+        )
+        with grpc.insecure_channel(f"unix://{socket}") as channel:
+            response = csi_pb2_grpc.ControllerStub(channel).GetCapacity(
+                request, timeout=CSI_CALL_TIMEOUT
+            )
+        return int(response.available_capacity), int(response.maximum_volume_size.value)
+
+    def node_get_info(self, node: str) -> tuple[str, dict[str, str]]:
+        socket = self._driver_node(node).csi_socket
+        with grpc.insecure_channel(f"unix://{socket}") as channel:
+            response = csi_pb2_grpc.NodeStub(channel).NodeGetInfo(
+                csi_pb2.NodeGetInfoRequest(), timeout=CSI_CALL_TIMEOUT
+            )
+        return str(response.node_id), dict(response.accessible_topology.segments)
+
+    def components(self) -> list[str]:
+        nodes = [n.name for n in self.driver_nodes]
+        instances = [_instance_process(i) for i in self.instances()]
+        if self.distributed:
+            return [*instances, *(f"csi-provisioner-{node}" for node in nodes)]
+        return [*instances, "csi-provisioner", "csi-attacher"]
+
+    def component_log(self, component: str) -> str:
+        """The component's log file from where it was when this deployment started it
+        (the supervisor appends every start of a process to the same file)."""
+        self._check_component(component)
+        with self.supervisor.log_path(component).open("rb") as log:
+            log.seek(self._log_starts.get(component, 0))
+            return log.read().decode(errors="replace")
+
+    def stop_component(self, component: str) -> None:
+        self._check_component(component)
+        self.supervisor.stop(component)
 
     # Paths -----------------------------------------------------------------
 
     @property
     def controller_socket(self) -> Path:
-        return self.root / "controller" / "csi.sock"
+        return self.root / CONTROLLER / "csi.sock"
 
     @property
     def distributed(self) -> bool:
         return self.spec.provisioner_mode is ProvisionerMode.DISTRIBUTED
 
     def admin_socket(self, instance: str) -> Path:
-        """``instance`` is "controller" or a node name."""
-        if instance == "controller" and self.distributed:
+        """``instance`` is one of ``instances()``: "controller" or a node name."""
+        if instance == CONTROLLER and self.distributed:
             raise ValueError(
                 "a distributed deployment has no controller instance: every node's csi-mock "
                 "serves its own pool; use admin_socket(<node name>)"
             )
+        if instance not in self.instances():
+            raise ValueError(
+                f"{instance!r} is no csi-mock instance of this driver: "
+                f"{', '.join(self.instances())}"
+            )
         return self.root / instance / "admin.sock"
 
-    def admin_sockets(self) -> dict[str, Path]:
-        """Every csi-mock instance of the deployment ("controller", node names) -> its
-        admin API socket."""
-        instances = [n.name for n in self.nodes]
-        if not self.distributed:
-            instances.insert(0, "controller")
-        return {instance: self.admin_socket(instance) for instance in instances}
+    def _driver_node(self, name: str) -> DriverNode:
+        for node in self.driver_nodes:
+            if node.name == name:
+                return node
+        known = ", ".join(n.name for n in self.driver_nodes)
+        raise ValueError(f"{name!r} is not a node of this driver: {known}")
+
+    def _check_component(self, component: str) -> None:
+        if component not in self.components():
+            raise ValueError(
+                f"{component!r} is no component of this driver: {', '.join(self.components())}"
+            )
 
     @property
     def _topology(self) -> list[tuple[str, str | None]]:
-        return [(n.name, n.zone) for n in self.nodes]
+        return [(n.name, n.zone) for n in self.driver_nodes]
 
     # Lifecycle -------------------------------------------------------------
 
@@ -122,9 +222,11 @@ class LocalDriver:
         self.apply_objects()
         # csi-mock instances start in parallel (each is a Python interpreter that
         # takes about a second to import); then wait for all their sockets.
-        sockets = {} if self.distributed else {"csi-mock-controller": self._start_controller()}
-        for node in self.nodes:
-            sockets[f"csi-mock-node-{node.name}"] = self._start_node(node)
+        sockets = (
+            {} if self.distributed else {_instance_process(CONTROLLER): self._start_controller()}
+        )
+        for node in self.driver_nodes:
+            sockets[_instance_process(node.name)] = self._start_node(node)
         for process, socket in sockets.items():
             wait_for(
                 f"{process} to serve {socket}",
@@ -182,14 +284,21 @@ class LocalDriver:
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         return path
 
-    def _csi_mock(self, process: str, instance: str, config: dict[str, Any], socket: Path) -> Path:
+    def _start_process(
+        self, component: str, argv: list[str], env: Mapping[str, str] | None = None
+    ) -> None:
+        log = self.supervisor.log_path(component)
+        self._log_starts[component] = log.stat().st_size if log.exists() else 0
+        self.supervisor.start(component, argv, env=env)
+
+    def _csi_mock(self, instance: str, config: dict[str, Any], socket: Path) -> Path:
         path = self._write_config(instance, config)
         argv = [sys.executable, "-m", "csi_mock", "serve", f"--config={path}"]
-        self.supervisor.start(process, argv)
+        self._start_process(_instance_process(instance), argv)
         return socket
 
     def _start_controller(self) -> Path:
-        directory = self.root / "controller"
+        directory = self.root / CONTROLLER
         config = driver_config_for(
             self.spec,
             mode="controller",
@@ -197,9 +306,9 @@ class LocalDriver:
             endpoint=f"unix://{self.controller_socket}",
             state_dir=directory / "state",
             backend_dir=self.root / "backend",
-            admin={"socket": str(self.admin_socket("controller"))},
+            admin={"socket": str(self.admin_socket(CONTROLLER))},
         )
-        return self._csi_mock("csi-mock-controller", "controller", config, self.controller_socket)
+        return self._csi_mock(CONTROLLER, config, self.controller_socket)
 
     def _start_node(self, node: DriverNode) -> Path:
         # Distributed: node-local storage, so every node's instance is controller and
@@ -216,7 +325,7 @@ class LocalDriver:
         )
         config["node"]["mount"] = "directory" if node.simulated else "bind"
         config["node"]["registration"] = {"plugins_registry": str(node.plugins_registry)}
-        return self._csi_mock(f"csi-mock-node-{node.name}", node.name, config, node.csi_socket)
+        return self._csi_mock(node.name, config, node.csi_socket)
 
     def _provisioner_argv(self, csi_socket: Path) -> list[str]:
         return [
@@ -241,10 +350,10 @@ class LocalDriver:
     def _start_sidecars(self) -> None:
         env = {"NAMESPACE": DRIVER_NAMESPACE}
         if self.distributed:
-            for node in self.nodes:
+            for node in self.driver_nodes:
                 argv = self._provisioner_argv(node.csi_socket)
                 argv += ["--node-deployment", "--node-deployment-immediate-binding=false"]
-                self.supervisor.start(
+                self._start_process(
                     f"csi-provisioner-{node.name}", argv, env={**env, "NODE_NAME": node.name}
                 )
             # No attacher: the spec refuses attach_required with distributed provisioning.
@@ -254,10 +363,10 @@ class LocalDriver:
         self.supervisor.check_alive()
 
     def _start_central_sidecars(self, env: dict[str, str]) -> None:
-        self.supervisor.start(
+        self._start_process(
             "csi-provisioner", self._provisioner_argv(self.controller_socket), env=env
         )
-        self.supervisor.start(
+        self._start_process(
             "csi-attacher",
             [
                 self.tools["csi-attacher"],
@@ -270,6 +379,11 @@ class LocalDriver:
                 "--v=4",
             ],
         )
+
+
+def _instance_process(instance: str) -> str:
+    """The process (and component) name of a csi-mock instance."""
+    return "csi-mock-controller" if instance == CONTROLLER else f"csi-mock-node-{instance}"
 
 
 def _is_driver_process(name: str) -> bool:

@@ -85,7 +85,7 @@ class DriverDeployment(BaseModel):
         for node, _zone in nodes:
             size = self.node_pool_sizes.get(node, self.node_pool_size)
             if size is not None:
-                pools.append(self._pool(f"{node}-local", size, {NODE_TOPOLOGY_KEY: node}))
+                pools.append(self._pool(node_pool_name(node), size, {NODE_TOPOLOGY_KEY: node}))
         if self.zone_pool_size is not None:
             for zone in sorted({z for _, z in nodes if z is not None}):
                 pools.append(
@@ -98,6 +98,11 @@ class DriverDeployment(BaseModel):
         if self.max_volume_size is not None:
             pool["max_volume_size"] = self.max_volume_size
         return pool
+
+
+def node_pool_name(node: str) -> str:
+    """The name of ``node``'s own pool (what the admin API's pool knobs take)."""
+    return f"{node}-local"
 
 
 def node_segment(node: str, zone: str | None) -> dict[str, str]:
@@ -147,7 +152,8 @@ def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _manifests(file_name: str) -> list[dict[str, Any]]:
+def read_manifests(file_name: str) -> list[dict[str, Any]]:
+    """The objects of one file of ``deploy/kubernetes/`` (a fresh copy on every call)."""
     path = MANIFEST_DIR / file_name
     try:
         return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
@@ -156,7 +162,7 @@ def _manifests(file_name: str) -> list[dict[str, Any]]:
 
 
 def csidriver_object(spec: DriverDeployment) -> dict[str, Any]:
-    (obj,) = _manifests("csidriver.yaml")
+    (obj,) = read_manifests("csidriver.yaml")
     obj["metadata"]["name"] = spec.name
     obj["spec"]["attachRequired"] = spec.attach_required
     if spec.storage_capacity is None:
@@ -167,7 +173,7 @@ def csidriver_object(spec: DriverDeployment) -> dict[str, Any]:
 
 
 def storage_class_objects(spec: DriverDeployment) -> list[dict[str, Any]]:
-    manifests = _manifests("storageclasses.yaml")
+    manifests = read_manifests("storageclasses.yaml")
     unknown = set(spec.storage_classes or []) - {m["metadata"]["name"] for m in manifests}
     if unknown:
         names = ", ".join(sorted(unknown))

@@ -69,6 +69,7 @@ ROOTFS_PACKAGES = (
     "ca-certificates",
     "procps",
     "bash",
+    "jq",  # kind's createContainer hook (mount-product-files.sh) runs it
 )
 IMAGE_REPOSITORY = "csi-mock.local/kind-node"
 KIND_UNIT_DIR = REPO_ROOT / "tools" / "kind"
@@ -348,7 +349,20 @@ def _retag(image: LocalImage, reference: str, directory: Path) -> LocalImage:
 
 def _binary_layer(tools: Tools, name: str, extra: Iterable[LayerEntry] = ()) -> bytes:
     binary = Path(os.path.realpath(tools[name])).read_bytes()
-    return layer_tar([LayerEntry(f"usr/local/bin/{name}", 0o755, binary), *extra])
+    return layer_tar(_with_parents([LayerEntry(f"usr/local/bin/{name}", 0o755, binary), *extra]))
+
+
+def _with_parents(entries: Sequence[LayerEntry]) -> list[LayerEntry]:
+    """``entries`` plus a directory entry for every parent they need (and do not have),
+    so that no runtime has to guess the parents' modes."""
+    present = {entry.path for entry in entries}
+    parents = {
+        "/".join(entry.path.split("/")[:depth])
+        for entry in entries
+        for depth in range(1, entry.path.count("/") + 1)
+    }
+    missing = sorted(parents - present)
+    return [*entries, *(LayerEntry(path, 0o755, directory=True) for path in missing)]
 
 
 def _kube_proxy_tools(root: Path) -> list[LayerEntry]:
@@ -424,25 +438,38 @@ def _docker_import(root: Path, tag: str, version: str) -> None:
     changes = [
         f"ENTRYPOINT {ENTRYPOINT}",
         "ENV container=docker",
-        "STOPSIGNAL SIGRTMIN+3",
         f"LABEL io.x-k8s.kind.kubernetes-version={version}",
     ]
     argv = ["docker", "import"]
     for change in changes:
         argv += ["--change", change]
+    imported = f"{tag}-imported"
     tar = subprocess.Popen(
         ["tar", "--numeric-owner", "-C", str(root), "-c", "."], stdout=subprocess.PIPE
     )
     try:
         result = subprocess.run(
-            [*argv, "-", tag], stdin=tar.stdout, capture_output=True, text=True, check=False
+            [*argv, "-", imported], stdin=tar.stdout, capture_output=True, text=True, check=False
         )
     finally:
         if tar.stdout is not None:
             tar.stdout.close()
         tar.wait()
     if result.returncode != 0 or tar.returncode != 0:
-        raise NodeImageError(f"docker import {tag} failed: {result.stderr.strip()}")
+        raise NodeImageError(f"docker import {imported} failed: {result.stderr.strip()}")
+    # `docker import` takes no STOPSIGNAL; systemd as PID 1 stops cleanly on SIGRTMIN+3.
+    # A one-line build without context adds it (nothing is pulled or run).
+    dockerfile = f"FROM {imported}\nSTOPSIGNAL SIGRTMIN+3\n"
+    result = subprocess.run(
+        ["docker", "build", "-q", "-t", tag, "-"],
+        input=dockerfile,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    subprocess.run(["docker", "rmi", imported], capture_output=True, check=False)
+    if result.returncode != 0:
+        raise NodeImageError(f"docker build of {tag} failed: {result.stderr.strip()}")
 
 
 # -- small pieces -----------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """A kind cluster with csi-mock deployed from ``deploy/kubernetes/``.
 
-``KindCluster`` drives the pinned kind binary (``bash scripts/tools.sh path kind``) and
+``KindCli`` drives the pinned kind binary (``bash scripts/tools.sh path kind``) and
 kubectl: ``create`` a cluster from a kind configuration (``kind-config/``) with its
 kubeconfig in a file of its own, ``load_image`` the driver image into the nodes,
 ``deploy`` the manifests with ``kubectl apply -k``, ``wait_for_driver`` and ``delete``.
@@ -76,7 +76,7 @@ class ImageArchive:
     path: Path
 
 
-class KindCluster:
+class KindCli:
     """One kind cluster, named ``name``, created from ``config_file``, running ``image``.
 
     ``kubeconfig`` defaults to ``/var/lib/csi-harness/kind-<name>/kubeconfig``, so the
@@ -93,7 +93,7 @@ class KindCluster:
         *,
         kubeconfig: Path | None = None,
         node_image: str | None = None,
-        wait: str = "120s",
+        wait: str | None = "120s",
         kind: str | None = None,
         kubectl: str | None = None,
         runner: Runner = run_command,
@@ -125,12 +125,15 @@ class KindCluster:
     # -- lifecycle ---------------------------------------------------------------------
 
     def create(self) -> None:
-        """``kind create cluster``, waiting up to ``wait`` for the control plane.
+        """``kind create cluster``, waiting up to ``wait`` for the control plane (None:
+        not at all, as for a cluster without a CNI yet, whose nodes stay NotReady).
 
         kind runs from the configuration file's directory, because it resolves relative
         ``extraMounts`` host paths against its working directory."""
         argv = [self.kind, "create", "cluster", "--name", self.name]
-        argv += ["--kubeconfig", str(self.kubeconfig), "--wait", self.wait]
+        argv += ["--kubeconfig", str(self.kubeconfig)]
+        if self.wait is not None:
+            argv += ["--wait", self.wait]
         if self.config_file is not None:
             argv += ["--config", str(self.config_file)]
         if self.node_image is not None:
@@ -138,6 +141,12 @@ class KindCluster:
         self.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
         cwd = self.config_file.parent if self.config_file is not None else None
         self._run(argv, cwd=cwd)
+
+    def export_kubeconfig(self) -> None:
+        """Write the running cluster's kubeconfig to ``kubeconfig`` (``kind export``)."""
+        self.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+        argv = [self.kind, "export", "kubeconfig", "--name", self.name]
+        self._run([*argv, "--kubeconfig", str(self.kubeconfig)])
 
     def exists(self) -> bool:
         """Whether kind knows a cluster of this name."""

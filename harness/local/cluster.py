@@ -4,7 +4,8 @@ as processes on this host, bound to 127.0.0.1.
 
 ``LocalCluster(config).up()`` brings it to Ready (nodes Ready, driver registered on
 every node, capacity published) or fails naming the component and showing its log;
-``down()`` removes every process, mount, cgroup, link and file it made.
+``down()`` removes every process, mount, cgroup, link and file it made. Once up (or
+attached), it is a ``harness.cluster.Cluster``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -28,12 +29,21 @@ from lightkube import Client, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Node, ServiceAccount
 
+from csi_mock.admin.client import AdminClient
+from harness.cluster import ClusterNode
 from harness.deploy.local import DriverNode, LocalDriver
 from harness.deploy.spec import DriverDeployment, storage_class_objects
 from harness.kube.resources import CSINodeResource, csinode_drivers
 from harness.kube.waits import capacities
 from harness.local import components as c
-from harness.local.config import NODE_TYPE_LABEL, ZONE_LABEL, LocalClusterConfig, NodeSpec, NodeType
+from harness.local.config import (
+    NODE_TYPE_LABEL,
+    ZONE_LABEL,
+    Component,
+    LocalClusterConfig,
+    NodeSpec,
+    NodeType,
+)
 from harness.local.images import ensure_images, import_images
 from harness.local.pki import ClientIdentity, ClusterPKI, create_pki
 from harness.local.processes import ComponentFailed, Supervisor, is_running, log_tail
@@ -47,6 +57,9 @@ SIMULATED_CAPACITY = {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-sto
 
 
 _MAX_SOCKET_PATH = 107
+DIAGNOSTICS_ADMIN_TIMEOUT = 5.0
+"""Seconds an admin call of failure diagnostics may take: a hung instance must not
+hold up the report."""
 
 
 class ClusterUpFailed(RuntimeError):
@@ -97,6 +110,36 @@ class LocalCluster:
     @property
     def kubeconfig(self) -> Path:
         return self.layout.kubeconfig
+
+    # as a harness.cluster.Cluster ---------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def log_dir(self) -> Path:
+        return self.layout.logs
+
+    def nodes(self) -> list[ClusterNode]:
+        """Every configured node, sorted by name; only those with a real kubelet run pods."""
+        return sorted((_cluster_node(spec) for spec in self.config.nodes()), key=lambda n: n.name)
+
+    def scheduler_feature_gate(self, gate: str) -> bool | None:
+        return self.config.feature_gates_for(Component.SCHEDULER).get(gate)
+
+    @property
+    def scheduler_config(self) -> dict[str, object]:
+        return dict(self.config.scheduler)
+
+    def admin_instances(self) -> dict[str, AdminClient]:
+        driver = self.driver
+        if driver is None:
+            return {}
+        return {
+            instance: driver.admin(instance, timeout=DIAGNOSTICS_ADMIN_TIMEOUT)
+            for instance in driver.instances()
+        }
 
     # up ----------------------------------------------------------------------
 
@@ -244,10 +287,8 @@ class LocalCluster:
             tools=self._tools,
             supervisor=self._supervisor,
             nodes=[
-                DriverNode(
-                    n.name, n.zone, layout.kubelet_root(n.name), n.type is NodeType.SIMULATED
-                )
-                for n in self.config.nodes()
+                DriverNode(_cluster_node(spec), layout.kubelet_root(spec.name))
+                for spec in self.config.nodes()
             ],
             kubeconfig=layout.component_kubeconfig("csi-sidecars"),
             kube=self.kube,
@@ -278,14 +319,14 @@ class LocalCluster:
         self.wait_driver_ready(self.kube, nodes)
         return self.driver
 
-    def restart_scheduler(self, scheduler: dict[str, object]) -> None:
+    def restart_scheduler(self, scheduler: Mapping[str, object]) -> None:
         """Restart kube-scheduler with ``scheduler`` merged into its configuration
         (e.g. a VolumeBinding shape); wait until it serves /healthz."""
         if self._supervisor is None:
             raise RuntimeError(
                 "restart_scheduler needs a cluster brought up or attached by this object"
             )
-        self._set_config(self.config.model_copy(update={"scheduler": scheduler}))
+        self._set_config(self.config.model_copy(update={"scheduler": dict(scheduler)}))
         (self.layout.configs / "kube-scheduler.yaml").write_text(
             yaml.safe_dump(c.scheduler_configuration(self.config, self.layout), sort_keys=False)
         )
@@ -526,6 +567,10 @@ class LocalCluster:
             "processes": processes,
             "ports": state.ports,
         }
+
+
+def _cluster_node(spec: NodeSpec) -> ClusterNode:
+    return ClusterNode(spec.name, spec.zone, runs_pods=spec.type is NodeType.KUBELET)
 
 
 class _ApiProbe:

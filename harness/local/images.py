@@ -97,7 +97,7 @@ def build_pause_image(cache_dir: Path | None = None, *, compiler: str = "gcc") -
     """The pause image (entrypoint ``/pause``), compiled with ``compiler -static -Os``."""
     source = resources.files("harness.local").joinpath("pause.c").read_bytes()
     flags = ("-static", "-Os", "-s", "-Wall")
-    key = _content_key(
+    key = content_key(
         "pause",
         source,
         _compiler_identity(compiler).encode(),
@@ -110,7 +110,9 @@ def build_pause_image(cache_dir: Path | None = None, *, compiler: str = "gcc") -
         layer = layer_tar([LayerEntry("pause", 0o755, binary)])
         return image_archive(layer, PAUSE_TAGS, entrypoint=["/pause"])
 
-    return LocalImage("pause", PAUSE_TAGS, _cached(_resolve(cache_dir), "pause", key, build))
+    return LocalImage(
+        "pause", PAUSE_TAGS, cached_archive(resolve_cache_dir(cache_dir), "pause", key, build)
+    )
 
 
 def build_busybox_image(
@@ -118,13 +120,15 @@ def build_busybox_image(
 ) -> LocalImage:
     """The busybox image: ``/bin/busybox``, one ``/bin/<applet>`` symlink per applet, ``sh``."""
     binary = _read_static_busybox(busybox)
-    key = _content_key("busybox", binary, "\n".join(BUSYBOX_TAGS).encode())
+    key = content_key("busybox", binary, "\n".join(BUSYBOX_TAGS).encode())
 
     def build() -> bytes:
         layer = layer_tar(_busybox_entries(binary, _busybox_applets(busybox)))
         return image_archive(layer, BUSYBOX_TAGS, cmd=["sh"])
 
-    return LocalImage("busybox", BUSYBOX_TAGS, _cached(_resolve(cache_dir), "busybox", key, build))
+    return LocalImage(
+        "busybox", BUSYBOX_TAGS, cached_archive(resolve_cache_dir(cache_dir), "busybox", key, build)
+    )
 
 
 def ensure_images(cache_dir: Path | None = None) -> list[LocalImage]:
@@ -234,11 +238,11 @@ def host_architecture() -> str:
         raise ImageBuildError(f"unsupported host architecture {machine!r}") from None
 
 
-def _resolve(cache_dir: Path | None) -> Path:
+def resolve_cache_dir(cache_dir: Path | None) -> Path:
     return cache_dir if cache_dir is not None else default_cache_dir()
 
 
-def _content_key(name: str, *inputs: bytes) -> str:
+def content_key(name: str, *inputs: bytes) -> str:
     digest = hashlib.sha256(f"recipe={RECIPE} image={name} arch={host_architecture()}".encode())
     for part in inputs:
         # Length-prefixed so that no two different input lists hash alike.
@@ -247,7 +251,7 @@ def _content_key(name: str, *inputs: bytes) -> str:
     return digest.hexdigest()[:16]
 
 
-def _cached(cache_dir: Path, name: str, key: str, build: Callable[[], bytes]) -> Path:
+def cached_archive(cache_dir: Path, name: str, key: str, build: Callable[[], bytes]) -> Path:
     target = cache_dir / f"{name}-{key}.tar"
     if target.is_file():
         return target

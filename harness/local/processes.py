@@ -80,7 +80,7 @@ class Supervisor:
         if name in self.state.processes and is_running(self.state.processes[name]):
             raise ComponentFailed(name, "already running", None)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        log = self.log_dir / f"{name}.log"
+        log = self.log_path(name)
         full_env = dict(os.environ)
         full_env.update(env or {})
         with log.open("ab") as out:
@@ -106,6 +106,10 @@ class Supervisor:
         self.state.processes[name] = record
         self.state.save()
         return record
+
+    def log_path(self, name: str) -> Path:
+        """Where the output of process ``name`` goes (appended to, start after start)."""
+        return self.log_dir / f"{name}.log"
 
     def check_alive(self, names: Sequence[str] | None = None) -> None:
         """Raise ComponentFailed for the first watched process that has exited: a child

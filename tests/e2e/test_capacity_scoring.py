@@ -2,8 +2,9 @@
 scheduler's VolumeBinding plugin scores nodes by how much of their published
 capacity a pod's new volumes would use, through a configurable shape.
 
-Both candidates are simulated nodes with identical allocatable, so no other score
-plugin tells them apart; only their pools differ.
+The two candidates come from ``scheduling_nodes`` (on the local provider its
+simulated nodes), which are alike, so no other score plugin tells them apart; only
+their pools differ. Their pools are resized through the admin API before a pod comes.
 """
 
 from __future__ import annotations
@@ -14,17 +15,16 @@ import pytest
 from lightkube import Client
 
 from csi_mock.admin.client import AdminClient
+from harness.cluster import Cluster, Unsupported, pick_nodes, scheduling_nodes
+from harness.deploy.spec import node_pool_name
 from harness.kube import objects
 from harness.kube.waits import wait_capacity, wait_pod_scheduled
-from harness.local.cluster import LocalCluster
-from harness.local.config import Component
 
 pytestmark = pytest.mark.e2e
 
 GI = 1 << 30
 FEATURE = "capacity scoring"
 GATE = "StorageCapacityScoring"
-CANDIDATES = ["node-2", "node-3"]
 
 # Higher utilization of the published capacity scores higher: fill the fullest node.
 INVERTED_SHAPE = {
@@ -49,45 +49,71 @@ INVERTED_SHAPE = {
 
 
 @pytest.fixture(autouse=True)
-def scoring_enabled(local_cluster: LocalCluster) -> None:
-    # Beta and on by default in Kubernetes 1.37 (the version this harness pins).
-    if not local_cluster.config.feature_gates_for(Component.SCHEDULER).get(GATE, True):
+def scoring_enabled(cluster: Cluster) -> None:
+    # Beta and on by default in Kubernetes 1.37 (the version this harness pins): a
+    # gate the scheduler does not set explicitly is on.
+    if cluster.scheduler_feature_gate(GATE) is False:
         pytest.skip(f"the cluster's kube-scheduler runs with {GATE}=false")
 
 
 @pytest.fixture
-def inverted_shape(local_cluster: LocalCluster) -> Iterator[None]:
-    original = dict(local_cluster.config.scheduler)
-    local_cluster.restart_scheduler(INVERTED_SHAPE)
+def candidates(cluster: Cluster) -> tuple[str, str]:
+    """Two alike nodes the pods are pinned to (sorted by name)."""
+    try:
+        first, second = pick_nodes(scheduling_nodes(cluster.nodes()), 2)
+    except Unsupported as unsupported:
+        pytest.skip(str(unsupported))
+    return first.name, second.name
+
+
+@pytest.fixture
+def inverted_shape(cluster: Cluster) -> Iterator[None]:
+    original = cluster.scheduler_config
+    try:
+        cluster.restart_scheduler(INVERTED_SHAPE)
+    except Unsupported as unsupported:
+        pytest.skip(str(unsupported))
     yield
-    local_cluster.restart_scheduler(original)
+    cluster.restart_scheduler(original)
 
 
-def place(kube: Client, namespace: str, name: str, size: str) -> str:
+def resize_pools(kube: Client, admin: AdminClient, sizes: dict[str, int]) -> None:
+    """Give each node's pool its size in bytes, and wait until that is published."""
+    for node, size in sizes.items():
+        admin.resize_pool(node_pool_name(node), size)
+    published = {(node, "csi-mock"): size for node, size in sizes.items()}
+    wait_capacity(kube, published, maximum=published)
+
+
+def place(kube: Client, namespace: str, name: str, size: str, nodes: tuple[str, str]) -> str:
     objects.create(
         kube,
         objects.claim(name, namespace, size),
-        objects.pod(name, namespace, claims=[name], nodes=CANDIDATES),
+        objects.pod(name, namespace, claims=[name], nodes=list(nodes)),
     )
     return wait_pod_scheduled(kube, name, namespace)
 
 
-@pytest.mark.driver(node_pool_sizes={"node-2": "30Gi", "node-3": "20Gi"})
 @pytest.mark.scenario(FEATURE, "default shape: the node with the most free capacity wins")
 def test_default_shape_places_the_pod_on_the_node_with_most_free_capacity(
-    kube: Client, namespace: str
+    kube: Client, namespace: str, admin: AdminClient, candidates: tuple[str, str]
 ) -> None:
-    wait_capacity(kube, {("node-2", "csi-mock"): 30 * GI, ("node-3", "csi-mock"): 20 * GI})
-    assert place(kube, namespace, "data", "5Gi") == "node-2"
+    roomy, smaller = candidates
+    resize_pools(kube, admin, {roomy: 30 * GI, smaller: 20 * GI})
+    assert place(kube, namespace, "data", "5Gi", candidates) == roomy
 
 
-@pytest.mark.driver(node_pool_sizes={"node-2": "30Gi", "node-3": "6Gi"})
 @pytest.mark.scenario(FEATURE, "inverted shape: the fullest node that still fits wins")
 def test_inverted_shape_places_the_pod_on_the_fullest_node_that_still_fits(
-    kube: Client, namespace: str, admin: AdminClient, inverted_shape: None
+    kube: Client,
+    namespace: str,
+    admin: AdminClient,
+    candidates: tuple[str, str],
+    inverted_shape: None,
 ) -> None:
-    wait_capacity(kube, {("node-2", "csi-mock"): 30 * GI, ("node-3", "csi-mock"): 6 * GI})
-    assert place(kube, namespace, "fits", "5Gi") == "node-3"
-    # node-3 now has 1Gi left: the next 5Gi claim no longer fits there.
-    wait_capacity(kube, {("node-3", "csi-mock"): 1 * GI})
-    assert place(kube, namespace, "next", "5Gi") == "node-2"
+    roomy, tight = candidates
+    resize_pools(kube, admin, {roomy: 30 * GI, tight: 6 * GI})
+    assert place(kube, namespace, "fits", "5Gi", candidates) == tight
+    # The tight node now has 1Gi left: the next 5Gi claim no longer fits there.
+    wait_capacity(kube, {(tight, "csi-mock"): 1 * GI})
+    assert place(kube, namespace, "next", "5Gi", candidates) == roomy

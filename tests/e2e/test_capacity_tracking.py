@@ -1,16 +1,14 @@
 """Storage capacity tracking (KEP-1472) end to end: csi-mock answers GetCapacity,
 external-provisioner publishes CSIStorageCapacity, kube-scheduler filters nodes by it.
 
-The local cluster has node-1 (real kubelet, zone-a), node-2 (zone-b) and node-3
-(zone-a), each with its own 10Gi pool unless a test's driver says otherwise.
-Pods that only need scheduling go to the simulated nodes (identical allocatable).
+Every node has its own 10Gi pool (``<node>-local``) unless a test resizes it. Pods
+that only need scheduling go to ``scheduling_nodes``: on the local provider its
+simulated nodes, which are alike (identical allocatable, no images), so that only
+capacity tells them apart. The tests need at least two such nodes.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import grpc
 import pytest
 from lightkube import Client
 from lightkube.resources.core_v1 import PersistentVolumeClaim, Pod
@@ -18,9 +16,8 @@ from lightkube.resources.storage_v1 import CSIStorageCapacity
 
 from csi_mock.admin.client import AdminClient
 from csi_mock.model.quantity import parse_quantity
-from csi_mock.proto import csi_pb2, csi_pb2_grpc
-from harness.deploy.local import LocalDriver
-from harness.deploy.spec import DRIVER_NAMESPACE, NODE_TOPOLOGY_KEY, node_segment
+from harness.cluster import Driver, Unsupported, pick_nodes, scheduling_nodes
+from harness.deploy.spec import DRIVER_NAMESPACE, NODE_TOPOLOGY_KEY, node_pool_name, node_segment
 from harness.kube import objects
 from harness.kube.waits import (
     SELECTED_NODE,
@@ -51,21 +48,22 @@ def pv_node(kube: Client, claim: str, namespace: str, timeout: float = 60) -> st
     return node
 
 
-def get_capacity(driver: LocalDriver, segment: dict[str, str], kind: str) -> tuple[int, int]:
-    with grpc.insecure_channel(f"unix://{driver.controller_socket}") as channel:
-        response = csi_pb2_grpc.ControllerStub(channel).GetCapacity(
-            csi_pb2.GetCapacityRequest(
-                parameters={"kind": kind},
-                accessible_topology=csi_pb2.Topology(segments=segment),
-            ),
-            timeout=5,
-        )
-    return response.available_capacity, response.maximum_volume_size.value
+def two_scheduling_nodes(driver: Driver) -> tuple[str, str]:
+    """Two nodes for pods that only need scheduling, or the test is skipped."""
+    try:
+        first, second = pick_nodes(scheduling_nodes(driver.nodes), 2)
+    except Unsupported as unsupported:
+        pytest.skip(str(unsupported))
+    return first.name, second.name
+
+
+def names(driver: Driver) -> list[str]:
+    return [n.name for n in scheduling_nodes(driver.nodes)]
 
 
 @pytest.mark.scenario(FEATURE, "CSIStorageCapacity equals GetCapacity per segment and class")
 def test_published_capacity_equals_get_capacity_for_every_segment_and_class(
-    kube: Client, driver: LocalDriver
+    kube: Client, driver: Driver
 ) -> None:
     kinds = {"csi-mock": "striped", "csi-mock-mirrored": "mirrored"}
     objects_seen = list(kube.list(CSIStorageCapacity, namespace=DRIVER_NAMESPACE))
@@ -81,38 +79,40 @@ def test_published_capacity_equals_get_capacity_for_every_segment_and_class(
     assert segments == expected_segments
     for obj in objects_seen:
         segment = dict(obj.nodeTopology.matchLabels)  # type: ignore[union-attr]
-        available, maximum = get_capacity(driver, segment, kinds[obj.storageClassName])
+        parameters = {"kind": kinds[str(obj.storageClassName)]}
+        available, maximum = driver.get_capacity(segment, parameters)
         assert parse_quantity(str(obj.capacity)) == available, segment
         assert parse_quantity(str(obj.maximumVolumeSize)) == maximum, segment
 
 
 @pytest.mark.scenario(FEATURE, "capacity follows volume creation, deletion and knob changes")
 def test_published_capacity_follows_volumes_and_knobs(
-    kube: Client, namespace: str, admin: AdminClient
+    kube: Client, namespace: str, driver: Driver, admin: AdminClient
 ) -> None:
+    used, knobbed = two_scheduling_nodes(driver)
     objects.create(
         kube,
         objects.claim("data", namespace, "2Gi"),
-        objects.pod("app", namespace, claims=["data"], nodes=["node-2"]),
+        objects.pod("app", namespace, claims=["data"], nodes=[used]),
     )
-    assert pv_node(kube, "data", namespace) == "node-2"
-    wait_capacity(kube, {("node-2", "csi-mock"): 8 * GI, ("node-2", "csi-mock-mirrored"): 4 * GI})
+    assert pv_node(kube, "data", namespace) == used
+    wait_capacity(kube, {(used, "csi-mock"): 8 * GI, (used, "csi-mock-mirrored"): 4 * GI})
 
-    admin.consume("node-3-local", "3Gi")
-    wait_capacity(kube, {("node-3", "csi-mock"): 7 * GI})
-    admin.resize_pool("node-3-local", "20Gi")
-    wait_capacity(kube, {("node-3", "csi-mock"): 17 * GI})
-    admin.release("node-3-local", "3Gi")
-    wait_capacity(kube, {("node-3", "csi-mock"): 20 * GI})
+    admin.consume(node_pool_name(knobbed), "3Gi")
+    wait_capacity(kube, {(knobbed, "csi-mock"): 7 * GI})
+    admin.resize_pool(node_pool_name(knobbed), "20Gi")
+    wait_capacity(kube, {(knobbed, "csi-mock"): 17 * GI})
+    admin.release(node_pool_name(knobbed), "3Gi")
+    wait_capacity(kube, {(knobbed, "csi-mock"): 20 * GI})
 
     kube.delete(Pod, "app", namespace=namespace, grace_period=0)
     kube.delete(PersistentVolumeClaim, "data", namespace=namespace)
-    wait_capacity(kube, {("node-2", "csi-mock"): 10 * GI}, timeout=60)
+    wait_capacity(kube, {(used, "csi-mock"): 10 * GI}, timeout=60)
 
 
 @pytest.mark.scenario(FEATURE, "claim larger than every maximumVolumeSize stays Pending")
 def test_claim_larger_than_every_node_stays_pending_with_not_enough_storage(
-    kube: Client, namespace: str
+    kube: Client, namespace: str, driver: Driver
 ) -> None:
     objects.create(
         kube,
@@ -120,55 +120,57 @@ def test_claim_larger_than_every_node_stays_pending_with_not_enough_storage(
         objects.pod("app", namespace, claims=["huge"]),
     )
     message = wait_pod_unschedulable(kube, "app", namespace, message=NOT_ENOUGH_STORAGE)
-    assert "3 node(s) did not have enough free storage" in message
+    assert f"{len(driver.nodes)} node(s) did not have enough free storage" in message
     wait_event(kube, namespace, reason="FailedScheduling", contains=NOT_ENOUGH_STORAGE)
     claim = kube.get(PersistentVolumeClaim, "huge", namespace=namespace)
     assert SELECTED_NODE not in (claim.metadata.annotations or {})  # type: ignore[union-attr]
 
 
-@pytest.mark.driver(node_pool_sizes={"node-2": "20Gi"})
 @pytest.mark.scenario(FEATURE, "claim that fits only one node's pool is placed there")
 def test_claim_that_fits_only_one_node_is_scheduled_and_provisioned_there(
-    kube: Client, namespace: str
+    kube: Client, namespace: str, driver: Driver, admin: AdminClient
 ) -> None:
+    big = names(driver)[0]
+    admin.resize_pool(node_pool_name(big), "20Gi")
+    wait_capacity(kube, {(big, "csi-mock"): 20 * GI}, maximum={(big, "csi-mock"): 20 * GI})
     objects.create(
         kube,
         objects.claim("big", namespace, "15Gi"),
         objects.pod("app", namespace, claims=["big"]),
     )
-    assert pv_node(kube, "big", namespace) == "node-2"
-    assert wait_pod_scheduled(kube, "app", namespace) == "node-2"
+    assert pv_node(kube, "big", namespace) == big
+    assert wait_pod_scheduled(kube, "app", namespace) == big
 
 
-@pytest.mark.driver(provisioner_mode="distributed", node_pool_sizes={"node-3": "20Gi"})
+@pytest.mark.driver(provisioner_mode="distributed")
 @pytest.mark.scenario(FEATURE, "distributed provisioners: each publishes and provisions its node")
 def test_distributed_provisioners_publish_capacity_and_provision_on_their_own_node(
-    kube: Client, namespace: str, driver: LocalDriver
+    kube: Client, namespace: str, driver: Driver
 ) -> None:
     # One external-provisioner per node (--node-deployment): together they published
     # every node x class (the driver fixture waited for it); each one's own node only.
     assert set(capacities(kube)) == {(n.name, sc) for n in driver.nodes for sc in WAITING_CLASSES}
     published = list(kube.list(CSIStorageCapacity, namespace=DRIVER_NAMESPACE))
     assert len(published) == len(driver.nodes) * len(WAITING_CLASSES), "one object each"
-    assert capacities(kube)[("node-3", "csi-mock")][0] == 20 * GI
+    big = names(driver)[-1]
+    # Each node's pool lives in that node's own instance: no controller here.
+    with driver.admin(big) as node_admin:
+        node_admin.resize_pool(node_pool_name(big), "20Gi")
+    wait_capacity(kube, {(big, "csi-mock"): 20 * GI}, maximum={(big, "csi-mock"): 20 * GI})
     objects.create(
         kube,
         objects.claim("big", namespace, "15Gi"),
         objects.pod("app", namespace, claims=["big"]),
     )
-    assert pv_node(kube, "big", namespace) == "node-3"
-    wait_capacity(kube, {("node-3", "csi-mock"): 5 * GI})
+    assert pv_node(kube, "big", namespace) == big
+    wait_capacity(kube, {(big, "csi-mock"): 5 * GI})
     succeeded = f'"Succeeded" PVC="{namespace}/big"'
     provisioned_by = {
         node.name
         for node in driver.nodes
-        if succeeded in provisioner_log(driver, f"csi-provisioner-{node.name}")
+        if succeeded in driver.component_log(f"csi-provisioner-{node.name}")
     }
-    assert provisioned_by == {"node-3"}
-
-
-def provisioner_log(driver: LocalDriver, process: str) -> str:
-    return Path(driver.supervisor.state.processes[process].log).read_text(errors="replace")
+    assert provisioned_by == {big}
 
 
 @pytest.mark.parametrize(
@@ -180,19 +182,20 @@ def provisioner_log(driver: LocalDriver, process: str) -> str:
 )
 @pytest.mark.scenario(FEATURE, "CSIDriver.storageCapacity false or unset: capacity ignored")
 def test_capacity_is_ignored_when_the_csidriver_does_not_ask_for_it(
-    kube: Client, namespace: str, storage_capacity: bool | None
+    kube: Client, namespace: str, driver: Driver, storage_capacity: bool | None
 ) -> None:
     # Published (the provisioner runs with --enable-capacity) yet not used: the
     # scheduler picks a node for an 11Gi claim no pool can hold.
+    expected = len(driver.nodes) * len(WAITING_CLASSES)
     wait_for(
         "CSIStorageCapacity objects to be published",
-        lambda: (len(capacities(kube)) == 6, capacities(kube)),
+        lambda: (len(capacities(kube)) == expected, capacities(kube)),
         timeout=30,
     )
     objects.create(
         kube,
         objects.claim("huge", namespace, "11Gi"),
-        objects.pod("app", namespace, claims=["huge"], node_type="simulated"),
+        objects.pod("app", namespace, claims=["huge"], nodes=names(driver)),
     )
     history = AnnotationHistory(kube, "huge", namespace).start()
     try:
@@ -208,39 +211,39 @@ def test_capacity_is_ignored_when_the_csidriver_does_not_ask_for_it(
     FEATURE, "stale capacity: RESOURCE_EXHAUSTED, selected-node dropped, rescheduled"
 )
 def test_stale_capacity_makes_provisioning_fail_and_the_pod_move_to_a_node_with_room(
-    kube: Client, namespace: str, admin: AdminClient
+    kube: Client, namespace: str, driver: Driver, admin: AdminClient
 ) -> None:
-    # GetCapacity keeps answering 10Gi for node-2 while its pool fills up.
+    full, roomy = two_scheduling_nodes(driver)
+    # GetCapacity keeps answering 10Gi for the full node while its pool fills up.
     admin.freeze_capacity()
-    admin.consume("node-2-local", "8Gi")
+    admin.consume(node_pool_name(full), "8Gi")
     objects.create(kube, objects.claim("data", namespace, "5Gi"))
     history = AnnotationHistory(kube, "data", namespace).start()
     objects.create(
         kube,
-        objects.pod(
-            "app", namespace, claims=["data"], nodes=["node-2", "node-3"], preferred_node="node-2"
-        ),
+        objects.pod("app", namespace, claims=["data"], nodes=[full, roomy], preferred_node=full),
     )
     try:
         failure = wait_event(
             kube, namespace, reason="ProvisioningFailed", contains="ResourceExhausted"
         )
-        assert "node-2" in failure.message or failure.name == "data"
+        assert full in failure.message or failure.name == "data"
         history.wait_for_values(
-            lambda v: v[:3] == [None, "node-2", None] or v[:2] == ["node-2", None],
-            "node-2 selected, then dropped",
+            lambda v: v[:3] == [None, full, None] or v[:2] == [full, None],
+            f"{full} selected, then dropped",
         )
         # Fresh capacity reaches the scheduler; the pod goes where there is room.
         admin.unfreeze_capacity()
-        assert pv_node(kube, "data", namespace) == "node-3"
-        values = history.wait_for_values(lambda v: v[-1] == "node-3", "node-3 selected last")
+        assert pv_node(kube, "data", namespace) == roomy
+        values = history.wait_for_values(lambda v: v[-1] == roomy, f"{roomy} selected last")
     finally:
         history.stop()
-    # node-2 (maybe more than once while capacity was stale), dropped, then node-3.
+    # The full node (maybe more than once while capacity was stale), dropped, then
+    # the roomy one.
     chosen = [v for v in values if v is not None]
-    assert chosen[0] == "node-2" and chosen[-1] == "node-3", values
-    assert set(chosen[:-1]) == {"node-2"}, values
-    assert wait_pod_scheduled(kube, "app", namespace) == "node-3"
+    assert chosen[0] == full and chosen[-1] == roomy, values
+    assert set(chosen[:-1]) == {full}, values
+    assert wait_pod_scheduled(kube, "app", namespace) == roomy
     exhausted = admin.journal(method="CreateVolume", code="RESOURCE_EXHAUSTED")
     assert exhausted, "the driver must have refused the first CreateVolume"
 
@@ -249,10 +252,10 @@ def test_stale_capacity_makes_provisioning_fail_and_the_pod_move_to_a_node_with_
     FEATURE, "Immediate binding, exhausted: CreateVolume retried, no selected-node"
 )
 def test_immediate_binding_with_exhausted_capacity_retries_without_selecting_a_node(
-    kube: Client, namespace: str, admin: AdminClient
+    kube: Client, namespace: str, driver: Driver, admin: AdminClient
 ) -> None:
-    for node in ("node-1", "node-2", "node-3"):
-        admin.consume(f"{node}-local", "9Gi")
+    for node in driver.nodes:
+        admin.consume(node_pool_name(node.name), "9Gi")
     objects.create(kube, objects.claim("now", namespace, "2Gi", storage_class="csi-mock-immediate"))
     history = AnnotationHistory(kube, "now", namespace).start()
     try:
@@ -272,30 +275,34 @@ def test_immediate_binding_with_exhausted_capacity_retries_without_selecting_a_n
 
 
 @pytest.mark.scenario(FEATURE, "mirrored class sees half of what the striped class sees")
-def test_storage_class_parameters_change_the_capacity_seen(kube: Client, namespace: str) -> None:
+def test_storage_class_parameters_change_the_capacity_seen(
+    kube: Client, namespace: str, driver: Driver
+) -> None:
+    candidates = names(driver)
     wait_capacity(
         kube,
-        {("node-2", "csi-mock"): 10 * GI, ("node-2", "csi-mock-mirrored"): 5 * GI},
+        {(node, "csi-mock"): 10 * GI for node in candidates}
+        | {(node, "csi-mock-mirrored"): 5 * GI for node in candidates},
     )
     objects.create(
         kube,
         objects.claim("mirrored", namespace, "6Gi", storage_class="csi-mock-mirrored"),
-        objects.pod("mirrored", namespace, claims=["mirrored"], node_type="simulated"),
+        objects.pod("mirrored", namespace, claims=["mirrored"], nodes=candidates),
         objects.claim("striped", namespace, "6Gi"),
-        objects.pod("striped", namespace, claims=["striped"], node_type="simulated"),
+        objects.pod("striped", namespace, claims=["striped"], nodes=candidates),
     )
     wait_pod_unschedulable(kube, "mirrored", namespace, message=NOT_ENOUGH_STORAGE)
-    assert pv_node(kube, "striped", namespace) in ("node-2", "node-3")
+    assert pv_node(kube, "striped", namespace) in candidates
 
 
 @pytest.mark.scenario(FEATURE, "generic ephemeral volumes are checked against capacity")
 def test_generic_ephemeral_volume_larger_than_every_pool_is_unschedulable(
-    kube: Client, namespace: str
+    kube: Client, namespace: str, driver: Driver
 ) -> None:
     objects.create(
         kube,
         objects.pod(
-            "app", namespace, ephemeral=[("scratch", "11Gi", "csi-mock")], node_type="simulated"
+            "app", namespace, ephemeral=[("scratch", "11Gi", "csi-mock")], nodes=names(driver)
         ),
     )
     wait_pod_unschedulable(kube, "app", namespace, message=NOT_ENOUGH_STORAGE)
@@ -303,31 +310,33 @@ def test_generic_ephemeral_volume_larger_than_every_pool_is_unschedulable(
 
 @pytest.mark.scenario(FEATURE, "CSI inline ephemeral volumes are not checked against capacity")
 def test_csi_inline_ephemeral_volume_is_scheduled_whatever_its_size(
-    kube: Client, namespace: str
+    kube: Client, namespace: str, driver: Driver
 ) -> None:
+    candidates = names(driver)
     objects.create(
         kube,
-        objects.pod("app", namespace, inline=[{"size": "11Gi"}], node_type="simulated"),
+        objects.pod("app", namespace, inline=[{"size": "11Gi"}], nodes=candidates),
     )
-    assert wait_pod_scheduled(kube, "app", namespace) in ("node-2", "node-3")
+    assert wait_pod_scheduled(kube, "app", namespace) in candidates
 
 
 @pytest.mark.driver(max_volume_size="4Gi")
 @pytest.mark.scenario(FEATURE, "a claim of exactly maximumVolumeSize fits (inclusive)")
 def test_claim_of_exactly_maximum_volume_size_fits_and_one_byte_more_does_not(
-    kube: Client, namespace: str
+    kube: Client, namespace: str, driver: Driver
 ) -> None:
+    candidates = names(driver)
     wait_capacity(
         kube,
-        {("node-2", "csi-mock"): 10 * GI},
-        maximum={("node-2", "csi-mock"): 4 * GI, ("node-3", "csi-mock"): 4 * GI},
+        {(node, "csi-mock"): 10 * GI for node in candidates},
+        maximum={(node, "csi-mock"): 4 * GI for node in candidates},
     )
     objects.create(
         kube,
         objects.claim("exact", namespace, "4Gi"),
-        objects.pod("exact", namespace, claims=["exact"], node_type="simulated"),
+        objects.pod("exact", namespace, claims=["exact"], nodes=candidates),
         objects.claim("over", namespace, str(4 * GI + 1)),
-        objects.pod("over", namespace, claims=["over"], node_type="simulated"),
+        objects.pod("over", namespace, claims=["over"], nodes=candidates),
     )
-    assert pv_node(kube, "exact", namespace) in ("node-2", "node-3")
+    assert pv_node(kube, "exact", namespace) in candidates
     wait_pod_unschedulable(kube, "over", namespace, message=NOT_ENOUGH_STORAGE)

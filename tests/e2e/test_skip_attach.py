@@ -2,8 +2,8 @@
 controller creates a VolumeAttachment only for drivers that need attaching,
 external-attacher turns it into ControllerPublishVolume, the kubelet waits for it.
 
-Pods that must really run go to node-1 (the real kubelet); its volumes come from
-node-1's pool.
+Pods that must really run are pinned to a node that runs pods (on the local provider
+the one with a real kubelet); their volumes come from that node's pool.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from lightkube.resources.storage_v1 import CSIDriver
 from lightkube.types import PatchType
 
 from csi_mock.admin.client import AdminClient
-from harness.deploy.local import LocalDriver
+from harness.cluster import Driver, Unsupported, pick_nodes
 from harness.deploy.spec import DriverDeployment, csidriver_object
 from harness.kube import objects
 from harness.kube.waits import (
@@ -35,18 +35,33 @@ from harness.kube.waits import (
 pytestmark = pytest.mark.e2e
 
 FEATURE = "skip attach"
-KUBELET = "kubelet"
 
 
-def run_pod_with_claim(kube: Client, namespace: str) -> str:
-    """A pod on node-1 with one claim, running; return its PV's name."""
+def picked_node(driver: Driver, *, runs_pods: bool) -> str:
+    """A node that runs pods, or one that does not; the test is skipped when the
+    cluster has none."""
+    try:
+        (node,) = pick_nodes(driver.nodes, 1, runs_pods=runs_pods)
+    except Unsupported as unsupported:
+        pytest.skip(str(unsupported))
+    return node.name
+
+
+@pytest.fixture
+def pod_node(driver: Driver) -> str:
+    """The node the test's running pods are pinned to."""
+    return picked_node(driver, runs_pods=True)
+
+
+def run_pod_with_claim(kube: Client, namespace: str, node: str) -> str:
+    """A pod on ``node`` with one claim, running; return its PV's name."""
     objects.create(
         kube,
         objects.claim("data", namespace, "1Gi"),
-        objects.pod("app", namespace, claims=["data"], node_type=KUBELET),
+        objects.pod("app", namespace, claims=["data"], nodes=[node]),
     )
     pod = wait_pod_running(kube, "app", namespace)
-    assert pod.spec is not None and pod.spec.nodeName == "node-1"
+    assert pod.spec is not None and pod.spec.nodeName == node
     return str(wait_bound_volume(kube, "data", namespace).metadata.name)  # type: ignore[union-attr]
 
 
@@ -79,9 +94,9 @@ def replace_csidriver(kube: Client, spec: DriverDeployment) -> None:
 
 @pytest.mark.scenario(FEATURE, "attachRequired false: no VolumeAttachment, no ControllerPublish")
 def test_attach_not_required_runs_the_pod_without_attaching(
-    kube: Client, namespace: str, admin: AdminClient
+    kube: Client, namespace: str, admin: AdminClient, pod_node: str
 ) -> None:
-    pv = run_pod_with_claim(kube, namespace)
+    pv = run_pod_with_claim(kube, namespace, pod_node)
     assert volume_attachments(kube, pv) == []
     assert publish_calls(admin) == set()
 
@@ -89,33 +104,33 @@ def test_attach_not_required_runs_the_pod_without_attaching(
 @pytest.mark.driver(attach_required=True)
 @pytest.mark.scenario(FEATURE, "attachRequired true: attached before the pod runs, detached after")
 def test_attach_required_attaches_for_the_pod_and_detaches_after_it(
-    kube: Client, namespace: str, admin: AdminClient
+    kube: Client, namespace: str, admin: AdminClient, pod_node: str
 ) -> None:
-    pv = run_pod_with_claim(kube, namespace)
+    pv = run_pod_with_claim(kube, namespace, pod_node)
     attachment = wait_volume_attachment(kube, pv, attached=True)
-    assert attachment.spec.nodeName == "node-1"
+    assert attachment.spec.nodeName == pod_node
     assert attachment.spec.attacher == "csi-mock.example"
-    assert publish_calls(admin) == {"node-1"}
+    assert publish_calls(admin) == {pod_node}
 
     kube.delete(Pod, "app", namespace=namespace, grace_period=0)
     wait_volume_attachments_gone(kube, pv)
-    assert publish_calls(admin, "ControllerUnpublishVolume") == {"node-1"}
+    assert publish_calls(admin, "ControllerUnpublishVolume") == {pod_node}
 
 
 @pytest.mark.driver(csidriver=False)
 @pytest.mark.scenario(FEATURE, "no CSIDriver object: attach required by default")
 def test_without_a_csidriver_object_a_volume_attachment_is_created(
-    kube: Client, namespace: str, admin: AdminClient
+    kube: Client, namespace: str, admin: AdminClient, pod_node: str
 ) -> None:
-    pv = run_pod_with_claim(kube, namespace)
+    pv = run_pod_with_claim(kube, namespace, pod_node)
     attachment = wait_volume_attachment(kube, pv, attached=True)
-    assert attachment.spec.nodeName == "node-1"
+    assert attachment.spec.nodeName == pod_node
     # csi-mock (attach_required false) does not advertise PUBLISH_UNPUBLISH_VOLUME, so
     # external-attacher marks the VolumeAttachment attached without calling the driver.
     assert publish_calls(admin) == set()
 
 
-def flip_attach_required_to_false(kube: Client, driver: LocalDriver) -> None:
+def flip_attach_required_to_false(kube: Client, driver: Driver) -> None:
     flipped = driver.spec.model_copy(update={"attach_required": False})
     # CSIDriver.spec.attachRequired is still immutable in 1.37: replace the object.
     with pytest.raises(ApiError) as refused:
@@ -129,23 +144,25 @@ def flip_attach_required_to_false(kube: Client, driver: LocalDriver) -> None:
 @pytest.mark.driver(attach_required=True)
 @pytest.mark.scenario(FEATURE, "attachRequired flipped true -> false: the volume is detached")
 def test_attach_required_flipped_to_false_detaches_the_volume_of_a_scheduled_pod(
-    kube: Client, namespace: str, driver: LocalDriver, admin: AdminClient
+    kube: Client, namespace: str, driver: Driver, admin: AdminClient
 ) -> None:
     # On a simulated node, which reports no volumesInUse, nothing holds the detach
     # back: once the attach/detach controller's populator (every minute) sees the
-    # volume turn non-attachable, it detaches it. The pod stays where it is.
+    # volume turn non-attachable, it detaches it. The pod stays where it is. A node
+    # with a real kubelet holds it back (the xfail below): no such node, no test.
+    simulated = picked_node(driver, runs_pods=False)
     objects.create(
         kube,
         objects.claim("data", namespace, "1Gi"),
-        objects.pod("app", namespace, claims=["data"], nodes=["node-2"]),
+        objects.pod("app", namespace, claims=["data"], nodes=[simulated]),
     )
     pv = str(wait_bound_volume(kube, "data", namespace).metadata.name)  # type: ignore[union-attr]
     wait_volume_attachment(kube, pv, attached=True)
     flip_attach_required_to_false(kube, driver)
     wait_volume_attachments_gone(kube, pv, timeout=120)
-    assert publish_calls(admin, "ControllerUnpublishVolume") == {"node-2"}
+    assert publish_calls(admin, "ControllerUnpublishVolume") == {simulated}
     pod = kube.get(Pod, "app", namespace=namespace)
-    assert pod.spec is not None and pod.spec.nodeName == "node-2"
+    assert pod.spec is not None and pod.spec.nodeName == simulated
     assert pod.metadata is not None and pod.metadata.deletionTimestamp is None
 
 
@@ -162,19 +179,19 @@ def test_attach_required_flipped_to_false_detaches_the_volume_of_a_scheduled_pod
 @pytest.mark.driver(attach_required=True)
 @pytest.mark.scenario(FEATURE, "attachRequired flipped true -> false while the pod runs")
 def test_attach_required_flipped_to_false_while_the_pod_runs(
-    kube: Client, namespace: str, driver: LocalDriver, admin: AdminClient
+    kube: Client, namespace: str, driver: Driver, admin: AdminClient, pod_node: str
 ) -> None:
-    pv = run_pod_with_claim(kube, namespace)
+    pv = run_pod_with_claim(kube, namespace, pod_node)
     unique_name = f"kubernetes.io/csi/{driver.spec.name}^{volume_handle(kube, pv)}"
     wait_volume_attachment(kube, pv, attached=True)
     flip_attach_required_to_false(kube, driver)
     # The attach/detach controller's populator sees the change within a minute.
     time.sleep(30)
-    node = kube.get(Node, "node-1")
+    node = kube.get(Node, pod_node)
     in_use = (node.status.volumesInUse or []) if node.status else []
     assert unique_name in in_use, in_use
     wait_volume_attachments_gone(kube, pv, timeout=60)
-    assert publish_calls(admin, "ControllerUnpublishVolume") == {"node-1"}
+    assert publish_calls(admin, "ControllerUnpublishVolume") == {pod_node}
     pod = kube.get(Pod, "app", namespace=namespace)
     assert pod.status is not None and pod.status.phase == "Running"
 
@@ -182,15 +199,15 @@ def test_attach_required_flipped_to_false_while_the_pod_runs(
 @pytest.mark.driver(csidriver=False)
 @pytest.mark.scenario(FEATURE, "CSIDriver (attachRequired false) created after the pod")
 def test_csidriver_created_after_the_pod_lets_the_pod_waiting_for_attach_start(
-    kube: Client, namespace: str, driver: LocalDriver
+    kube: Client, namespace: str, driver: Driver, pod_node: str
 ) -> None:
     # Without an attacher the VolumeAttachment the default (attach required) asks for
     # is never marked attached: the pod waits for it.
-    driver.supervisor.stop("csi-attacher")
+    driver.stop_component("csi-attacher")
     objects.create(
         kube,
         objects.claim("data", namespace, "1Gi"),
-        objects.pod("app", namespace, claims=["data"], node_type=KUBELET),
+        objects.pod("app", namespace, claims=["data"], nodes=[pod_node]),
     )
     pv = str(wait_bound_volume(kube, "data", namespace).metadata.name)  # type: ignore[union-attr]
     wait_volume_attachment(kube, pv, attached=False)
@@ -212,20 +229,18 @@ def test_csidriver_created_after_the_pod_lets_the_pod_waiting_for_attach_start(
 )
 @pytest.mark.scenario(FEATURE, "generic ephemeral volumes follow attachRequired")
 def test_generic_ephemeral_volume_is_attached_only_when_required(
-    kube: Client, namespace: str, admin: AdminClient, attach_required: bool
+    kube: Client, namespace: str, admin: AdminClient, pod_node: str, attach_required: bool
 ) -> None:
     objects.create(
         kube,
-        objects.pod(
-            "app", namespace, ephemeral=[("scratch", "1Gi", "csi-mock")], node_type=KUBELET
-        ),
+        objects.pod("app", namespace, ephemeral=[("scratch", "1Gi", "csi-mock")], nodes=[pod_node]),
     )
     wait_pod_running(kube, "app", namespace)
     # The ephemeral volume controller names the claim <pod>-<volume>.
     pv = str(wait_bound_volume(kube, "app-scratch", namespace).metadata.name)  # type: ignore[union-attr]
     if attach_required:
-        assert wait_volume_attachment(kube, pv, attached=True).spec.nodeName == "node-1"
-        assert publish_calls(admin) == {"node-1"}
+        assert wait_volume_attachment(kube, pv, attached=True).spec.nodeName == pod_node
+        assert publish_calls(admin) == {pod_node}
     else:
         assert volume_attachments(kube, pv) == []
         assert publish_calls(admin) == set()

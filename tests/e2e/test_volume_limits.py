@@ -3,7 +3,9 @@ allocatable count, kube-scheduler's NodeVolumeLimits filter keeps a node's pods
 within it, and csi-mock's controller-side attach limit fails ControllerPublishVolume
 with RESOURCE_EXHAUSTED.
 
-Pods that only need scheduling are pinned to the simulated nodes node-2 and node-3.
+Pods that only need scheduling are pinned to ``scheduling_nodes`` (on the local
+provider its simulated nodes); the tests that need two of them are skipped on a
+cluster with fewer.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from lightkube.resources.storage_v1 import CSIDriver
 from lightkube.types import PatchType
 
 from csi_mock.admin.client import AdminClient
-from harness.deploy.local import LocalDriver
+from harness.cluster import Driver, Unsupported, pick_nodes, scheduling_nodes
 from harness.kube import objects
 from harness.kube.resources import CSINodeResource, csinode_drivers
 from harness.kube.waits import (
@@ -42,6 +44,14 @@ def create_pod_with_claims(
     objects.create(kube, objects.pod(name, namespace, claims=claims, nodes=nodes))
 
 
+def scheduling_node_names(driver: Driver, count: int) -> list[str]:
+    """``count`` nodes for pods that only need scheduling, or the test is skipped."""
+    try:
+        return [n.name for n in pick_nodes(scheduling_nodes(driver.nodes), count)]
+    except Unsupported as unsupported:
+        pytest.skip(str(unsupported))
+
+
 def allocatable_counts(kube: Client, driver: str) -> dict[str, int | None]:
     """Node -> the driver's CSINode allocatable.count (None when absent)."""
     counts: dict[str, int | None] = {}
@@ -56,7 +66,7 @@ def allocatable_counts(kube: Client, driver: str) -> dict[str, int | None]:
 @pytest.mark.driver(max_volumes_per_node=3)
 @pytest.mark.scenario(FEATURE, "max_volumes_per_node becomes CSINode allocatable.count")
 def test_max_volumes_per_node_is_the_csinode_allocatable_count_on_every_node(
-    kube: Client, driver: LocalDriver
+    kube: Client, driver: Driver
 ) -> None:
     assert allocatable_counts(kube, driver.spec.name) == {n.name: 3 for n in driver.nodes}
 
@@ -64,12 +74,13 @@ def test_max_volumes_per_node_is_the_csinode_allocatable_count_on_every_node(
 @pytest.mark.driver(max_volumes_per_node=2)
 @pytest.mark.scenario(FEATURE, "one node: N pods fit, pod N+1 is unschedulable")
 def test_pod_beyond_the_limit_of_the_only_allowed_node_is_unschedulable(
-    kube: Client, namespace: str
+    kube: Client, namespace: str, driver: Driver
 ) -> None:
+    (node,) = scheduling_node_names(driver, 1)
     for name in ("first", "second"):
-        create_pod_with_claims(kube, name, namespace, 1, nodes=["node-2"])
-        assert wait_pod_scheduled(kube, name, namespace) == "node-2"
-    create_pod_with_claims(kube, "third", namespace, 1, nodes=["node-2"])
+        create_pod_with_claims(kube, name, namespace, 1, nodes=[node])
+        assert wait_pod_scheduled(kube, name, namespace) == node
+    create_pod_with_claims(kube, "third", namespace, 1, nodes=[node])
     message = wait_pod_unschedulable(kube, "third", namespace, message=MAX_VOLUME_COUNT)
     assert f"1 {MAX_VOLUME_COUNT}" in message
     wait_event(kube, namespace, reason="FailedScheduling", contains=MAX_VOLUME_COUNT)
@@ -78,54 +89,61 @@ def test_pod_beyond_the_limit_of_the_only_allowed_node_is_unschedulable(
 @pytest.mark.driver(max_volumes_per_node=1)
 @pytest.mark.scenario(FEATURE, "several nodes: the extra pod goes to the node with room")
 def test_pod_goes_to_the_node_that_still_has_room_for_a_volume(
-    kube: Client, namespace: str
+    kube: Client, namespace: str, driver: Driver
 ) -> None:
-    create_pod_with_claims(kube, "first", namespace, 1, nodes=["node-2"])
-    assert wait_pod_scheduled(kube, "first", namespace) == "node-2"
-    create_pod_with_claims(kube, "second", namespace, 1, nodes=["node-2", "node-3"])
-    assert wait_pod_scheduled(kube, "second", namespace) == "node-3"
+    full, roomy = scheduling_node_names(driver, 2)
+    create_pod_with_claims(kube, "first", namespace, 1, nodes=[full])
+    assert wait_pod_scheduled(kube, "first", namespace) == full
+    create_pod_with_claims(kube, "second", namespace, 1, nodes=[full, roomy])
+    assert wait_pod_scheduled(kube, "second", namespace) == roomy
 
 
 @pytest.mark.driver(max_volumes_per_node=2)
 @pytest.mark.scenario(FEATURE, "limit 2: a pod with two volumes fits, one with three does not")
 def test_pod_with_more_volumes_than_the_limit_is_unschedulable(
-    kube: Client, namespace: str
+    kube: Client, namespace: str, driver: Driver
 ) -> None:
-    create_pod_with_claims(kube, "two", namespace, 2, nodes=["node-2"])
-    create_pod_with_claims(kube, "three", namespace, 3, nodes=["node-3"])
-    assert wait_pod_scheduled(kube, "two", namespace) == "node-2"
+    # Each pod on a node of its own: the second pod's refusal is its own three volumes.
+    for_two, for_three = scheduling_node_names(driver, 2)
+    create_pod_with_claims(kube, "two", namespace, 2, nodes=[for_two])
+    create_pod_with_claims(kube, "three", namespace, 3, nodes=[for_three])
+    assert wait_pod_scheduled(kube, "two", namespace) == for_two
     wait_pod_unschedulable(kube, "three", namespace, message=MAX_VOLUME_COUNT)
 
 
 @pytest.mark.driver(max_volumes_per_node=1)
 @pytest.mark.scenario(FEATURE, "generic ephemeral volumes count toward the limit")
-def test_generic_ephemeral_volumes_count_toward_the_limit(kube: Client, namespace: str) -> None:
+def test_generic_ephemeral_volumes_count_toward_the_limit(
+    kube: Client, namespace: str, driver: Driver
+) -> None:
+    (node,) = scheduling_node_names(driver, 1)
     scratch = [("scratch", "1Gi", "csi-mock")]
-    objects.create(kube, objects.pod("first", namespace, ephemeral=scratch, nodes=["node-2"]))
-    assert wait_pod_scheduled(kube, "first", namespace) == "node-2"
-    objects.create(kube, objects.pod("second", namespace, ephemeral=scratch, nodes=["node-2"]))
+    objects.create(kube, objects.pod("first", namespace, ephemeral=scratch, nodes=[node]))
+    assert wait_pod_scheduled(kube, "first", namespace) == node
+    objects.create(kube, objects.pod("second", namespace, ephemeral=scratch, nodes=[node]))
     wait_pod_unschedulable(kube, "second", namespace, message=MAX_VOLUME_COUNT)
 
 
 @pytest.mark.driver(attach_required=True, attach_limit=1)
 @pytest.mark.scenario(FEATURE, "attach limit: ControllerPublish RESOURCE_EXHAUSTED, FailedAttach")
 def test_attach_beyond_the_controller_attach_limit_fails_with_resource_exhausted(
-    kube: Client, namespace: str, admin: AdminClient
+    kube: Client, namespace: str, driver: Driver, admin: AdminClient
 ) -> None:
     # The attach/detach controller attaches for simulated nodes too (they carry the
-    # controller-managed-attach-detach annotation); the pods themselves never start.
-    create_pod_with_claims(kube, "first", namespace, 1, nodes=["node-2"])
+    # controller-managed-attach-detach annotation); there the pods never start.
+    (node,) = scheduling_node_names(driver, 1)
+    create_pod_with_claims(kube, "first", namespace, 1, nodes=[node])
     first = wait_bound_volume(kube, "first-0", namespace)
     wait_volume_attachment(kube, str(first.metadata.name), attached=True)  # type: ignore[union-attr]
 
-    create_pod_with_claims(kube, "second", namespace, 1, nodes=["node-2"])
+    create_pod_with_claims(kube, "second", namespace, 1, nodes=[node])
     second = str(wait_bound_volume(kube, "second-0", namespace).metadata.name)  # type: ignore[union-attr]
     failure = wait_event(
         kube, namespace, reason="FailedAttachVolume", involved="second", contains=second
     )
     assert "ResourceExhausted" in failure.message, failure
     refused = admin.journal(method="ControllerPublishVolume", code="RESOURCE_EXHAUSTED")
-    assert refused and {r.request.get("node_id") for r in refused} == {"node-2"}
+    assert refused and {r.request.get("node_id") for r in refused} == {node}
     attachment = wait_volume_attachment(kube, second, attached=False)
     assert attachment.status is not None and attachment.status.attachError is not None
 
@@ -133,12 +151,12 @@ def test_attach_beyond_the_controller_attach_limit_fails_with_resource_exhausted
 @pytest.mark.driver(max_volumes_per_node=4)
 @pytest.mark.scenario(FEATURE, "mutable CSINode allocatable: the count follows NodeGetInfo")
 def test_kubelet_refreshes_the_allocatable_count_when_the_driver_changes_it(
-    kube: Client, driver: LocalDriver
+    kube: Client, driver: Driver
 ) -> None:
     # KEP-4876 (MutableCSINodeAllocatableCount): with CSIDriver
     # nodeAllocatableUpdatePeriodSeconds set, the kubelet calls NodeGetInfo again
-    # periodically. node-1 is the real kubelet; the node simulator does the same for
-    # node-2 and node-3.
+    # periodically; on the local provider the node simulator does the same for the
+    # simulated nodes.
     try:
         updated = kube.patch(
             CSIDriver,
@@ -151,9 +169,11 @@ def test_kubelet_refreshes_the_allocatable_count_when_the_driver_changes_it(
     period = updated.spec.nodeAllocatableUpdatePeriodSeconds
     if period != 10:
         pytest.skip("the apiserver dropped nodeAllocatableUpdatePeriodSeconds (gate off)")
-    wanted = {"node-1": 7, "node-2": 5, "node-3": 6}
+    # A count of its own for every node (none the 4 they start with), so that a count
+    # that went to the wrong node shows.
+    wanted = {node.name: 5 + i for i, node in enumerate(driver.nodes)}
     for node, count in wanted.items():
-        with AdminClient(driver.admin_socket(node)) as node_admin:
+        with driver.admin(node) as node_admin:
             node_admin.set_limits(max_volumes_per_node=count)
     wait_for(
         f"the CSINode allocatable counts to become {wanted}",

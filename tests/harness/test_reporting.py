@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from lightkube.codecs import from_dict
@@ -21,7 +21,7 @@ from lightkube.resources.core_v1 import Pod
 
 from csi_mock.observe.calls import CallRecord
 from harness import diagnostics
-from harness.diagnostics import ClusterTarget, Limits
+from harness.diagnostics import ClusterTarget, DriverLogs, Limits, LogDirectory
 from harness.reporting import diagnostics_dirname
 
 pytest_plugins = ["pytester"]
@@ -219,6 +219,8 @@ BROKEN_CLUSTER_CONFTEST = """
 
     import pytest
 
+    from csi_mock.admin.client import AdminClient
+
     KUBECONFIG = '''
     apiVersion: v1
     kind: Config
@@ -230,7 +232,7 @@ BROKEN_CLUSTER_CONFTEST = """
 
 
     @pytest.fixture(scope="session")
-    def local_cluster(tmp_path_factory):
+    def cluster(tmp_path_factory):
         root = tmp_path_factory.mktemp("run")
         (root / "kubeconfig").write_text(KUBECONFIG)
         logs = root / "logs"
@@ -239,21 +241,19 @@ BROKEN_CLUSTER_CONFTEST = """
             "".join(f"kubelet line {i}\\n" for i in range(100))
         )
         (logs / "csi-mock-controller.log").write_text("controller started\\n")
-        driver = SimpleNamespace(
-            admin_sockets=lambda: {
-                instance: root / instance / "admin.sock" for instance in ("controller", "node-1")
-            },
-        )
         return SimpleNamespace(
             kubeconfig=root / "kubeconfig",
-            layout=SimpleNamespace(logs=logs),
-            driver=driver,
-            config=SimpleNamespace(driver=SimpleNamespace(name="csi-mock.example")),
+            log_dir=logs,
+            driver=SimpleNamespace(spec=SimpleNamespace(name="csi-mock.example")),
+            admin_instances=lambda: {
+                instance: AdminClient(root / instance / "admin.sock", timeout=1)
+                for instance in ("controller", "node-1")
+            },
         )
 
 
     @pytest.fixture
-    def namespace(local_cluster):
+    def namespace(cluster):
         return "t-1234"
 """
 
@@ -262,12 +262,12 @@ FAILING_E2E_SUITE = """
 
 
     @pytest.mark.scenario("capacity tracking", "claim stays Pending")
-    def test_stays_pending(local_cluster, namespace):
+    def test_stays_pending(cluster, namespace):
         assert "Bound" == "Pending", "claim got bound"
 
 
     @pytest.fixture
-    def broken_fixture(local_cluster):
+    def broken_fixture(cluster):
         raise RuntimeError("could not create the storage class")
 
 
@@ -464,9 +464,7 @@ def test_log_sections_leave_out_the_drivers_routine_call_records(tmp_path: Path)
     created = '{"code":"OK","method":"CreateVolume","request":{"name":"pvc-1"},"seq":3}'
     lines = ["serving on csi.sock", routine, created, routine, failed, routine]
     (logs / "csi-mock-controller.log").write_text("\n".join(lines) + "\n")
-    found = diagnostics.collect(
-        target(tmp_path), Limits(log_lines=2), kube=lambda _: FakeKube({}), journal=no_journal
-    )
+    found = diagnostics.collect(target(tmp_path), Limits(log_lines=2), kube=lambda _: FakeKube({}))
     assert sections(found)["log csi-mock-controller"].splitlines() == [
         "[last 2 lines, successful routine calls left out; "
         "a longer tail in logs/csi-mock-controller.log]",
@@ -558,16 +556,26 @@ class FakeKube:
 def target(tmp_path: Path, **given: Any) -> ClusterTarget:
     fields: dict[str, Any] = {
         "kubeconfig": tmp_path / "kubeconfig",
-        "logs": tmp_path / "logs",
-        "admin_sockets": {},
+        "logs": LogDirectory(tmp_path / "logs"),
+        "admin": {},
         "namespace": "t-1",
         "driver_name": "csi-mock.example",
     }
     return ClusterTarget(**{**fields, **given})
 
 
-def no_journal(socket: Path, limit: int) -> Sequence[CallRecord]:
-    return []
+class FakeJournal:
+    """An admin client that answers the journal query with ``records``, or fails."""
+
+    def __init__(self, records: Sequence[CallRecord] | Exception) -> None:
+        self.records = records
+        self.limits: list[int] = []
+
+    def journal(self, *, limit: int) -> Sequence[CallRecord]:
+        self.limits.append(limit)
+        if isinstance(self.records, Exception):
+            raise self.records
+        return self.records
 
 
 def sections(found: diagnostics.Diagnostics) -> dict[str, str]:
@@ -583,7 +591,7 @@ def test_an_unreachable_apiserver_is_tried_once_and_noted_in_every_part(tmp_path
 
     (tmp_path / "logs").mkdir()
     (tmp_path / "logs" / "kube-scheduler.log").write_text("scheduled\n")
-    found = diagnostics.collect(target(tmp_path), kube=refuse, journal=no_journal)
+    found = diagnostics.collect(target(tmp_path), kube=refuse)
     assert connects == [tmp_path / "kubeconfig"]
     shown = sections(found)
     assert shown["events t-1"] == (
@@ -608,7 +616,7 @@ def test_an_api_error_costs_only_its_own_kind(tmp_path: Path) -> None:
             return super().list(res, namespace=namespace)
 
     kube = Forbidden({})
-    found = diagnostics.collect(target(tmp_path), kube=lambda _: kube, journal=no_journal)
+    found = diagnostics.collect(target(tmp_path), kube=lambda _: kube)
     assert found.problems == ["csinodes (ApiError: forbidden)"]
     assert "csidrivers: 0" in sections(found)["objects"]
 
@@ -639,7 +647,7 @@ def test_objects_are_one_line_each_in_the_section_and_yaml_in_the_files(tmp_path
         "status": {"phase": "Pending"},
     }
     kube = FakeKube({("Pod", "t-1"): [pod], ("PersistentVolumeClaim", "t-1"): [claim]})
-    found = diagnostics.collect(target(tmp_path), kube=lambda _: kube, journal=no_journal)
+    found = diagnostics.collect(target(tmp_path), kube=lambda _: kube)
     objects = sections(found)["objects"].splitlines()
     assert "pods in t-1: 1" in objects
     assert (
@@ -657,7 +665,7 @@ def test_a_csinode_without_drivers_is_shown_not_refused(tmp_path: Path) -> None:
     """The kubelet writes ``spec.drivers: null``, which lightkube's typed model refuses."""
     csinode = {"metadata": {"name": "node-1"}, "spec": {"drivers": None}}
     kube = FakeKube({("CSINode", None): [csinode]})
-    found = diagnostics.collect(target(tmp_path), kube=lambda _: kube, journal=no_journal)
+    found = diagnostics.collect(target(tmp_path), kube=lambda _: kube)
     assert "  node-1 drivers: none" in sections(found)["objects"].splitlines()
 
 
@@ -676,7 +684,6 @@ def test_events_of_both_namespaces_in_sections_limited_and_all_in_files(tmp_path
         target(tmp_path),
         Limits(events=3),
         kube=lambda _: kube,
-        journal=no_journal,
         files_at="reports/diagnostics/x",
     )
     lines = sections(found)["events t-1"].splitlines()
@@ -696,23 +703,20 @@ def test_events_of_both_namespaces_in_sections_limited_and_all_in_files(tmp_path
 def test_journal_merges_instances_by_time_hides_routine_calls_and_notes_dead_ones(
     tmp_path: Path,
 ) -> None:
-    journals = {
-        tmp_path / "controller.sock": [
+    controller = FakeJournal(
+        [
             record("GetCapacity", at=T0),
             record("CreateVolume", at=T0 + 1, request={"name": "pvc-1"}),
             record("GetCapacity", code="UNAVAILABLE", at=T0 + 3),
-        ],
-        tmp_path / "node-1.sock": [record("NodeStageVolume", at=T0 + 2)],
+        ]
+    )
+    admin = {
+        "controller": controller,
+        "node-1": FakeJournal([record("NodeStageVolume", at=T0 + 2)]),
+        "node-2": FakeJournal(ConnectionRefusedError("no node-2.sock")),
     }
-
-    def reader(socket: Path, limit: int) -> Sequence[CallRecord]:
-        if socket not in journals:
-            raise ConnectionRefusedError(f"no {socket.name}")
-        return journals[socket]
-
-    sockets = {name: tmp_path / f"{name}.sock" for name in ("controller", "node-1", "node-2")}
     found = diagnostics.collect(
-        target(tmp_path, admin_sockets=sockets), kube=lambda _: FakeKube({}), journal=reader
+        target(tmp_path, admin=admin), Limits(journal_fetch=77), kube=lambda _: FakeKube({})
     )
     assert sections(found)["driver journal"].splitlines() == [
         "[3 driver calls of all instances, oldest first, times UTC; "
@@ -725,10 +729,11 @@ def test_journal_merges_instances_by_time_hides_routine_calls_and_notes_dead_one
         "GetPluginCapabilities, GetPluginInfo, NodeGetCapabilities, NodeGetVolumeStats, Probe)",
     ]
     assert len(found.files["journal-controller.txt"].splitlines()) == 3
+    assert controller.limits == [77]
 
 
 def test_no_driver_means_no_journal(tmp_path: Path) -> None:
-    found = diagnostics.collect(target(tmp_path), kube=lambda _: FakeKube({}), journal=no_journal)
+    found = diagnostics.collect(target(tmp_path), kube=lambda _: FakeKube({}))
     assert sections(found)["driver journal"] == "(no driver deployed: no journal)"
 
 
@@ -744,3 +749,108 @@ def test_write_replaces_what_an_earlier_run_left(tmp_path: Path) -> None:
         "failure.txt",
         "logs/etcd.log",
     ]
+
+
+# -- diagnostics: where a cluster's sources are --------------------------------------
+
+
+class FakeDriver:
+    """A driver whose components have the given logs; a log that is an exception
+    raises it when read."""
+
+    def __init__(self, logs: dict[str, str | Exception]) -> None:
+        self.spec = SimpleNamespace(name="csi-mock.example")
+        self.logs = logs
+
+    def components(self) -> list[str]:
+        return list(self.logs)
+
+    def component_log(self, component: str) -> str:
+        log = self.logs[component]
+        if isinstance(log, Exception):
+            raise log
+        return log
+
+
+class FakeAdmin(FakeJournal):
+    def __init__(self) -> None:
+        super().__init__([])
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def fake_cluster(tmp_path: Path, log_dir: Path | None, driver: FakeDriver | None) -> Any:
+    clients = {"controller": FakeAdmin(), "node-1": FakeAdmin()}
+    return SimpleNamespace(
+        kubeconfig=tmp_path / "kubeconfig",
+        log_dir=log_dir,
+        driver=driver,
+        default_driver=SimpleNamespace(name="default.example"),
+        admin_instances=lambda: clients,
+        clients=clients,
+    )
+
+
+def test_a_cluster_with_a_log_directory_gives_every_log_in_it(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "etcd.log").write_text("etcd up\n")
+    driver = FakeDriver({"csi-provisioner": "from the driver\n"})
+    cluster = fake_cluster(tmp_path, logs, driver)
+    with diagnostics.cluster_target(cluster, "t-1") as found_target:
+        found = diagnostics.collect(found_target, kube=lambda _: FakeKube({}))
+    assert [s.title for s in found.sections if s.title.startswith("log ")] == ["log etcd"]
+    assert f"component logs: {logs}" in sections(found)["overview"].splitlines()
+
+
+def test_a_cluster_without_a_log_directory_gives_its_drivers_component_logs(
+    tmp_path: Path,
+) -> None:
+    driver = FakeDriver(
+        {
+            "csi-attacher": "attacher started\n",
+            "csi-mock-node-node-1": OSError("no such pod"),
+            "csi-mock-controller": "controller started\nserving\n",
+        }
+    )
+    cluster = fake_cluster(tmp_path, None, driver)
+    with diagnostics.cluster_target(cluster, "t-1") as found_target:
+        found = diagnostics.collect(found_target, kube=lambda _: FakeKube({}))
+    shown = sections(found)
+    assert [s.title for s in found.sections if s.title.startswith("log ")] == [
+        "log csi-mock-controller",
+        "log csi-mock-node-node-1",
+        "log csi-attacher",
+    ]
+    assert shown["log csi-mock-controller"].splitlines()[1:] == ["controller started", "serving"]
+    assert found.files["logs/csi-attacher.log"] == "attacher started\n"
+    assert shown["log csi-mock-node-node-1"] == (
+        "(log csi-mock-node-node-1.log: not collected, OSError: no such pod)"
+    )
+    overview = shown["overview"].splitlines()
+    assert "component logs: the components of driver csi-mock.example" in overview
+    assert overview[0].startswith("driver csi-mock.example, test namespace t-1")
+
+
+def test_driver_log_tail_starts_at_a_whole_line() -> None:
+    driver = FakeDriver({"csi-provisioner": "".join(f"line {i:03d}\n" for i in range(100))})
+    text = DriverLogs(cast(Any, driver)).tail("csi-provisioner", 50)
+    assert text.splitlines() == [f"line {i:03d}" for i in range(95, 100)]
+
+
+def test_a_cluster_without_logs_or_driver_says_so(tmp_path: Path) -> None:
+    cluster = fake_cluster(tmp_path, None, None)
+    with diagnostics.cluster_target(cluster) as found_target:
+        found = diagnostics.collect(found_target, kube=lambda _: FakeKube({}))
+    assert sections(found)["logs"] == "(no component logs)"
+    assert sections(found)["overview"].startswith("driver default.example, test namespace (none)")
+
+
+def test_the_admin_clients_of_a_cluster_target_are_closed_after_use(tmp_path: Path) -> None:
+    cluster = fake_cluster(tmp_path, None, FakeDriver({}))
+    with diagnostics.cluster_target(cluster) as found_target:
+        assert set(found_target.admin) == {"controller", "node-1"}
+        assert not any(client.closed for client in cluster.clients.values())
+    assert all(client.closed for client in cluster.clients.values())

@@ -1,13 +1,36 @@
-"""LocalDriver's instances: which csi-mock processes a deployment has."""
+"""LocalDriver as a ``harness.cluster.Driver``: its instances and components, the CSI
+calls the harness makes itself, and component logs of this deployment only."""
 
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from concurrent import futures
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
+import grpc
 import pytest
 
+from csi_mock.proto import csi_pb2, csi_pb2_grpc
+from harness.cluster import ClusterNode
 from harness.deploy.local import DriverNode, LocalDriver
-from harness.deploy.spec import DriverDeployment
+from harness.deploy.spec import NODE_TOPOLOGY_KEY, DriverDeployment
+from harness.local.processes import Supervisor
+from harness.local.state import RunState
 from harness.local.tools import Tools
+
+NODES = [ClusterNode("node-2", "zone-b", runs_pods=False), ClusterNode("node-1", "zone-a", True)]
+
+
+@pytest.fixture
+def root() -> Iterator[Path]:
+    # Unix socket paths must stay under 108 bytes; pytest's tmp_path can be longer.
+    path = Path(tempfile.mkdtemp(prefix="ld-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def local_driver(root: Path, **fields: Any) -> LocalDriver:
@@ -15,27 +38,144 @@ def local_driver(root: Path, **fields: Any) -> LocalDriver:
         DriverDeployment(**fields),
         root=root,
         tools=Tools(root / "bin"),
-        supervisor=cast(Any, None),
-        nodes=[
-            DriverNode("node-1", "zone-a", root / "kubelet-1", False),
-            DriverNode("node-2", "zone-b", root / "kubelet-2", True),
-        ],
+        supervisor=Supervisor(RunState(run_dir=root), root / "logs"),
+        nodes=[DriverNode(node, root / f"kubelet-{node.name}") for node in NODES],
         kubeconfig=root / "kubeconfig",
-        kube=cast(Any, None),
+        kube=None,  # type: ignore[arg-type]
     )
 
 
-def test_central_deployment_has_a_controller_and_an_instance_per_node(tmp_path: Path) -> None:
-    driver = local_driver(tmp_path)
-    assert driver.admin_sockets() == {
-        "controller": tmp_path / "controller" / "admin.sock",
-        "node-1": tmp_path / "node-1" / "admin.sock",
-        "node-2": tmp_path / "node-2" / "admin.sock",
-    }
+def test_nodes_are_the_cluster_nodes_sorted_by_name(root: Path) -> None:
+    driver = local_driver(root)
+    assert driver.nodes == sorted(NODES, key=lambda n: n.name)
+    assert [n.simulated for n in driver.driver_nodes] == [False, True]
+    assert driver.driver_nodes[0].csi_socket == root / "kubelet-node-1/plugins/csi-mock/csi.sock"
 
 
-def test_distributed_deployment_has_only_node_instances(tmp_path: Path) -> None:
-    driver = local_driver(tmp_path, provisioner_mode="distributed")
-    assert list(driver.admin_sockets()) == ["node-1", "node-2"]
+def test_central_deployment_has_a_controller_and_an_instance_per_node(root: Path) -> None:
+    driver = local_driver(root)
+    assert driver.instances() == ["controller", "node-1", "node-2"]
+    assert driver.admin_socket("node-2") == root / "node-2" / "admin.sock"
+    assert driver.components() == [
+        "csi-mock-controller",
+        "csi-mock-node-node-1",
+        "csi-mock-node-node-2",
+        "csi-provisioner",
+        "csi-attacher",
+    ]
+
+
+def test_distributed_deployment_has_only_node_instances_each_with_a_provisioner(
+    root: Path,
+) -> None:
+    driver = local_driver(root, provisioner_mode="distributed")
+    assert driver.instances() == ["node-1", "node-2"]
+    assert driver.components() == [
+        "csi-mock-node-node-1",
+        "csi-mock-node-node-2",
+        "csi-provisioner-node-1",
+        "csi-provisioner-node-2",
+    ]
     with pytest.raises(ValueError, match="no controller instance"):
-        driver.admin_socket("controller")
+        driver.admin("controller")
+
+
+def test_an_unknown_instance_or_component_is_refused_by_name(root: Path) -> None:
+    driver = local_driver(root)
+    with pytest.raises(ValueError, match="'node-9' is no csi-mock instance"):
+        driver.admin("node-9")
+    # The driver's sidecars only, never the cluster's own processes.
+    with pytest.raises(ValueError, match="'kube-scheduler' is no component of this driver"):
+        driver.stop_component("kube-scheduler")
+    with pytest.raises(ValueError, match="'etcd' is no component"):
+        driver.component_log("etcd")
+
+
+def test_admin_client_talks_to_the_instances_socket(root: Path) -> None:
+    with local_driver(root).admin("node-1") as client:
+        assert client.endpoint.socket == str(root / "node-1" / "admin.sock")
+
+
+def test_component_log_starts_where_this_deployment_started_the_component(root: Path) -> None:
+    driver = local_driver(root)
+    log = driver.supervisor.log_path("csi-attacher")
+    log.parent.mkdir(parents=True)
+    log.write_text("a previous driver's attacher\n")
+    driver._start_process("csi-attacher", ["sh", "-c", "echo this one"])
+    driver.supervisor.stop("csi-attacher")
+    text = driver.component_log("csi-attacher")
+    assert "previous" not in text
+    assert text.startswith("=== ") and "sh -c echo this one" in text
+
+
+class _Controller(csi_pb2_grpc.ControllerServicer):
+    def __init__(self) -> None:
+        self.requests: list[csi_pb2.GetCapacityRequest] = []
+
+    def GetCapacity(
+        self, request: csi_pb2.GetCapacityRequest, context: grpc.ServicerContext
+    ) -> csi_pb2.GetCapacityResponse:
+        self.requests.append(request)
+        response = csi_pb2.GetCapacityResponse(available_capacity=7 << 30)
+        response.maximum_volume_size.value = 3 << 30
+        return response
+
+
+class _Node(csi_pb2_grpc.NodeServicer):
+    def NodeGetInfo(
+        self, request: csi_pb2.NodeGetInfoRequest, context: grpc.ServicerContext
+    ) -> csi_pb2.NodeGetInfoResponse:
+        return csi_pb2.NodeGetInfoResponse(
+            node_id="id-of-node-2",
+            accessible_topology=csi_pb2.Topology(segments={"zone": "zone-b"}),
+        )
+
+
+def serve(socket: Path, controller: _Controller) -> grpc.Server:
+    socket.parent.mkdir(parents=True, exist_ok=True)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    csi_pb2_grpc.add_ControllerServicer_to_server(controller, server)
+    csi_pb2_grpc.add_NodeServicer_to_server(_Node(), server)
+    server.add_insecure_port(f"unix://{socket}")
+    server.start()
+    return server
+
+
+def test_get_capacity_asks_the_controller_for_the_segment_and_class_parameters(
+    root: Path,
+) -> None:
+    driver = local_driver(root)
+    controller = _Controller()
+    server = serve(driver.controller_socket, controller)
+    try:
+        answer = driver.get_capacity({"node": "node-1"}, {"kind": "mirrored"})
+    finally:
+        server.stop(None)
+    assert answer == (7 << 30, 3 << 30)
+    (request,) = controller.requests
+    assert dict(request.parameters) == {"kind": "mirrored"}
+    assert dict(request.accessible_topology.segments) == {"node": "node-1"}
+
+
+def test_distributed_get_capacity_asks_the_instance_of_the_segments_node(root: Path) -> None:
+    driver = local_driver(root, provisioner_mode="distributed")
+    controller = _Controller()
+    (node_2,) = [n for n in driver.driver_nodes if n.name == "node-2"]
+    server = serve(node_2.csi_socket, controller)
+    try:
+        assert driver.get_capacity({NODE_TOPOLOGY_KEY: "node-2"}, {}) == (7 << 30, 3 << 30)
+    finally:
+        server.stop(None)
+    assert len(controller.requests) == 1
+    with pytest.raises(ValueError, match=re.escape(f"the segment needs {NODE_TOPOLOGY_KEY}")):
+        driver.get_capacity({"zone": "zone-a"}, {})
+
+
+def test_node_get_info_asks_the_nodes_own_instance(root: Path) -> None:
+    driver = local_driver(root)
+    (node_2,) = [n for n in driver.driver_nodes if n.name == "node-2"]
+    server = serve(node_2.csi_socket, _Controller())
+    try:
+        assert driver.node_get_info("node-2") == ("id-of-node-2", {"zone": "zone-b"})
+    finally:
+        server.stop(None)

@@ -1,4 +1,4 @@
-"""KindCluster builds the kind and kubectl command lines the in-cluster deployment needs;
+"""KindCli builds the kind and kubectl command lines the in-cluster deployment needs;
 a fake runner records them, so no kind, Docker or cluster is involved."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from harness.kind.provider import (
     KIND_CONFIG_DIR,
     CommandFailed,
     ImageArchive,
-    KindCluster,
+    KindCli,
     run_command,
     tool_path,
 )
@@ -43,8 +43,8 @@ class FakeRunner:
         return [argv for argv, _ in self.calls]
 
 
-def cluster(tmp_path: Path, runner: FakeRunner, **kwargs: object) -> KindCluster:
-    return KindCluster(
+def cluster(tmp_path: Path, runner: FakeRunner, **kwargs: object) -> KindCli:
+    return KindCli(
         "csi",
         KIND_CONFIG_DIR / "two-nodes.yaml",
         kubeconfig=tmp_path / "kind-csi" / "kubeconfig",
@@ -82,7 +82,7 @@ def test_create_runs_kind_from_the_config_directory_so_relative_mounts_resolve(
 ) -> None:
     monkeypatch.chdir(KIND_CONFIG_DIR.parent)
     runner = FakeRunner()
-    KindCluster(
+    KindCli(
         "csi",
         Path("kind-config/capacity-scoring.yaml"),
         kubeconfig=tmp_path / "kubeconfig",
@@ -108,14 +108,14 @@ def test_create_passes_a_node_image_only_when_given(tmp_path: Path) -> None:
 
 def test_create_without_a_config_file_uses_kinds_default_cluster(tmp_path: Path) -> None:
     runner = FakeRunner()
-    KindCluster("plain", kubeconfig=tmp_path / "kc", runner=runner).create()
+    KindCli("plain", kubeconfig=tmp_path / "kc", runner=runner).create()
     argv, cwd = runner.calls[-1]
     assert "--config" not in argv
     assert cwd is None
 
 
 def test_default_kubeconfig_is_a_file_of_its_own_per_cluster() -> None:
-    assert KindCluster("csi").kubeconfig == Path("/var/lib/csi-harness/kind-csi/kubeconfig")
+    assert KindCli("csi").kubeconfig == Path("/var/lib/csi-harness/kind-csi/kubeconfig")
 
 
 # -- images --------------------------------------------------------------------------
@@ -209,7 +209,7 @@ def test_delete_keeps_the_kubeconfig_when_kind_fails(tmp_path: Path) -> None:
     def failing(argv: Sequence[str], *, cwd: Path | None = None) -> str:
         raise CommandFailed(argv, 1, "failed to list nodes")
 
-    kind_cluster = KindCluster(
+    kind_cluster = KindCli(
         "csi", kubeconfig=tmp_path / "kind-csi" / "kubeconfig", kind=KIND, runner=failing
     )
     kind_cluster.kubeconfig.parent.mkdir(parents=True)

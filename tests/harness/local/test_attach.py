@@ -102,3 +102,20 @@ def test_attach_refuses_a_run_state_without_configuration(tmp_path: Path, tools_
     state = running_cluster(tmp_path, tools_bin, config={})
     with pytest.raises(ClusterNotRunning, match="no configuration"):
         LocalCluster.attach(state.run_dir)
+
+
+def test_attached_cluster_gives_an_admin_client_per_instance_of_its_driver(
+    tmp_path: Path, tools_bin: Path
+) -> None:
+    state = running_cluster(tmp_path, tools_bin)
+    cluster = LocalCluster.attach(state.run_dir, progress=lambda _: None)
+    assert cluster.driver is not None
+    assert [n.runs_pods for n in cluster.driver.nodes] == [True, False, False, False]
+    clients = cluster.admin_instances()
+    try:
+        assert list(clients) == ["controller", "node-1", "node-2", "node-3", "node-4"]
+        socket = state.run_dir / "driver" / "node-2" / "admin.sock"
+        assert clients["node-2"].endpoint.socket == str(socket)
+    finally:
+        for client in clients.values():
+            client.close()

@@ -1,0 +1,431 @@
+"""The driver deployed into a cluster (kind or an existing one): ``InClusterDriver`` is
+that cluster's ``harness.cluster.Driver``.
+
+``deploy`` removes whatever csi-mock deployment the namespace holds, waits until its
+pods are gone and the kubelets have dropped its CSINode entries, applies the objects of
+``harness.deploy.incluster_objects`` and waits for readiness as the local provider
+does: every driver pod ready, the driver registered on every node, the complete
+CSIStorageCapacity set published. A pod that cannot start (an image missing from the
+node, a crash loop) ends the wait at once with its container states.
+
+A test reaches each csi-mock instance's admin API through the API server's pod proxy
+(the token in ``X-CSI-Mock-Token``, as the API server keeps ``Authorization``), and its
+CSI socket with ``kubectl exec`` (``harness.deploy.pod_csi``).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from lightkube import Client
+from lightkube.codecs import from_dict
+from lightkube.core.client import LabelSelector
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.apps_v1 import DaemonSet, Deployment
+from lightkube.resources.core_v1 import ConfigMap, Pod, Secret
+from lightkube.resources.storage_v1 import CSIDriver, CSIStorageCapacity, StorageClass
+from lightkube.types import CascadeType, PatchType
+
+from csi_mock.admin.client import DEFAULT_TIMEOUT, AdminClient
+from csi_mock.admin.resources import TOKEN_HEADER
+from csi_mock.proto import csi_pb2
+from harness.cluster import ClusterNode
+from harness.deploy.incluster_objects import (
+    ADMIN_PORT,
+    APP,
+    COMPONENT_LABEL,
+    CSI_ENDPOINT,
+    DRIVER_CONTAINER,
+    INSTANCE_LABEL,
+    NAME_LABEL,
+    Component,
+    deployment_components,
+    excluding_nodes,
+    instance_component,
+    is_distributed,
+    render_objects,
+)
+from harness.deploy.pod_csi import CommandRunner, PodCsiCaller, run_command
+from harness.deploy.readiness import wait_deregistered, wait_driver_ready
+from harness.deploy.spec import DRIVER_NAMESPACE, NODE_TOPOLOGY_KEY, DriverDeployment
+from harness.kube.apiproxy import ApiServerAccess, api_server_access
+from harness.kube.pod_status import describe_pod, pod_name, unrecoverable
+from harness.local.waiting import WaitTimeout, wait_for
+
+__all__ = ["DriverPodsFailed", "InClusterDriver", "render_objects"]
+
+FIELD_MANAGER = "csi-harness"
+CONTROLLER = "controller"
+DEFAULT_DEPLOY_TIMEOUT = 180.0
+"""Seconds for each phase of deploy/remove (pods gone, pods ready, registered, capacity)."""
+
+
+class DriverPodsFailed(RuntimeError):
+    """A driver pod cannot become ready (image missing, crash loop); the message says
+    which container and why, and lists every driver pod."""
+
+
+class InClusterDriver:
+    """One csi-mock deployment in the ``csi-mock`` namespace of a cluster."""
+
+    def __init__(
+        self,
+        spec: DriverDeployment,
+        *,
+        nodes: Sequence[ClusterNode],
+        kube: Client,
+        kubeconfig: Path,
+        kubectl: str,
+        image: str,
+        sidecar_images: Mapping[str, str],
+        generation: str,
+        timeout: float = DEFAULT_DEPLOY_TIMEOUT,
+        progress: Callable[[str], None] = lambda _: None,
+        run: CommandRunner = run_command,
+    ) -> None:
+        self._spec = spec
+        self._nodes = sorted(nodes, key=lambda n: n.name)
+        self.kube = kube
+        self.kubeconfig = kubeconfig
+        self.image = image
+        self.sidecar_images = dict(sidecar_images)
+        # The caller counts deployments per session; the host directories of a cluster
+        # that outlives the session must not meet an earlier session's same count.
+        self.generation = f"{generation}-{secrets.token_hex(4)}"
+        self.admin_token = secrets.token_urlsafe(32)
+        self.timeout = timeout
+        self.progress = progress
+        self._csi = PodCsiCaller(
+            kubectl, kubeconfig, DRIVER_NAMESPACE, DRIVER_CONTAINER, CSI_ENDPOINT, run
+        )
+        self._components = deployment_components(spec, [n.name for n in self._nodes])
+        self._access: ApiServerAccess | None = None
+        self._stopped: dict[str, str] = {}
+        """Stopped component -> its log, read just before it was stopped."""
+
+    # -- what a test sees (harness.cluster.Driver) -----------------------------------
+
+    @property
+    def spec(self) -> DriverDeployment:
+        return self._spec
+
+    @property
+    def nodes(self) -> list[ClusterNode]:
+        return list(self._nodes)
+
+    def instances(self) -> list[str]:
+        names = [n.name for n in self._nodes]
+        return names if is_distributed(self._spec) else [CONTROLLER, *names]
+
+    def components(self) -> list[str]:
+        return list(self._components)
+
+    def admin(self, instance: str = CONTROLLER, *, timeout: float = DEFAULT_TIMEOUT) -> AdminClient:
+        """A client of ``instance``'s admin API through the API server's pod proxy."""
+        pod = self._pod(self._instance(instance))
+        access = self._api_access()
+        return AdminClient(
+            url=access.pod_proxy_url(DRIVER_NAMESPACE, pod, ADMIN_PORT),
+            token=self.admin_token,
+            token_header=TOKEN_HEADER,
+            headers=access.headers,
+            verify=access.ssl_context,
+            timeout=timeout,
+        )
+
+    def get_capacity(
+        self, segment: Mapping[str, str], parameters: Mapping[str, str]
+    ) -> tuple[int, int]:
+        """GetCapacity of the controller; with distributed provisioning, of the
+        instance of the segment's node (each answers for its own pool only)."""
+        if is_distributed(self._spec):
+            node = segment.get(NODE_TOPOLOGY_KEY)
+            if node is None:
+                raise ValueError(
+                    f"{dict(segment)}: a distributed deployment answers GetCapacity per node; "
+                    f"the segment needs {NODE_TOPOLOGY_KEY}"
+                )
+            instance = node
+        else:
+            instance = CONTROLLER
+        request = csi_pb2.GetCapacityRequest(
+            parameters=dict(parameters), accessible_topology=csi_pb2.Topology(segments=segment)
+        )
+        reply = self._csi.call(
+            self._pod(self._instance(instance)),
+            "Controller",
+            "GetCapacity",
+            request,
+            csi_pb2.GetCapacityResponse,
+        )
+        return int(reply.available_capacity), int(reply.maximum_volume_size.value)
+
+    def node_get_info(self, node: str) -> tuple[str, dict[str, str]]:
+        reply = self._csi.call(
+            self._pod(self._instance(node)),
+            "Node",
+            "NodeGetInfo",
+            csi_pb2.NodeGetInfoRequest(),
+            csi_pb2.NodeGetInfoResponse,
+        )
+        return str(reply.node_id), dict(reply.accessible_topology.segments)
+
+    def component_log(self, component: str) -> str:
+        """The component's container log (its pod is new with this deployment; a
+        restarted container's earlier log is not included). A stopped component's
+        log is as it was when it was stopped."""
+        found = self._component(component)
+        if component in self._stopped:
+            return self._stopped[component]
+        return "".join(
+            self.kube.log(self._pod(found), namespace=DRIVER_NAMESPACE, container=found.container)
+        )
+
+    def stop_component(self, component: str) -> None:
+        """Stop one component for the rest of the deployment and wait until its pod is
+        gone: a Deployment is scaled to zero, a DaemonSet's pod is taken off its node.
+        Nothing else restarts, so the other instances keep their state and faults."""
+        found = self._component(component)
+        if component in self._stopped:
+            return
+        try:
+            log = self.component_log(component)
+        except (ApiError, ComponentNotRunning) as exc:
+            log = f"(no log: {exc})\n"
+        if found.workload_kind == "Deployment":
+            self.kube.patch(
+                Deployment, found.workload, {"spec": {"replicas": 0}}, namespace=DRIVER_NAMESPACE
+            )
+        else:
+            stopped = {
+                c.node
+                for name, c in self._components.items()
+                if (name in self._stopped or name == component)
+                and c.workload == found.workload
+                and c.node is not None
+            }
+            self.kube.patch(
+                DaemonSet,
+                found.workload,
+                excluding_nodes([n.name for n in self._nodes], stopped),
+                namespace=DRIVER_NAMESPACE,
+                patch_type=PatchType.MERGE,
+            )
+        self._stopped[component] = log
+
+        def gone() -> tuple[bool, str]:
+            left = self._pods_of(found, include_terminating=True)
+            return not left, "; ".join(describe_pod(p) for p in left)
+
+        wait_for(f"the pod of {component} to be gone", gone, timeout=self.timeout, interval=0.5)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def deploy(self) -> None:
+        """Replace any csi-mock deployment in the namespace by this one and wait until
+        it is ready (see the module docstring)."""
+        self.remove()
+        self.progress(f"deploying {self._spec.name} in-cluster (generation {self.generation})")
+        objects = render_objects(
+            self._spec,
+            self._nodes,
+            image=self.image,
+            sidecar_images=self.sidecar_images,
+            admin_token=self.admin_token,
+            generation=self.generation,
+        )
+        for obj in objects:
+            self.kube.apply(cast(Any, from_dict(obj)), field_manager=FIELD_MANAGER, force=True)
+        self.progress(f"waiting for {self._spec.name} to be ready on {len(self._nodes)} nodes")
+        self._wait_ready()
+
+    def remove(self) -> None:
+        """Delete every csi-mock deployment in the namespace (this one or an earlier
+        one, e.g. ``kubectl apply -k deploy/kubernetes``) and wait until its pods are
+        gone and no kubelet lists its driver. The Namespace and RBAC stay."""
+        old_drivers = self._deployed_driver_names() | {self._spec.name}
+        selector: LabelSelector = {NAME_LABEL: APP}
+        for workload in (Deployment, DaemonSet):
+            for obj in self.kube.list(workload, namespace=DRIVER_NAMESPACE, labels=selector):
+                _delete(self.kube, workload, _name(obj), DRIVER_NAMESPACE, CascadeType.BACKGROUND)
+        self.progress("waiting for the previous csi-mock pods to go")
+
+        def pods_gone() -> tuple[bool, str]:
+            left = list(self.kube.list(Pod, namespace=DRIVER_NAMESPACE, labels=selector))
+            return not left, "; ".join(describe_pod(p) for p in left)
+
+        wait_for("the csi-mock pods to be gone", pods_gone, timeout=self.timeout, interval=0.5)
+        wait_deregistered(
+            self.kube, old_drivers, [n.name for n in self._nodes], timeout=self.timeout
+        )
+        # Only now: a running provisioner would publish its capacity objects again.
+        for capacity in self.kube.list(CSIStorageCapacity, namespace=DRIVER_NAMESPACE):
+            _delete(self.kube, CSIStorageCapacity, _name(capacity), DRIVER_NAMESPACE)
+        for namespaced in (ConfigMap, Secret):
+            for obj in self.kube.list(namespaced, namespace=DRIVER_NAMESPACE, labels=selector):
+                _delete(self.kube, namespaced, _name(obj), DRIVER_NAMESPACE)
+        # Immutable fields (attachRequired, parameters): a new deployment recreates them.
+        for cluster_wide in (CSIDriver, StorageClass):
+            for cluster_obj in self.kube.list(cluster_wide, labels=selector):
+                _delete(self.kube, cluster_wide, _name(cluster_obj))
+
+        def cluster_objects_gone() -> tuple[bool, str]:
+            left = [
+                f"{kind.__name__}/{_name(obj)}"
+                for kind in (CSIDriver, StorageClass)
+                for obj in self.kube.list(kind, labels=selector)
+            ]
+            return not left, ", ".join(left)
+
+        wait_for(
+            "the csi-mock CSIDriver and StorageClasses to be deleted",
+            cluster_objects_gone,
+            timeout=self.timeout,
+            interval=0.5,
+        )
+
+    def describe_pods(self) -> str:
+        """One line per pod of the namespace's csi-mock deployment (for failures)."""
+        pods = list(self.kube.list(Pod, namespace=DRIVER_NAMESPACE, labels={NAME_LABEL: APP}))
+        return "\n".join(f"  {describe_pod(p)}" for p in pods) or "  (no csi-mock pods)"
+
+    # -- readiness ---------------------------------------------------------------------
+
+    def _wait_ready(self) -> None:
+        nodes = [n.name for n in self._nodes]
+        try:
+            wait_for(
+                f"the pods of {self._spec.name} to be ready",
+                self._pods_ready,
+                timeout=self.timeout,
+                interval=1,
+                check=self._check_pods,
+            )
+            wait_driver_ready(
+                self.kube, self._spec, nodes, timeout=self.timeout, check=self._check_pods
+            )
+        except WaitTimeout as exc:
+            raise WaitTimeout(f"{exc}\ncsi-mock pods:\n{self.describe_pods()}") from None
+
+    def _pods_ready(self) -> tuple[bool, str]:
+        waiting = []
+        for component in self._components.values():
+            pods = self._pods_of(component)
+            if not any(_is_ready(p) for p in pods):
+                seen = "; ".join(describe_pod(p) for p in pods) or "no pod"
+                waiting.append(f"{component.name} ({seen})")
+        return not waiting, "not ready: " + ", ".join(waiting)
+
+    def _check_pods(self) -> None:
+        for pod in self.kube.list(Pod, namespace=DRIVER_NAMESPACE, labels=self._selector()):
+            reason = unrecoverable(pod)
+            if reason is not None:
+                raise DriverPodsFailed(
+                    f"{self._spec.name} cannot start: {reason}\ncsi-mock pods:\n"
+                    + self.describe_pods()
+                )
+
+    # -- finding things ----------------------------------------------------------------
+
+    def _selector(self, role: str | None = None) -> LabelSelector:
+        selector: LabelSelector = {NAME_LABEL: APP, INSTANCE_LABEL: self._spec.name}
+        if role is not None:
+            selector[COMPONENT_LABEL] = role
+        return selector
+
+    def _component(self, component: str) -> Component:
+        found = self._components.get(component)
+        if found is None:
+            raise ValueError(
+                f"{component!r} is no component of this driver: {', '.join(self._components)}"
+            )
+        return found
+
+    def _instance(self, instance: str) -> Component:
+        if instance not in self.instances():
+            raise ValueError(
+                f"{instance!r} is no csi-mock instance of this driver: "
+                f"{', '.join(self.instances())}"
+            )
+        return self._components[instance_component(instance)]
+
+    def _pods_of(self, component: Component, *, include_terminating: bool = False) -> list[Pod]:
+        pods = self.kube.list(
+            Pod, namespace=DRIVER_NAMESPACE, labels=self._selector(component.role)
+        )
+        return [
+            pod
+            for pod in pods
+            if (
+                component.node is None
+                or (pod.spec is not None and pod.spec.nodeName == component.node)
+            )
+            and (include_terminating or not (pod.metadata and pod.metadata.deletionTimestamp))
+        ]
+
+    def _pod(self, component: Component) -> str:
+        """The name of the running pod of ``component``."""
+        pods = self._pods_of(component)
+        running = [p for p in pods if p.status is not None and p.status.phase == "Running"]
+        if not running:
+            seen = "; ".join(describe_pod(p) for p in pods) or "no pod"
+            stopped = " (stopped by stop_component)" if component.name in self._stopped else ""
+            raise ComponentNotRunning(f"{component.name} has no running pod{stopped}: {seen}")
+        return pod_name(running[0])
+
+    def _api_access(self) -> ApiServerAccess:
+        if self._access is None:
+            self._access = api_server_access(self.kubeconfig)
+        return self._access
+
+    def _deployed_driver_names(self) -> set[str]:
+        """Driver names of the deployments in the namespace (from their labels) and of
+        csi-mock's CSIDriver objects: whose CSINode entries must go before a new start."""
+        names: set[str] = set()
+        for daemonset in self.kube.list(
+            DaemonSet, namespace=DRIVER_NAMESPACE, labels={NAME_LABEL: APP}
+        ):
+            instance = ((daemonset.metadata.labels if daemonset.metadata else None) or {}).get(
+                INSTANCE_LABEL
+            )
+            if instance:
+                names.add(instance)
+        for driver in self.kube.list(CSIDriver, labels={NAME_LABEL: APP}):
+            names.add(_name(driver))
+        return names
+
+
+class ComponentNotRunning(RuntimeError):
+    """The component has no running pod (not started yet, crashed, or stopped)."""
+
+
+def _is_ready(pod: Pod) -> bool:
+    if pod.metadata and pod.metadata.deletionTimestamp:
+        return False
+    conditions = (pod.status.conditions if pod.status else None) or []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
+def _name(obj: Any) -> str:
+    return str(obj.metadata.name)
+
+
+def _delete(
+    kube: Client,
+    resource: Any,
+    name: str,
+    namespace: str | None = None,
+    cascade: CascadeType | None = None,
+) -> None:
+    """Delete, taking an object already gone as done."""
+    try:
+        if namespace is None:
+            kube.delete(resource, name, cascade=cascade)
+        else:
+            kube.delete(resource, name, namespace=namespace, cascade=cascade)
+    except ApiError as exc:
+        if exc.status.code != 404:
+            raise

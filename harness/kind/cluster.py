@@ -1,0 +1,213 @@
+"""A kind cluster as a ``harness.cluster.Cluster``: made from csi-mock's offline node
+image, networked by ``harness.kind.network``, with the driver and sidecar images loaded,
+and csi-mock deployed in-cluster like on any existing cluster.
+
+    cluster = KindCluster("csi-mock", KIND_CONFIG_DIR / "two-nodes.yaml")
+    cluster.up()          # node image (cached), kind create, CNI, images
+    driver = cluster.redeploy_driver(DriverDeployment())
+    cluster.down()        # kind delete cluster
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.core_v1 import Node
+
+from harness.deploy.images import DRIVER_IMAGE, build_driver_image, build_sidecar_images
+from harness.existing import ExistingCluster
+from harness.kind import network
+from harness.kind.node_image import build_node_image
+from harness.kind.provider import (
+    DEFAULT_KUBECONFIG_ROOT,
+    KIND_CONFIG_DIR,
+    CommandFailed,
+    ImageArchive,
+    KindCli,
+)
+from harness.local.tools import Tools
+from harness.local.waiting import wait_for
+
+DEFAULT_CONFIG = KIND_CONFIG_DIR / "two-nodes.yaml"
+READY_TIMEOUT = 240.0
+
+
+class KindClusterError(RuntimeError):
+    """The kind cluster could not be made ready; the message has the cause and the fix."""
+
+
+class KindCluster(ExistingCluster):
+    """One kind cluster named ``name`` from ``config_file``.
+
+    ``node_image``: a node image of the user's own (e.g. built by ``kind build
+    node-image`` from a Kubernetes branch); default: csi-mock's offline image for the
+    pinned toolset. ``reuse``: keep a running cluster of that name instead of
+    recreating it."""
+
+    def __init__(
+        self,
+        name: str = "csi-mock",
+        config_file: Path = DEFAULT_CONFIG,
+        *,
+        node_image: str | None = None,
+        reuse: bool = False,
+        tools: Tools | None = None,
+        progress: Callable[[str], None] = lambda _: None,
+    ) -> None:
+        self.tools = tools or Tools.locate()
+        kubeconfig = DEFAULT_KUBECONFIG_ROOT / f"kind-{name}" / "kubeconfig"
+        super().__init__(kubeconfig, name=name, kubectl=self.tools["kubectl"], progress=progress)
+        self.config_file = config_file
+        self.node_image = node_image
+        self.reuse = reuse
+        self.cli = KindCli(
+            name,
+            config_file,
+            DRIVER_IMAGE,
+            kubeconfig=kubeconfig,
+            wait=None,
+            kind=self.tools["kind"],
+            kubectl=self.tools["kubectl"],
+        )
+        self.timings: dict[str, float] = {}
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def up(self) -> None:
+        """Create (or, with ``reuse``, adopt) the cluster and make it ready for the suites.
+        If that fails, a cluster this call created is deleted again."""
+        created = False
+        try:
+            created = self._up()
+        except BaseException:
+            if created or not self.reuse:
+                self.cli.delete()
+            raise
+
+    def _up(self) -> bool:
+        created = False
+        mark = time.monotonic()
+
+        def phase(name: str) -> None:
+            nonlocal mark
+            now = time.monotonic()
+            self.timings[name] = round(now - mark, 1)
+            mark = now
+
+        image = self.node_image
+        if image is None:
+            built = build_node_image(self.tools, progress=self.progress)
+            image = built.tag
+            self.progress(f"node image {image} ({'cached' if built.cached else 'built'})")
+        self.cli.node_image = image
+        phase("node image")
+        if self.reuse and self.cli.exists():
+            self.progress(f"reusing kind cluster {self.name!r}")
+            self.cli.export_kubeconfig()
+        else:
+            if self.cli.exists():
+                self.cli.delete()
+            self.progress(f"kind create cluster {self.name!r} ({self.config_file.name})")
+            created = True
+            try:
+                self.cli.create()
+            except CommandFailed as exc:
+                raise KindClusterError(
+                    f"kind could not create cluster {self.name!r}; nothing is left behind.\n"
+                    f"{exc}\nIs the Docker engine running with the runc wrapper "
+                    "(scripts/docker/engine.sh start)?"
+                ) from exc
+        phase("create")
+        self._install_network()
+        self._wait_nodes_ready()
+        self._without_coredns()
+        phase("network")
+        self._load_images()
+        phase("images")
+        return created
+
+    def down(self) -> None:
+        self.remove_driver()
+        self.cli.delete()
+
+    # -- steps ---------------------------------------------------------------------------
+
+    def _node_addressing(self) -> tuple[bool, list[network.NodeAddressing] | str]:
+        addressing, waiting = [], []
+        for node in self.kube.list(Node):
+            name = str(node.metadata.name if node.metadata else "")
+            cidr = node.spec.podCIDR if node.spec else None
+            addresses = (node.status.addresses if node.status else None) or []
+            internal = [a.address for a in addresses if a.type == "InternalIP"]
+            if not cidr or not internal:
+                waiting.append(name)
+                continue
+            addressing.append(network.NodeAddressing(name, internal[0], cidr))
+        if waiting or not addressing:
+            return False, f"nodes without a pod range or address yet: {waiting or 'no nodes'}"
+        return True, addressing
+
+    def _install_network(self) -> None:
+        found: list[network.NodeAddressing] = []
+
+        def ready() -> tuple[bool, str]:
+            ok, value = self._node_addressing()
+            if ok and not isinstance(value, str):
+                found[:] = value
+                return True, ""
+            return False, str(value)
+
+        wait_for("every node's pod range (spec.podCIDR)", ready, timeout=READY_TIMEOUT)
+        network.install(found, self._docker_exec)
+
+    def _docker_exec(self, node: str, argv: Sequence[str], stdin: str | None) -> str:
+        result = subprocess.run(
+            ["docker", "exec", "-i", node, *argv],
+            input=stdin or "",
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise KindClusterError(
+                f"`docker exec {node} {' '.join(argv)}` failed: {result.stderr.strip()}"
+            )
+        return result.stdout
+
+    def _wait_nodes_ready(self) -> None:
+        def ready() -> tuple[bool, str]:
+            not_ready = []
+            for node in self.kube.list(Node):
+                conditions = (node.status.conditions if node.status else None) or []
+                if not any(c.type == "Ready" and c.status == "True" for c in conditions):
+                    not_ready.append(str(node.metadata.name if node.metadata else "?"))
+            return not not_ready, f"not Ready: {not_ready}"
+
+        wait_for("every kind node to be Ready", ready, timeout=READY_TIMEOUT, interval=1)
+
+    def _without_coredns(self) -> None:
+        # The offline node image has no CoreDNS image (docs/kind.md): leave the
+        # Deployment at zero replicas rather than pods failing to pull forever.
+        if self.node_image is not None:
+            return
+        try:
+            self.kube.patch(
+                Deployment, "coredns", {"spec": {"replicas": 0}}, namespace="kube-system"
+            )
+        except ApiError as exc:
+            if exc.status.code != 404:
+                raise
+
+    def _load_images(self) -> None:
+        self.progress("building and loading the driver and sidecar images")
+        sidecars = build_sidecar_images(self.tools)
+        for sidecar, image in sidecars.items():
+            self.cli.load_image(ImageArchive(image.tarball))
+            self.sidecar_images[sidecar] = image.reference
+        self.driver_image = build_driver_image()
+        self.cli.load_image(self.driver_image)

@@ -1,0 +1,296 @@
+"""InClusterDriver against a stand-in API (tests/harness/deploy/fake_api.py): what it
+deletes and applies in which order, what it waits for and how a failed wait reads, and
+how it finds, calls and stops the components of a deployment."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+import yaml
+from lightkube.types import PatchType
+
+from csi_mock.admin.resources import TOKEN_HEADER
+from harness.cluster import ClusterNode
+from harness.deploy.incluster import DriverPodsFailed, InClusterDriver
+from harness.deploy.spec import NODE_TOPOLOGY_KEY, DriverDeployment
+from harness.local.waiting import WaitTimeout
+from tests.harness.deploy.fake_api import Event, FakeApi, ready_status
+
+NODES = [ClusterNode("worker", "zone-a", True), ClusterNode("worker2", "zone-b", True)]
+SIDECARS = {
+    "csi-provisioner": "csi-mock.local/csi-provisioner:v6",
+    "csi-attacher": "csi-mock.local/csi-attacher:v4",
+}
+
+
+class RecordingRunner:
+    def __init__(self, reply: str = "{}") -> None:
+        self.reply = reply
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv: Any) -> str:
+        self.calls.append(list(argv))
+        return self.reply
+
+
+def make_driver(
+    api: FakeApi,
+    tmp_path: Path,
+    *,
+    runner: RecordingRunner | None = None,
+    timeout: float = 10,
+    **fields: Any,
+) -> InClusterDriver:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        yaml.safe_dump(
+            {
+                "clusters": [
+                    {
+                        "name": "c",
+                        "cluster": {
+                            "server": "https://10.1.2.3:6443",
+                            "insecure-skip-tls-verify": True,
+                        },
+                    }
+                ],
+                "users": [{"name": "u", "user": {"token": "k8s-token"}}],
+                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "x",
+            }
+        )
+    )
+    return InClusterDriver(
+        DriverDeployment(**fields),
+        nodes=NODES,
+        kube=cast(Any, api),
+        kubeconfig=kubeconfig,
+        kubectl="/opt/kubectl",
+        image="csi-mock.local/csi-mock:dev",
+        sidecar_images=SIDECARS,
+        generation="3",
+        timeout=timeout,
+        run=runner or RecordingRunner(),
+    )
+
+
+@pytest.fixture
+def api() -> FakeApi:
+    return FakeApi(nodes=[n.name for n in NODES])
+
+
+def verbs(events: list[Event], verb: str) -> list[str]:
+    return [f"{e.kind}/{e.name}" for e in events if e.verb == verb]
+
+
+# -- deploy ----------------------------------------------------------------------------
+
+
+def test_deploy_applies_everything_and_returns_once_ready(api: FakeApi, tmp_path: Path) -> None:
+    make_driver(api, tmp_path).deploy()
+    applied = verbs(api.events, "apply")
+    assert applied[0] == "Namespace/csi-mock"
+    # Configuration before the pods that read it.
+    assert applied.index("ConfigMap/csi-mock-config") < applied.index("DaemonSet/csi-mock-node")
+    assert applied.index("Secret/csi-mock-admin") < applied.index("Deployment/csi-mock-controller")
+    assert api.registered == {"worker": {"csi-mock.example"}, "worker2": {"csi-mock.example"}}
+    assert len(api.pod_names("node")) == 2
+
+
+def test_deploy_first_removes_the_previous_deployment_and_waits_for_its_deregistration(
+    api: FakeApi, tmp_path: Path
+) -> None:
+    make_driver(api, tmp_path, name="old.example", attach_required=True).deploy()
+    old_pods = set(api.pod_names("node"))
+    api.events.clear()
+    make_driver(api, tmp_path).deploy()
+    deleted = verbs(api.events, "delete")
+    first_apply = next(i for i, e in enumerate(api.events) if e.verb == "apply")
+    assert all(i < first_apply for i, e in enumerate(api.events) if e.verb == "delete")
+    # The kubelets dropped the old driver before anything new was applied.
+    gone = [(e.name, e.body) for e in api.events[:first_apply] if e.verb == "deregistered"]
+    assert sorted(gone) == [("worker", "old.example"), ("worker2", "old.example")]
+    assert {
+        "DaemonSet/csi-mock-node",
+        "Deployment/csi-mock-controller",
+        "CSIDriver/old.example",
+        "StorageClass/csi-mock",
+        "ConfigMap/csi-mock-config",
+    } <= set(deleted)
+    assert [d for d in deleted if d.startswith("CSIStorageCapacity/")]
+    assert not old_pods & set(api.pod_names("node"))
+    assert api.registered == {"worker": {"csi-mock.example"}, "worker2": {"csi-mock.example"}}
+    assert api.objects[("CSIDriver", "csi-mock.example")]["spec"]["attachRequired"] is False
+    assert ("CSIDriver", "old.example") not in api.objects
+
+
+def test_a_missing_image_ends_the_wait_at_once_naming_the_container(tmp_path: Path) -> None:
+    def status(role: str, node: str) -> dict[str, Any]:
+        if role != "attacher":
+            return ready_status(role, node)
+        waiting = {
+            "reason": "ErrImageNeverPull",
+            "message": "image not present with pull policy Never",
+        }
+        return {
+            "phase": "Pending",
+            "containerStatuses": [
+                {
+                    "name": "csi-attacher",
+                    "image": "csi-mock.local/csi-attacher:v4",
+                    "imageID": "",
+                    "ready": False,
+                    "restartCount": 0,
+                    "state": {"waiting": waiting},
+                }
+            ],
+        }
+
+    api = FakeApi(nodes=["worker", "worker2"], pod_status=status)
+    started = time.monotonic()
+    with pytest.raises(DriverPodsFailed, match=r"csi-attacher.*ErrImageNeverPull") as failure:
+        make_driver(api, tmp_path, timeout=60).deploy()
+    assert time.monotonic() - started < 10
+    assert "csi-mock-controller" in str(failure.value)  # every pod is listed
+
+
+def test_a_timeout_says_what_was_seen_of_each_pod(tmp_path: Path) -> None:
+    def status(role: str, node: str) -> dict[str, Any]:
+        if role != "node" or node != "worker2":
+            return ready_status(role, node)
+        return {
+            "phase": "Pending",
+            "containerStatuses": [
+                {
+                    "name": "csi-mock",
+                    "image": "i",
+                    "imageID": "",
+                    "ready": False,
+                    "restartCount": 0,
+                    "state": {"waiting": {"reason": "ContainerCreating"}},
+                }
+            ],
+        }
+
+    api = FakeApi(nodes=["worker", "worker2"], pod_status=status)
+    with pytest.raises(WaitTimeout) as failure:
+        make_driver(api, tmp_path, timeout=1).deploy()
+    message = str(failure.value)
+    assert "csi-mock-node-worker2" in message  # the component not ready
+    assert "on worker2: Pending; csi-mock: waiting ContainerCreating" in message
+
+
+# -- finding and calling instances -----------------------------------------------------
+
+
+def test_instances_and_components_follow_the_provisioning_mode(
+    api: FakeApi, tmp_path: Path
+) -> None:
+    central = make_driver(api, tmp_path)
+    assert central.instances() == ["controller", "worker", "worker2"]
+    assert "csi-attacher" in central.components()
+    distributed = make_driver(api, tmp_path, provisioner_mode="distributed")
+    assert distributed.instances() == ["worker", "worker2"]
+    assert "csi-provisioner-worker2" in distributed.components()
+    with pytest.raises(ValueError, match="no csi-mock instance"):
+        distributed.admin("controller")
+
+
+def test_admin_goes_through_the_pod_proxy_of_the_instances_pod(
+    api: FakeApi, tmp_path: Path
+) -> None:
+    driver = make_driver(api, tmp_path)
+    driver.deploy()
+    (pod,) = [
+        p["metadata"]["name"]
+        for p in api.pods
+        if p["metadata"]["labels"]["app.kubernetes.io/component"] == "node"
+        and p["spec"]["nodeName"] == "worker2"
+    ]
+    with driver.admin("worker2") as admin:
+        assert admin.endpoint.base_url == (
+            f"https://10.1.2.3:6443/api/v1/namespaces/csi-mock/pods/{pod}:9809/proxy"
+        )
+        assert admin.endpoint.headers == {
+            "Authorization": "Bearer k8s-token",
+            TOKEN_HEADER: driver.admin_token,
+        }
+
+
+def test_get_capacity_asks_the_controller_pod(api: FakeApi, tmp_path: Path) -> None:
+    runner = RecordingRunner(
+        '{"available_capacity": "5368709120", "maximum_volume_size": "1073741824"}'
+    )
+    driver = make_driver(api, tmp_path, runner=runner)
+    driver.deploy()
+    assert driver.get_capacity({NODE_TOPOLOGY_KEY: "worker"}, {"kind": "striped"}) == (
+        5 << 30,
+        1 << 30,
+    )
+    (argv,) = runner.calls
+    assert argv[argv.index("exec") + 1] == api.pod_names("controller")[0]
+    assert "--container=csi-mock" in argv
+
+
+def test_distributed_get_capacity_asks_the_segments_node(api: FakeApi, tmp_path: Path) -> None:
+    runner = RecordingRunner('{"available_capacity": "1"}')
+    driver = make_driver(api, tmp_path, runner=runner, provisioner_mode="distributed")
+    driver.deploy()
+    assert driver.get_capacity({NODE_TOPOLOGY_KEY: "worker2"}, {}) == (1, 0)
+    pod = runner.calls[0][runner.calls[0].index("exec") + 1]
+    (node,) = [p["spec"]["nodeName"] for p in api.pods if p["metadata"]["name"] == pod]
+    assert node == "worker2"
+    with pytest.raises(ValueError, match=NODE_TOPOLOGY_KEY):
+        driver.get_capacity({"topology.csi-mock.example/zone": "zone-a"}, {})
+
+
+# -- stopping components ---------------------------------------------------------------
+
+
+def test_stopping_the_attacher_scales_only_its_deployment_and_keeps_its_log(
+    api: FakeApi, tmp_path: Path
+) -> None:
+    driver = make_driver(api, tmp_path)
+    driver.deploy()
+    (attacher,) = api.pod_names("attacher")
+    api.logs[(attacher, "csi-attacher")] = "I attached things\n"
+    others = [p["metadata"]["name"] for p in api.pods if p["metadata"]["name"] != attacher]
+    api.events.clear()
+    driver.stop_component("csi-attacher")
+    assert verbs(api.events, "patch") == ["Deployment/csi-mock-attacher"]
+    assert api.pod_names("attacher") == []
+    assert [p["metadata"]["name"] for p in api.pods] == others
+    assert driver.component_log("csi-attacher") == "I attached things\n"
+
+
+def test_stopping_a_nodes_provisioner_takes_only_that_node_out(
+    api: FakeApi, tmp_path: Path
+) -> None:
+    driver = make_driver(api, tmp_path, provisioner_mode="distributed")
+    driver.deploy()
+    nodes_before = len(api.pod_names("node"))
+    driver.stop_component("csi-provisioner-worker2")
+    remaining = [
+        p["spec"]["nodeName"]
+        for p in api.pods
+        if p["metadata"]["labels"]["app.kubernetes.io/component"] == "provisioner"
+    ]
+    assert remaining == ["worker"]
+    assert len(api.pod_names("node")) == nodes_before
+    driver.stop_component("csi-provisioner-worker")
+    assert api.pod_names("provisioner") == []
+    (patch, patch_type) = [e.body for e in api.events if e.verb == "patch"][-1]
+    assert patch_type is PatchType.MERGE
+    # The second patch still excludes the first node.
+    terms = patch["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    assert all(len(t["matchFields"]) == 2 for t in terms)
+
+
+def test_an_unknown_component_is_refused_with_the_known_ones(api: FakeApi, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="csi-attacher"):
+        make_driver(api, tmp_path, provisioner_mode="distributed").stop_component("csi-attacher")

@@ -1,0 +1,492 @@
+"""The objects of an in-cluster deployment: csi-mock accepts every configuration they
+carry, each node finds its own, sockets and state are where the other side looks for
+them, and every component named by the Driver interface is a workload that exists."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from lightkube import codecs
+
+from csi_mock.config import DriverConfig, Mode, validate_config
+from harness.cluster import ClusterNode
+from harness.deploy.incluster_objects import (
+    deployment_components,
+    excluding_nodes,
+    render_objects,
+)
+from harness.deploy.spec import (
+    DRIVER_NAMESPACE,
+    NODE_TOPOLOGY_KEY,
+    ZONE_TOPOLOGY_KEY,
+    DriverDeployment,
+)
+
+NODES = [ClusterNode("worker2", "zone-b", True), ClusterNode("worker", "zone-a", True)]
+SIDECAR_IMAGES = {
+    "csi-provisioner": "csi-mock.local/csi-provisioner:v6.3.0",
+    "csi-attacher": "csi-mock.local/csi-attacher:v4.13.0",
+}
+IMAGE = "csi-mock.local/csi-mock:dev"
+TOKEN = "admin-token-0123456789abcdef"
+
+
+def render(generation: str = "7-abc", **fields: Any) -> list[dict[str, Any]]:
+    return render_objects(
+        DriverDeployment(**fields),
+        NODES,
+        image=IMAGE,
+        sidecar_images=SIDECAR_IMAGES,
+        admin_token=TOKEN,
+        generation=generation,
+    )
+
+
+def find(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
+    (found,) = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
+    return found
+
+
+def pod_spec(workload: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = workload["spec"]["template"]["spec"]
+    return spec
+
+
+def container(workload: dict[str, Any], name: str) -> dict[str, Any]:
+    (found,) = [c for c in pod_spec(workload)["containers"] if c["name"] == name]
+    return found
+
+
+def workloads(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {
+        f"{o['kind']}/{o['metadata']['name']}": o
+        for o in objects
+        if o["kind"] in ("Deployment", "DaemonSet")
+    }
+
+
+def configs(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    data = find(objects, "ConfigMap", "csi-mock-config")["data"]
+    return {key: yaml.safe_load(text) for key, text in data.items()}
+
+
+def volume(workload: dict[str, Any], name: str) -> dict[str, Any]:
+    (found,) = [v for v in pod_spec(workload)["volumes"] if v["name"] == name]
+    return found
+
+
+def mount_path(cont: dict[str, Any], volume_name: str) -> str:
+    (found,) = [m["mountPath"] for m in cont["volumeMounts"] if m["name"] == volume_name]
+    return str(found)
+
+
+def allowed_nodes(workload: dict[str, Any]) -> set[str]:
+    """The nodes the workload's required node affinity admits (metadata.name fields)."""
+    terms = pod_spec(workload)["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+
+    def admits(term: dict[str, Any], node: str) -> bool:
+        for requirement in term["matchFields"]:
+            assert requirement["key"] == "metadata.name"
+            assert len(requirement["values"]) == 1  # the API allows one value here
+            inside = node in requirement["values"]
+            if inside != (requirement["operator"] == "In"):
+                return False
+        return True
+
+    return {n.name for n in NODES if any(admits(t, n.name) for t in terms)}
+
+
+def flag(args: list[str], name: str) -> str:
+    (value,) = [a.split("=", 1)[1] for a in args if a.startswith(f"{name}=")]
+    return value
+
+
+# -- what is deployed ------------------------------------------------------------------
+
+
+def test_central_deployment_runs_controller_sidecars_and_node_plugin() -> None:
+    assert sorted(workloads(render())) == [
+        "DaemonSet/csi-mock-node",
+        "Deployment/csi-mock-attacher",
+        "Deployment/csi-mock-controller",
+        "Deployment/csi-mock-provisioner",
+    ]
+
+
+def test_distributed_deployment_has_no_controller_and_no_attacher() -> None:
+    assert sorted(workloads(render(provisioner_mode="distributed"))) == [
+        "DaemonSet/csi-mock-node",
+        "DaemonSet/csi-mock-provisioner",
+    ]
+
+
+def test_everything_namespaced_is_in_the_driver_namespace() -> None:
+    objects = render()
+    namespaced = [o for o in objects if "namespace" in o["metadata"]]
+    assert {o["metadata"]["namespace"] for o in namespaced} == {DRIVER_NAMESPACE}
+    assert objects[0]["kind"] == "Namespace"
+    assert objects[0]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+
+
+def test_every_object_is_a_kubernetes_resource_lightkube_knows() -> None:
+    for obj in render() + render(provisioner_mode="distributed"):
+        codecs.from_dict(obj)
+
+
+def test_rbac_comes_from_the_manifests() -> None:
+    objects = render()
+    find(objects, "ClusterRole", "csi-mock-external-provisioner-runner")
+    find(objects, "ClusterRole", "csi-mock-external-attacher-runner")
+    find(objects, "ServiceAccount", "csi-mock-controller")
+
+
+def test_csidriver_follows_the_spec() -> None:
+    assert find(render(), "CSIDriver", "csi-mock.example")["spec"]["attachRequired"] is False
+    attach = find(render(attach_required=True), "CSIDriver", "csi-mock.example")
+    assert attach["spec"]["attachRequired"] is True
+    assert all(cfg["attach_required"] for cfg in configs(render(attach_required=True)).values())
+
+
+def test_without_csidriver_no_csidriver_object_is_rendered() -> None:
+    objects = render(csidriver=False)
+    assert not [o for o in objects if o["kind"] == "CSIDriver"]
+    assert [o["metadata"]["name"] for o in objects if o["kind"] == "StorageClass"]
+
+
+def test_storage_classes_name_the_driver() -> None:
+    classes = [o for o in render(name="other.example") if o["kind"] == "StorageClass"]
+    assert {c["provisioner"] for c in classes} == {"other.example"}
+
+
+# -- configurations --------------------------------------------------------------------
+
+
+def parsed_configs(**fields: Any) -> dict[str, DriverConfig]:
+    return {key: validate_config(data) for key, data in configs(render(**fields)).items()}
+
+
+def test_csi_mock_accepts_every_configuration() -> None:
+    central = parsed_configs()
+    assert sorted(central) == ["controller.yaml", "node-worker.yaml", "node-worker2.yaml"]
+    assert central["controller.yaml"].mode is Mode.CONTROLLER
+    assert central["node-worker.yaml"].mode is Mode.NODE
+    distributed = parsed_configs(provisioner_mode="distributed")
+    assert sorted(distributed) == ["node-worker.yaml", "node-worker2.yaml"]
+    assert {c.mode for c in distributed.values()} == {Mode.ALL}
+
+
+def test_each_node_config_has_its_own_id_and_segment() -> None:
+    parsed = parsed_configs()
+    for node in NODES:
+        config = parsed[f"node-{node.name}.yaml"]
+        assert config.node.id == node.name
+        assert config.node.segment == {NODE_TOPOLOGY_KEY: node.name, ZONE_TOPOLOGY_KEY: node.zone}
+
+
+def test_node_pod_picks_its_config_by_its_node_name() -> None:
+    node = find(render(), "DaemonSet", "csi-mock-node")
+    driver = container(node, "csi-mock")
+    config_dir = mount_path(driver, "config")
+    assert f"--config={config_dir}/node-$(NODE_NAME).yaml" in driver["args"]
+    (env,) = [e for e in driver["env"] if e["name"] == "NODE_NAME"]
+    assert env["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    # The DaemonSet runs only where a configuration exists.
+    assert allowed_nodes(node) == {"worker", "worker2"}
+
+
+def test_distributed_node_config_owns_only_its_own_pool() -> None:
+    parsed = parsed_configs(provisioner_mode="distributed")
+    pools = {key: [p.segment for p in c.pools] for key, c in parsed.items()}
+    assert pools == {
+        "node-worker.yaml": [{NODE_TOPOLOGY_KEY: "worker"}],
+        "node-worker2.yaml": [{NODE_TOPOLOGY_KEY: "worker2"}],
+    }
+    assert not any(c.node.materialize_missing_volumes for c in parsed.values())
+
+
+def test_central_nodes_create_missing_volumes_as_the_controller_keeps_them() -> None:
+    parsed = parsed_configs()
+    assert parsed["node-worker.yaml"].node.materialize_missing_volumes
+    assert len(parsed["node-worker.yaml"].pools) == 2  # the whole topology, as locally
+
+
+def test_nodes_bind_mount_and_register_themselves_at_the_socket_the_kubelet_sees() -> None:
+    objects = render()
+    node = find(objects, "DaemonSet", "csi-mock-node")
+    driver = container(node, "csi-mock")
+    config = validate_config(configs(objects)["node-worker.yaml"])
+    assert config.node.mount.value == "bind"
+    registration = config.node.registration
+    assert registration is not None
+    # The CSI socket is in socket-dir; the kubelet must be told the host's path of it.
+    socket_dir = mount_path(driver, "socket-dir")
+    assert config.socket_path.parent == Path(socket_dir)
+    host_socket_dir = volume(node, "socket-dir")["hostPath"]["path"]
+    assert registration.kubelet_endpoint == Path(host_socket_dir) / config.socket_path.name
+    assert host_socket_dir == "/var/lib/kubelet/plugins/csi-mock.example"
+    # The registration socket is created under the kubelet directory, shared both ways.
+    (kubelet,) = [m for m in driver["volumeMounts"] if m["name"] == "kubelet-dir"]
+    assert kubelet["mountPropagation"] == "Bidirectional"
+    assert registration.plugins_registry.is_relative_to(kubelet["mountPath"])
+    assert volume(node, "kubelet-dir")["hostPath"]["path"] == kubelet["mountPath"]
+    assert driver["securityContext"] == {"privileged": True}
+
+
+def test_no_registrar_or_livenessprobe_anywhere() -> None:
+    for obj in workloads(render()).values():
+        for cont in pod_spec(obj)["containers"]:
+            assert cont["name"] in ("csi-mock", "csi-provisioner", "csi-attacher")
+            assert "registrar" not in cont["image"] and "livenessprobe" not in cont["image"]
+            assert "livenessProbe" not in cont
+
+
+def test_every_instance_serves_the_admin_api_on_tcp_with_the_token_file() -> None:
+    objects = render()
+    secret = find(objects, "Secret", "csi-mock-admin")
+    assert base64.b64decode(secret["data"]["token"]).decode() == TOKEN
+    for key, config in parsed_configs().items():
+        assert config.admin.tcp == "0.0.0.0:9809", key
+        assert config.admin.token_file is not None
+    for name in ("Deployment/csi-mock-controller", "DaemonSet/csi-mock-node"):
+        workload = workloads(objects)[name]
+        driver = container(workload, "csi-mock")
+        token_dir = mount_path(driver, "admin-token")
+        assert volume(workload, "admin-token")["secret"]["secretName"] == "csi-mock-admin"
+        for config in parsed_configs().values():
+            assert config.admin.token_file == Path(token_dir) / "token"
+        assert driver["readinessProbe"]["tcpSocket"]["port"] == 9809
+
+
+# -- sockets and sidecars --------------------------------------------------------------
+
+
+def test_central_sidecars_reach_the_controller_socket_on_the_same_node() -> None:
+    objects = render()
+    controller = find(objects, "Deployment", "csi-mock-controller")
+    endpoint = validate_config(configs(objects)["controller.yaml"]).socket_path
+    host_dir = volume(controller, "socket-dir")["hostPath"]["path"]
+    for name, sidecar in (
+        ("csi-mock-provisioner", "csi-provisioner"),
+        ("csi-mock-attacher", "csi-attacher"),
+    ):
+        workload = find(objects, "Deployment", name)
+        cont = container(workload, sidecar)
+        assert volume(workload, "socket-dir")["hostPath"]["path"] == host_dir
+        socket = Path(flag(cont["args"], "--csi-address"))
+        assert socket.parent == Path(mount_path(cont, "socket-dir"))
+        assert socket.name == endpoint.name
+        assert allowed_nodes(workload) == allowed_nodes(controller) == {"worker"}
+    assert Path(mount_path(container(controller, "csi-mock"), "socket-dir")) == endpoint.parent
+
+
+def test_central_provisioner_runs_in_cluster_with_the_local_flags() -> None:
+    objects = render(capacity_poll_interval="7s")
+    provisioner = container(find(objects, "Deployment", "csi-mock-provisioner"), "csi-provisioner")
+    args = provisioner["args"]
+    assert not [a for a in args if a.startswith("--kubeconfig")]
+    assert flag(args, "--capacity-ownerref-level") == "2"
+    assert flag(args, "--capacity-poll-interval") == "7s"
+    assert flag(args, "--leader-election") == "false"
+    assert "--enable-capacity" in args and "--strict-topology" in args
+    assert "--node-deployment" not in args
+    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in provisioner["env"]}
+    assert env == {"NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name"}
+    assert (
+        "--strict-topology"
+        not in container(
+            find(render(strict_topology=False), "Deployment", "csi-mock-provisioner"),
+            "csi-provisioner",
+        )["args"]
+    )
+
+
+def test_central_deployments_never_run_twice_at_once() -> None:
+    for name, workload in workloads(render()).items():
+        if name.startswith("Deployment/"):
+            assert workload["spec"]["replicas"] == 1
+            assert workload["spec"]["strategy"] == {"type": "Recreate"}
+
+
+def test_distributed_provisioner_serves_its_own_node_through_the_node_socket() -> None:
+    objects = render(provisioner_mode="distributed")
+    node = find(objects, "DaemonSet", "csi-mock-node")
+    workload = find(objects, "DaemonSet", "csi-mock-provisioner")
+    provisioner = container(workload, "csi-provisioner")
+    args = provisioner["args"]
+    assert "--node-deployment" in args
+    assert flag(args, "--node-deployment-immediate-binding") == "false"
+    assert flag(args, "--capacity-ownerref-level") == "1"
+    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in provisioner["env"]}
+    assert env["NODE_NAME"] == "spec.nodeName"
+    assert volume(workload, "socket-dir") == volume(node, "socket-dir")
+    assert allowed_nodes(workload) == allowed_nodes(node)
+    # The provisioner talks to the API server; the account with its roles is this one.
+    assert pod_spec(workload)["serviceAccountName"] == "csi-mock-controller"
+
+
+def test_images_are_never_pulled_and_are_the_ones_given() -> None:
+    for workload in workloads(render()).values():
+        spec = pod_spec(workload)
+        for cont in spec["containers"] + spec.get("initContainers", []):
+            assert cont["imagePullPolicy"] == "IfNotPresent"
+            expected = SIDECAR_IMAGES.get(cont["name"], IMAGE)
+            assert cont["image"] == expected
+
+
+def test_missing_sidecar_image_is_named() -> None:
+    with pytest.raises(ValueError, match="csi-attacher"):
+        render_objects(
+            DriverDeployment(),
+            NODES,
+            image=IMAGE,
+            sidecar_images={"csi-provisioner": "p"},
+            admin_token=TOKEN,
+            generation="1",
+        )
+    # Distributed has no attacher, so it needs no attacher image.
+    render_objects(
+        DriverDeployment(provisioner_mode="distributed"),
+        NODES,
+        image=IMAGE,
+        sidecar_images={"csi-provisioner": "p"},
+        admin_token=TOKEN,
+        generation="1",
+    )
+
+
+def test_workloads_select_their_own_pods_and_carry_the_driver_name() -> None:
+    for workload in workloads(render(name="other.example")).values():
+        selector = workload["spec"]["selector"]["matchLabels"]
+        template_labels = workload["spec"]["template"]["metadata"]["labels"]
+        assert selector == template_labels == workload["metadata"]["labels"]
+        assert template_labels["app.kubernetes.io/name"] == "csi-mock"
+        assert template_labels["app.kubernetes.io/instance"] == "other.example"
+    roles = [
+        w["metadata"]["labels"]["app.kubernetes.io/component"] for w in workloads(render()).values()
+    ]
+    assert len(roles) == len(set(roles))
+
+
+# -- state -----------------------------------------------------------------------------
+
+
+def test_node_state_is_kept_per_generation() -> None:
+    first = parsed_configs()  # generation 7-abc
+    second = {k: validate_config(v) for k, v in configs(render(generation="8-def")).items()}
+    for key in ("node-worker.yaml", "node-worker2.yaml"):
+        assert first[key].state_dir != second[key].state_dir
+        assert "7-abc" in str(first[key].state_dir)
+    node = find(render(), "DaemonSet", "csi-mock-node")
+    state_mount = mount_path(container(node, "csi-mock"), "state")
+    assert first["node-worker.yaml"].state_dir.is_relative_to(state_mount)
+    # ... on the host, under the driver's own directory.
+    assert volume(node, "state")["hostPath"]["path"] == "/var/lib/csi-mock/csi-mock.example"
+
+
+def test_controller_state_lives_and_dies_with_its_pod() -> None:
+    objects = render()
+    controller = find(objects, "Deployment", "csi-mock-controller")
+    assert volume(controller, "state") == {"name": "state", "emptyDir": {}}
+    config = validate_config(configs(objects)["controller.yaml"])
+    assert config.state_dir == Path(mount_path(container(controller, "csi-mock"), "state"))
+    first = volume(controller, "socket-dir")["hostPath"]["path"]
+    second = volume(
+        find(render(generation="8-def"), "Deployment", "csi-mock-controller"), "socket-dir"
+    )
+    assert first != second["hostPath"]["path"]
+
+
+def test_node_pod_removes_earlier_generations_state_before_starting(tmp_path: Path) -> None:
+    node = find(render(generation="7-abc"), "DaemonSet", "csi-mock-node")
+    (init,) = pod_spec(node)["initContainers"]
+    state_mount = mount_path(init, "state")
+    assert state_mount == mount_path(container(node, "csi-mock"), "state")
+    for path in ("6-old/node/state.db", "7-abc/node/state.db", "5-older/controller/csi.sock"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("x")
+    (tmp_path / "stray-file").write_text("x")
+    command = [sys.executable if c == "python3" else c for c in init["command"]]
+    command = [str(tmp_path) if c == state_mount else c for c in command]
+    subprocess.run(command, check=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["7-abc"]
+    assert (tmp_path / "7-abc/node/state.db").read_text() == "x"
+
+
+def test_generation_must_be_one_directory_name() -> None:
+    for bad in ("", "..", "a/b", "-x"):
+        with pytest.raises(ValueError, match="generation"):
+            render(generation=bad)
+
+
+# -- components ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["central", "distributed"])
+def test_every_component_is_a_container_of_a_rendered_workload(mode: str) -> None:
+    objects = render(provisioner_mode=mode)
+    components = deployment_components(
+        DriverDeployment(provisioner_mode=mode), ["worker", "worker2"]
+    )
+    for component in components.values():
+        workload = find(objects, component.workload_kind, component.workload)
+        assert (
+            workload["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"]
+            == component.role
+        )
+        container(workload, component.container)
+        if component.node is not None:
+            assert component.node in allowed_nodes(workload)
+
+
+def test_components_are_named_as_the_driver_interface_says() -> None:
+    central = deployment_components(DriverDeployment(), ["worker", "worker2"])
+    assert list(central) == [
+        "csi-mock-controller",
+        "csi-mock-node-worker",
+        "csi-mock-node-worker2",
+        "csi-provisioner",
+        "csi-attacher",
+    ]
+    distributed = deployment_components(
+        DriverDeployment(provisioner_mode="distributed"), ["worker", "worker2"]
+    )
+    assert list(distributed) == [
+        "csi-mock-node-worker",
+        "csi-mock-node-worker2",
+        "csi-provisioner-worker",
+        "csi-provisioner-worker2",
+    ]
+
+
+def test_excluding_a_node_takes_only_that_node_out_of_a_daemonset() -> None:
+    node = find(render(), "DaemonSet", "csi-mock-node")
+    patch = excluding_nodes(["worker", "worker2"], {"worker2"})
+    patched = {**node, "spec": {**node["spec"], "template": {**node["spec"]["template"]}}}
+    patched["spec"]["template"]["spec"] = {
+        **pod_spec(node),
+        **patch["spec"]["template"]["spec"],
+    }
+    assert allowed_nodes(patched) == {"worker"}
+    everything = excluding_nodes(["worker", "worker2"], {"worker", "worker2"})
+    patched["spec"]["template"]["spec"] = {
+        **pod_spec(node),
+        **everything["spec"]["template"]["spec"],
+    }
+    assert allowed_nodes(patched) == set()
+    # Still a valid affinity: a term per node, never none.
+    assert (
+        len(
+            everything["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+                "requiredDuringSchedulingIgnoredDuringExecution"
+            ]["nodeSelectorTerms"]
+        )
+        == 2
+    )

@@ -1,0 +1,77 @@
+"""A pod's containers in one line, and which states no amount of waiting cures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lightkube.resources.core_v1 import Pod
+
+from harness.kube.pod_status import CRASH_LOOP_RESTARTS, describe_pod, unrecoverable
+
+
+def pod(*statuses: dict[str, Any], init: tuple[dict[str, Any], ...] = ()) -> Pod:
+    return Pod.from_dict(
+        {
+            "metadata": {"name": "csi-mock-node-abc"},
+            "spec": {"nodeName": "worker", "containers": [{"name": "csi-mock"}]},
+            "status": {
+                "phase": "Pending",
+                "containerStatuses": list(statuses),
+                "initContainerStatuses": list(init),
+            },
+        }
+    )
+
+
+def status(name: str, state: dict[str, Any], restarts: int = 0, **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "image": f"csi-mock.local/{name}:dev",
+        "imageID": "",
+        "ready": False,
+        "restartCount": restarts,
+        "state": state,
+        **extra,
+    }
+
+
+def test_description_names_node_phase_and_each_containers_state() -> None:
+    text = describe_pod(
+        pod(
+            status("csi-mock", {"waiting": {"reason": "ContainerCreating"}}),
+            init=(
+                status(
+                    "remove-earlier-state", {"terminated": {"exitCode": 0, "reason": "Completed"}}
+                ),
+            ),
+        )
+    )
+    assert text == (
+        "csi-mock-node-abc on worker: Pending; "
+        "remove-earlier-state: terminated Completed exit 0; "
+        "csi-mock: waiting ContainerCreating"
+    )
+
+
+def test_a_missing_image_cannot_be_waited_for() -> None:
+    missing = pod(status("csi-mock", {"waiting": {"reason": "ErrImageNeverPull", "message": "no"}}))
+    reason = unrecoverable(missing)
+    assert reason is not None
+    assert "csi-mock-node-abc/csi-mock" in reason and "csi-mock.local/csi-mock:dev" in reason
+
+
+def test_a_crash_loop_counts_only_after_repeated_crashes() -> None:
+    last = {"terminated": {"exitCode": 2, "reason": "Error", "message": "node.id is required"}}
+    crashing = {"waiting": {"reason": "CrashLoopBackOff"}}
+    early = pod(status("csi-mock", crashing, CRASH_LOOP_RESTARTS - 1, lastState=last))
+    assert unrecoverable(early) is None
+    broken = pod(status("csi-mock", crashing, CRASH_LOOP_RESTARTS, lastState=last))
+    reason = unrecoverable(broken)
+    assert reason is not None and "node.id is required" in reason
+
+
+def test_starting_containers_are_not_failures() -> None:
+    assert (
+        unrecoverable(pod(status("csi-mock", {"waiting": {"reason": "ContainerCreating"}}))) is None
+    )
+    assert unrecoverable(pod()) is None
