@@ -7,8 +7,13 @@ REPORTS ?= reports
 
 # The pinned tools the tests run: csi-sanity, and everything the local cluster needs.
 TEST_TOOLS ?= csi-sanity kubernetes etcd containerd runc cni-plugins csi-provisioner csi-attacher
+# ... and what the kind cluster needs besides (its node image is built from all of them).
+KIND_TOOLS ?= crictl kind
+# The suites CI runs on kind (all five: make e2e-kind KIND_SUITES=... to choose).
+KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach.py \
+	tests/e2e/test_volume_limits.py tests/e2e/test_topology.py tests/e2e/test_capacity_scoring.py
 
-.PHONY: install system-deps run test e2e cluster-up cluster-down lint unit sanity tools doctor bench clean
+.PHONY: install system-deps run test e2e e2e-kind kind-image cluster-up cluster-down lint unit sanity tools doctor bench clean
 
 install:  ## install csi-mock and its development dependencies
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
@@ -32,10 +37,26 @@ tools:  ## build every pinned external tool into the cache (subset: TOOLS="csi-s
 doctor:  ## list every pinned tool: version, present or missing
 	bash scripts/tools.sh doctor
 
-test: install system-deps lint  ## everything CI runs: lint, unit, driver, crash, csi-sanity, e2e on a local cluster
-	bash scripts/tools.sh build $(TEST_TOOLS)
+test: install system-deps lint  ## everything CI runs: lint, unit, driver, crash, csi-sanity, e2e on a local cluster, then on kind
+	bash scripts/tools.sh build $(TEST_TOOLS) $(KIND_TOOLS)
 	mkdir -p $(REPORTS)
 	$(PYTHON) -m pytest -ra --junitxml=$(REPORTS)/junit.xml
+	$(MAKE) --no-print-directory e2e-kind-run
+
+e2e-kind: install system-deps  ## the mission suites on a fresh kind cluster (Docker engine from scripts/docker)
+	bash scripts/tools.sh build $(TEST_TOOLS) $(KIND_TOOLS)
+	$(MAKE) --no-print-directory e2e-kind-run
+
+e2e-kind-run:
+	bash scripts/docker/engine.sh start
+	mkdir -p $(REPORTS)/kind
+	$(PYTHON) -m pytest -ra -m e2e --cluster kind --junitxml=$(REPORTS)/kind/junit.xml \
+		$(KIND_SUITES)
+
+kind-image: install system-deps  ## the offline kind node image (cached; prints its tag)
+	bash scripts/tools.sh build $(TEST_TOOLS) $(KIND_TOOLS)
+	bash scripts/docker/engine.sh start
+	csi-harness kind image
 
 e2e: install system-deps  ## only the end-to-end suites, on a fresh local cluster
 	bash scripts/tools.sh build $(TEST_TOOLS)

@@ -8,6 +8,9 @@ csi-harness cluster up --provider kind [--name NAME] [--kind-config FILE]
                        [--node-image IMAGE] [--reuse]
 csi-harness cluster down --provider kind [--name NAME]
 csi-harness kind image     build (or find) the offline kind node image; print its tag
+csi-harness kind load-images --name NAME
+                           build the driver, sidecar and busybox images and load them into
+                           a kind cluster made by hand (for --cluster existing)
 """
 
 from __future__ import annotations
@@ -126,19 +129,36 @@ def _parser() -> argparse.ArgumentParser:
     kind = commands.add_parser("kind", help="kind node image")
     kind_actions = kind.add_subparsers(dest="action", required=True)
     kind_actions.add_parser("image", help="build the offline node image (cached); print its tag")
+    load = kind_actions.add_parser("load-images", help="load the suites' images into a cluster")
+    load.add_argument("--name", required=True, help="the kind cluster's name")
     return parser
 
 
 def _kind_main(args: argparse.Namespace) -> int:
     # Imported here: the kind provider needs lightkube and the deploy package, the local
     # commands do not.
-    from harness.kind.cluster import DEFAULT_CONFIG, KindCluster, KindClusterError
+    from harness.deploy.images import DriverImageError
+    from harness.kind.cluster import (
+        DEFAULT_CONFIG,
+        KindCluster,
+        KindClusterError,
+        load_suite_images,
+    )
     from harness.kind.node_image import build_node_image
+    from harness.kind.provider import CommandFailed, KindCli
 
     def progress(message: str) -> None:
         print(f"csi-harness: {message}", file=sys.stderr, flush=True)
 
     try:
+        if args.command == "kind" and args.action == "load-images":
+            tools = Tools.locate()
+            cli = KindCli(args.name, kind=tools["kind"], kubectl=tools["kubectl"])
+            if not cli.exists():
+                raise UsageError(f"--name {args.name}: kind knows no such cluster")
+            for sidecar, reference in load_suite_images(cli, tools, progress).items():
+                progress(f"{sidecar}: {reference}")
+            return 0
         if args.command == "kind":
             image = build_node_image(Tools.locate(), progress=progress)
             state = "cached" if image.cached else f"built in {image.seconds:.0f}s"
@@ -166,7 +186,7 @@ def _kind_main(args: argparse.Namespace) -> int:
     except UsageError as exc:
         print(f"csi-harness: {exc}", file=sys.stderr)
         return 2
-    except (KindClusterError, NodeImageError, ToolsMissing) as exc:
+    except (KindClusterError, NodeImageError, DriverImageError, CommandFailed, ToolsMissing) as exc:
         print(f"csi-harness: {exc}", file=sys.stderr)
         return 1
 

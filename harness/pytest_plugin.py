@@ -151,7 +151,7 @@ def _kind_cluster(config: pytest.Config, progress: Callable[[str], None]) -> Ite
         yield cluster
     finally:
         if keep:
-            cluster.remove_driver()
+            cluster.release()
             progress(f"kind cluster kept: export KUBECONFIG={cluster.kubeconfig}")
         else:
             cluster.down()

@@ -146,7 +146,10 @@ class ConformanceReporter:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.record = RunRecord(reports=config.rootpath / REPORTS_DIR)
+        # Each provider's run keeps its own summary and diagnostics (CI runs two).
+        provider = config.getoption("--cluster", "local")
+        reports = config.rootpath / REPORTS_DIR
+        self.record = RunRecord(reports=reports if provider == "local" else reports / provider)
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.record.started = time.monotonic()

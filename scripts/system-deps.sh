@@ -4,8 +4,9 @@
 #   gcc libc6-dev    the static pause binary of the sandbox image
 #   libseccomp-dev pkg-config   runc with seccomp (containerd gives sandboxes a profile)
 #   iproute2         `ip`, for the pod bridge
+#   debootstrap      the root filesystems of the kind node image and the driver image
 set -euo pipefail
-PACKAGES=(busybox-static gcc libc6-dev libseccomp-dev pkg-config iproute2)
+PACKAGES=(busybox-static gcc libc6-dev libseccomp-dev pkg-config iproute2 debootstrap)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.apps_v1 import Deployment
-from lightkube.resources.core_v1 import Node
+from lightkube.resources.core_v1 import Node, Pod
 
 from harness.deploy.images import DRIVER_IMAGE, build_driver_image, build_sidecar_images
 from harness.existing import ExistingCluster
@@ -30,6 +30,8 @@ from harness.kind.provider import (
     ImageArchive,
     KindCli,
 )
+from harness.kind.scheduler import SchedulerManifest
+from harness.local.images import build_busybox_image
 from harness.local.tools import Tools
 from harness.local.waiting import wait_for
 
@@ -75,6 +77,52 @@ class KindCluster(ExistingCluster):
             kubectl=self.tools["kubectl"],
         )
         self.timings: dict[str, float] = {}
+        self._scheduler = SchedulerManifest(
+            lambda argv, stdin: self._docker_exec(self.control_plane, argv, stdin)
+        )
+        self._scheduler_config: dict[str, object] = {}
+
+    @property
+    def control_plane(self) -> str:
+        """The control-plane node's container (kind names it after the cluster)."""
+        return f"{self.name}-control-plane"
+
+    # -- scheduler -----------------------------------------------------------------------
+
+    @property
+    def scheduler_config(self) -> dict[str, object]:
+        return dict(self._scheduler_config)
+
+    def restart_scheduler(self, scheduler: Mapping[str, object]) -> None:
+        """Rewrite the scheduler's static pod (``harness.kind.scheduler``) and wait
+        until the kubelet runs the new one, Ready."""
+        before = self._scheduler_pod_hash()
+        self._scheduler.apply(scheduler)
+        self._scheduler_config = dict(scheduler)
+
+        def restarted() -> tuple[bool, str]:
+            for pod in self.kube.list(
+                Pod, namespace="kube-system", labels={"component": "kube-scheduler"}
+            ):
+                annotations = (pod.metadata.annotations if pod.metadata else None) or {}
+                conditions = (pod.status.conditions if pod.status else None) or []
+                ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+                config_hash = annotations.get("kubernetes.io/config.hash")
+                if config_hash != before and ready:
+                    return True, ""
+                return False, f"scheduler pod hash {config_hash} (was {before}), ready {ready}"
+            return False, "no kube-scheduler pod"
+
+        wait_for("kube-scheduler to restart with its new configuration", restarted, timeout=120)
+
+    def _scheduler_pod_hash(self) -> str | None:
+        for pod in self.kube.list(
+            Pod, namespace="kube-system", labels={"component": "kube-scheduler"}
+        ):
+            return ((pod.metadata.annotations if pod.metadata else None) or {}).get(
+                "kubernetes.io/config.hash"
+            )
+        return None
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -134,6 +182,13 @@ class KindCluster(ExistingCluster):
     def down(self) -> None:
         self.remove_driver()
         self.cli.delete()
+
+    def release(self) -> None:
+        """Leave the cluster running as it was made: the driver removed, kubeadm's
+        scheduler manifest back."""
+        self.remove_driver()
+        if self._scheduler_config:
+            self.restart_scheduler({})
 
     # -- steps ---------------------------------------------------------------------------
 
@@ -204,10 +259,21 @@ class KindCluster(ExistingCluster):
                 raise
 
     def _load_images(self) -> None:
-        self.progress("building and loading the driver and sidecar images")
-        sidecars = build_sidecar_images(self.tools)
-        for sidecar, image in sidecars.items():
-            self.cli.load_image(ImageArchive(image.tarball))
-            self.sidecar_images[sidecar] = image.reference
-        self.driver_image = build_driver_image()
-        self.cli.load_image(self.driver_image)
+        self.sidecar_images.update(load_suite_images(self.cli, self.tools, self.progress))
+        self.driver_image = DRIVER_IMAGE
+
+
+def load_suite_images(
+    cli: KindCli, tools: Tools, progress: Callable[[str], None] = lambda _: None
+) -> dict[str, str]:
+    """Build the driver, sidecar and busybox images and load them into the nodes of
+    ``cli``'s cluster; return sidecar -> image. For clusters made by hand too."""
+    progress("building and loading the driver, sidecar and test pod images")
+    # The suites' pods run the local busybox image: nothing can be pulled.
+    cli.load_image(ImageArchive(build_busybox_image().tarball))
+    sidecars = {}
+    for sidecar, image in build_sidecar_images(tools).items():
+        cli.load_image(ImageArchive(image.tarball))
+        sidecars[sidecar] = image.reference
+    cli.load_image(build_driver_image(DRIVER_IMAGE))
+    return sidecars
