@@ -112,6 +112,12 @@ def open_cluster(config: pytest.Config) -> AbstractContextManager[Cluster]:
     ):
         raise pytest.UsageError("--kind-config and --node-image are options of --cluster kind")
     if provider == "kind":
+        from harness.kind.node_image import NodeImageError, require_docker
+
+        try:
+            require_docker()
+        except NodeImageError as exc:
+            raise pytest.UsageError(f"--cluster kind: {exc}") from exc
         return _kind_cluster(config, progress)
     if provider == "existing":
         kubeconfig = config.getoption("--kubeconfig")

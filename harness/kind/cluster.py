@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+import yaml
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Node, Pod
@@ -35,7 +36,7 @@ from harness.local.images import build_busybox_image
 from harness.local.tools import Tools
 from harness.local.waiting import wait_for
 
-DEFAULT_CONFIG = KIND_CONFIG_DIR / "two-nodes.yaml"
+DEFAULT_CONFIG = KIND_CONFIG_DIR / "suites.yaml"
 READY_TIMEOUT = 240.0
 
 
@@ -171,7 +172,8 @@ class KindCluster(ExistingCluster):
                     "(scripts/docker/engine.sh start)?"
                 ) from exc
         phase("create")
-        self._install_network()
+        if self.brings_own_cni:
+            self._install_network()
         self._wait_nodes_ready()
         self._without_coredns()
         phase("network")
@@ -189,6 +191,13 @@ class KindCluster(ExistingCluster):
         self.remove_driver()
         if self._scheduler_config:
             self.restart_scheduler({})
+
+    @property
+    def brings_own_cni(self) -> bool:
+        """Whether the kind configuration turns kind's CNI off, so that the harness
+        networks the pods (with a node image of the user's own, kindnetd may be kept)."""
+        config = yaml.safe_load(self.config_file.read_text()) or {}
+        return bool((config.get("networking") or {}).get("disableDefaultCNI"))
 
     # -- steps ---------------------------------------------------------------------------
 

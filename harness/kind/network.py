@@ -2,8 +2,9 @@
 
 kind's own CNI (kindnetd) cannot be built here (the module proxy refuses it), so the
 cluster is created with ``networking.disableDefaultCNI: true`` and this module does
-what kindnetd would for a single docker network: on every node, a bridge CNI
-configuration for the node's ``spec.podCIDR`` (host-local IPAM), and a route to every
+what kindnetd would for a single docker network: on every node, a ptp CNI configuration
+for the node's ``spec.podCIDR`` (host-local IPAM; ptp, host-local and portmap are in
+every kind node image, so a user's own node image works too), and a route to every
 other node's pod range through that node's address. All nodes share one L2 network,
 so no encapsulation is needed.
 """
@@ -16,7 +17,6 @@ from dataclasses import dataclass
 
 CNI_CONFIG_PATH = "/etc/cni/net.d/10-csi-mock.conflist"
 CNI_VERSION = "1.0.0"
-BRIDGE = "cni0"
 
 
 @dataclass(frozen=True)
@@ -32,20 +32,16 @@ Exec = Callable[[str, Sequence[str], str | None], str]
 
 
 def cni_config(node: NodeAddressing) -> dict[str, object]:
-    """The node's CNI configuration list: bridge + host-local over its pod range,
-    portmap for hostPort pods."""
+    """The node's CNI configuration list: ptp (a veth per pod, routed by the node) +
+    host-local over its pod range, portmap for hostPort pods."""
     return {
         "cniVersion": CNI_VERSION,
         "name": "csi-mock-kind",
         "plugins": [
             {
-                "type": "bridge",
-                "bridge": BRIDGE,
-                "isGateway": True,
-                # Pods reach other nodes' pods by routes, and the API server by the
-                # node's own address: only traffic leaving the cluster range is masked.
+                "type": "ptp",
+                # Traffic leaving the pod ranges is masqueraded as the node.
                 "ipMasq": True,
-                "hairpinMode": True,
                 "ipam": {
                     "type": "host-local",
                     "ranges": [[{"subnet": node.pod_cidr}]],

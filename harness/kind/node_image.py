@@ -92,7 +92,7 @@ NODE_BINARIES = {
     "usr/bin": ("kubeadm", "kubelet", "kubectl"),
     "usr/local/bin": ("containerd", "containerd-shim-runc-v2", "ctr", "crictl"),
     "usr/local/sbin": ("runc",),
-    "opt/cni/bin": ("bridge", "host-local", "loopback", "portmap"),
+    "opt/cni/bin": ("ptp", "bridge", "host-local", "loopback", "portmap"),
 }
 ENTRYPOINT = '["/usr/local/bin/entrypoint", "/sbin/init"]'
 
@@ -123,7 +123,7 @@ def build_node_image(
     """The node image for the pinned toolset, built unless Docker already has it."""
     started = time.monotonic()
     cache = cache_dir or default_cache_dir()
-    _require_docker()
+    require_docker()
     for name in (*_all_binaries(), "etcd", "kube-proxy"):
         if not Path(tools[name]).exists():
             raise NodeImageError(
@@ -475,7 +475,8 @@ def _docker_import(root: Path, tag: str, version: str) -> None:
 # -- small pieces -----------------------------------------------------------------------
 
 
-def _require_docker() -> None:
+def require_docker() -> None:
+    """Raise NodeImageError naming the fix unless a Docker engine answers."""
     if shutil.which("docker") is None:
         raise NodeImageError("no docker CLI: install docker.io (scripts/docker/engine.sh start)")
     result = subprocess.run(["docker", "info"], capture_output=True, text=True, check=False)

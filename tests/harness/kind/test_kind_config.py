@@ -47,7 +47,7 @@ def test_one_control_plane_and_two_workers_in_different_zones(name: str) -> None
     assert None not in zones and len(set(zones)) == 2
 
 
-@pytest.mark.parametrize("name", ["two-nodes.yaml", "capacity-scoring.yaml"])
+@pytest.mark.parametrize("name", ["two-nodes.yaml", "capacity-scoring.yaml", "suites.yaml"])
 def test_no_default_cni_and_the_kubelet_accepts_cgroup_v1(name: str) -> None:
     config = load(name)
     assert config["networking"]["disableDefaultCNI"] is True
@@ -133,3 +133,10 @@ def test_pinned_kube_scheduler_accepts_the_configuration(tmp_path: Path) -> None
     (profile,) = yaml.safe_load(written.read_text())["profiles"]
     (plugin,) = [p for p in profile["pluginConfig"] if p["name"] == "VolumeBinding"]
     assert plugin["args"]["shape"] == volume_binding_args()["shape"]
+
+
+def test_the_suites_cluster_has_a_zone_with_two_workers_and_another_zone() -> None:
+    nodes = load("suites.yaml")["nodes"]
+    assert [n["role"] for n in nodes] == ["control-plane", "worker", "worker", "worker"]
+    zones = [n["labels"][ZONE_LABEL] for n in nodes[1:]]
+    assert sorted(zones.count(z) for z in set(zones)) == [1, 2]
