@@ -9,9 +9,14 @@ REPORTS ?= reports
 TEST_TOOLS ?= csi-sanity kubernetes etcd containerd runc cni-plugins csi-provisioner csi-attacher
 # ... and what the kind cluster needs besides (its node image is built from all of them).
 KIND_TOOLS ?= crictl kind
-# The suites CI runs on kind (all five: make e2e-kind KIND_SUITES=... to choose).
+# The suites `make e2e-kind` runs on kind: all five mission suites.
 KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach.py \
 	tests/e2e/test_volume_limits.py tests/e2e/test_topology.py tests/e2e/test_capacity_scoring.py
+# The ones `make test` (CI) runs on kind, to stay within CI's time budget from nothing
+# (docs/toolchain.md): capacity tracking, skip attach and volume limits, all of them but
+# the attach flip whose strict xfail waits 95 s for nothing new (it runs on local).
+CI_KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach.py \
+	tests/e2e/test_volume_limits.py -k "not flipped_to_false_while_the_pod_runs"
 
 .PHONY: install system-deps run test e2e e2e-kind kind-image cluster-up cluster-down lint unit sanity tools doctor bench clean
 
@@ -41,7 +46,7 @@ test: install system-deps lint  ## everything CI runs: lint, unit, driver, crash
 	bash scripts/tools.sh build $(TEST_TOOLS) $(KIND_TOOLS)
 	mkdir -p $(REPORTS)
 	$(PYTHON) -m pytest -ra --junitxml=$(REPORTS)/junit.xml
-	$(MAKE) --no-print-directory e2e-kind-run
+	$(MAKE) --no-print-directory e2e-kind-run KIND_SUITES='$(CI_KIND_SUITES)'
 
 e2e-kind: install system-deps  ## the mission suites on a fresh kind cluster (Docker engine from scripts/docker)
 	bash scripts/tools.sh build $(TEST_TOOLS) $(KIND_TOOLS)

@@ -8,9 +8,10 @@ csi-harness cluster up --provider kind [--name NAME] [--kind-config FILE]
                        [--node-image IMAGE] [--reuse]
 csi-harness cluster down --provider kind [--name NAME]
 csi-harness kind image     build (or find) the offline kind node image; print its tag
-csi-harness kind load-images --name NAME
-                           build the driver, sidecar and busybox images and load them into
-                           a kind cluster made by hand (for --cluster existing)
+csi-harness kind prepare --name NAME
+                           make a kind cluster made by hand ready for --cluster existing:
+                           pod network if kind's CNI is off, driver, sidecar and busybox
+                           images loaded
 """
 
 from __future__ import annotations
@@ -129,8 +130,8 @@ def _parser() -> argparse.ArgumentParser:
     kind = commands.add_parser("kind", help="kind node image")
     kind_actions = kind.add_subparsers(dest="action", required=True)
     kind_actions.add_parser("image", help="build the offline node image (cached); print its tag")
-    load = kind_actions.add_parser("load-images", help="load the suites' images into a cluster")
-    load.add_argument("--name", required=True, help="the kind cluster's name")
+    prepare = kind_actions.add_parser("prepare", help="ready a hand-made cluster for the suites")
+    prepare.add_argument("--name", required=True, help="the kind cluster's name")
     return parser
 
 
@@ -138,26 +139,20 @@ def _kind_main(args: argparse.Namespace) -> int:
     # Imported here: the kind provider needs lightkube and the deploy package, the local
     # commands do not.
     from harness.deploy.images import DriverImageError
-    from harness.kind.cluster import (
-        DEFAULT_CONFIG,
-        KindCluster,
-        KindClusterError,
-        load_suite_images,
-    )
+    from harness.kind.cluster import DEFAULT_CONFIG, KindCluster, KindClusterError
     from harness.kind.node_image import build_node_image
-    from harness.kind.provider import CommandFailed, KindCli
+    from harness.kind.provider import CommandFailed
 
     def progress(message: str) -> None:
         print(f"csi-harness: {message}", file=sys.stderr, flush=True)
 
     try:
-        if args.command == "kind" and args.action == "load-images":
-            tools = Tools.locate()
-            cli = KindCli(args.name, kind=tools["kind"], kubectl=tools["kubectl"])
-            if not cli.exists():
+        if args.command == "kind" and args.action == "prepare":
+            cluster = KindCluster(args.name, reuse=True, progress=progress)
+            if not cluster.cli.exists():
                 raise UsageError(f"--name {args.name}: kind knows no such cluster")
-            for sidecar, reference in load_suite_images(cli, tools, progress).items():
-                progress(f"{sidecar}: {reference}")
+            cluster.prepare()
+            print(f"export KUBECONFIG={cluster.kubeconfig}")
             return 0
         if args.command == "kind":
             image = build_node_image(Tools.locate(), progress=progress)

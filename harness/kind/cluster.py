@@ -15,15 +15,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-import yaml
 from lightkube.core.exceptions import ApiError
-from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.apps_v1 import DaemonSet, Deployment
 from lightkube.resources.core_v1 import Node, Pod
 
 from harness.deploy.images import DRIVER_IMAGE, build_driver_image, build_sidecar_images
 from harness.existing import ExistingCluster
 from harness.kind import network
-from harness.kind.node_image import build_node_image
+from harness.kind.node_image import IMAGE_REPOSITORY, build_node_image
 from harness.kind.provider import (
     DEFAULT_KUBECONFIG_ROOT,
     KIND_CONFIG_DIR,
@@ -130,16 +129,15 @@ class KindCluster(ExistingCluster):
     def up(self) -> None:
         """Create (or, with ``reuse``, adopt) the cluster and make it ready for the suites.
         If that fails, a cluster this call created is deleted again."""
-        created = False
+        self._created = False
         try:
-            created = self._up()
+            self._up()
         except BaseException:
-            if created or not self.reuse:
+            if self._created or not self.reuse:
                 self.cli.delete()
             raise
 
-    def _up(self) -> bool:
-        created = False
+    def _up(self) -> None:
         mark = time.monotonic()
 
         def phase(name: str) -> None:
@@ -162,7 +160,7 @@ class KindCluster(ExistingCluster):
             if self.cli.exists():
                 self.cli.delete()
             self.progress(f"kind create cluster {self.name!r} ({self.config_file.name})")
-            created = True
+            self._created = True
             try:
                 self.cli.create()
             except CommandFailed as exc:
@@ -172,14 +170,21 @@ class KindCluster(ExistingCluster):
                     "(scripts/docker/engine.sh start)?"
                 ) from exc
         phase("create")
-        if self.brings_own_cni:
+        self.prepare(phase)
+
+    def prepare(self, phase: Callable[[str], None] = lambda _: None) -> None:
+        """Make a running kind cluster, made here or by hand with ``kind create
+        cluster``, ready for the suites: pod network when kind's own CNI is off, nodes
+        Ready, CoreDNS off when the node image is the offline one, images loaded."""
+        self.cli.export_kubeconfig()
+        if not self._has_kindnet():
             self._install_network()
         self._wait_nodes_ready()
-        self._without_coredns()
+        if self._runs_offline_image():
+            self._without_coredns()
         phase("network")
         self._load_images()
         phase("images")
-        return created
 
     def down(self) -> None:
         self.remove_driver()
@@ -192,12 +197,25 @@ class KindCluster(ExistingCluster):
         if self._scheduler_config:
             self.restart_scheduler({})
 
-    @property
-    def brings_own_cni(self) -> bool:
-        """Whether the kind configuration turns kind's CNI off, so that the harness
-        networks the pods (with a node image of the user's own, kindnetd may be kept)."""
-        config = yaml.safe_load(self.config_file.read_text()) or {}
-        return bool((config.get("networking") or {}).get("disableDefaultCNI"))
+    def _has_kindnet(self) -> bool:
+        """Whether kind installed its own CNI (the ``kindnet`` DaemonSet, applied during
+        ``kind create`` unless ``networking.disableDefaultCNI``)."""
+        try:
+            self.kube.get(DaemonSet, "kindnet", namespace="kube-system")
+        except ApiError as exc:
+            if exc.status.code == 404:
+                return False
+            raise
+        return True
+
+    def _runs_offline_image(self) -> bool:
+        image = subprocess.run(
+            ["docker", "inspect", "-f", "{{.Config.Image}}", self.control_plane],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        return image.startswith(IMAGE_REPOSITORY)
 
     # -- steps ---------------------------------------------------------------------------
 
@@ -257,8 +275,6 @@ class KindCluster(ExistingCluster):
     def _without_coredns(self) -> None:
         # The offline node image has no CoreDNS image (docs/kind.md): leave the
         # Deployment at zero replicas rather than pods failing to pull forever.
-        if self.node_image is not None:
-            return
         try:
             self.kube.patch(
                 Deployment, "coredns", {"spec": {"replicas": 0}}, namespace="kube-system"
