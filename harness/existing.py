@@ -52,6 +52,8 @@ class ExistingCluster:
         self.sidecar_images = dict(sidecar_images or default_sidecar_images())
         self.kubectl = kubectl
         self.progress = progress
+        self.controller_host: str | None = None
+        """Node for the controller Deployments; None: the first driver node."""
         self.driver: InClusterDriver | None = None
         self._kube: Client | None = None
         self._generation = 0
@@ -97,6 +99,7 @@ class ExistingCluster:
             image=self.driver_image,
             sidecar_images=self.sidecar_images,
             generation=str(self._generation),
+            controller_host=self.controller_host,
             progress=self.progress,
         )
         self.driver.deploy()

@@ -82,6 +82,7 @@ class InClusterDriver:
         image: str,
         sidecar_images: Mapping[str, str],
         generation: str,
+        controller_host: str | None = None,
         timeout: float = DEFAULT_DEPLOY_TIMEOUT,
         progress: Callable[[str], None] = lambda _: None,
         run: CommandRunner = run_command,
@@ -95,6 +96,7 @@ class InClusterDriver:
         # The caller counts deployments per session; the host directories of a cluster
         # that outlives the session must not meet an earlier session's same count.
         self.generation = f"{generation}-{secrets.token_hex(4)}"
+        self.controller_host = controller_host
         self.admin_token = secrets.token_urlsafe(32)
         self.timeout = timeout
         self.progress = progress
@@ -236,6 +238,7 @@ class InClusterDriver:
             sidecar_images=self.sidecar_images,
             admin_token=self.admin_token,
             generation=self.generation,
+            controller_host=self.controller_host,
         )
         for obj in objects:
             self.kube.apply(cast(Any, from_dict(obj)), field_manager=FIELD_MANAGER, force=True)

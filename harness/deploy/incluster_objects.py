@@ -70,6 +70,7 @@ ADMIN_TOKEN_DIR = "/etc/csi-mock-admin"
 STATE_DIR = "/var/lib/csi-mock"
 """Where csi-mock keeps its state in its container (and the host root of the nodes')."""
 KUBELET_DIR = "/var/lib/kubelet"
+CONTROL_PLANE_TAINT = "node-role.kubernetes.io/control-plane"
 CONTROLLER_CONFIG_KEY = "controller.yaml"
 
 _GENERATION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
@@ -201,6 +202,7 @@ def render_objects(
     sidecar_images: Mapping[str, str],
     admin_token: str,
     generation: str,
+    controller_host: str | None = None,
 ) -> list[dict[str, Any]]:
     """The objects of one deployment, in the order to apply them.
 
@@ -218,7 +220,7 @@ def render_objects(
     missing = sorted(s for s in _sidecars_of(spec) if s not in sidecar_images)
     if missing:
         raise ValueError(f"sidecar_images has no image for {', '.join(missing)}")
-    layout = _Layout(spec, sorted(nodes, key=lambda n: n.name), generation)
+    layout = _Layout(spec, sorted(nodes, key=lambda n: n.name), generation, controller_host)
     objects: list[dict[str, Any]] = [
         *read_manifests("namespace.yaml"),
         *read_manifests("rbac.yaml"),
@@ -267,6 +269,9 @@ class _Layout:
     spec: DriverDeployment
     nodes: list[ClusterNode]
     generation: str
+    controller_host: str | None = None
+    """Where the controller Deployments run when not on the first driver node (kind: the
+    control plane, so that the workers, which tests compare, stay alike)."""
 
     @property
     def node_names(self) -> list[str]:
@@ -431,12 +436,15 @@ class _Workloads:
         return {"name": name, "namespace": DRIVER_NAMESPACE, "labels": labels(self.spec, role)}
 
     def _deployment(self, name: str, role: str, pod: dict[str, Any]) -> dict[str, Any]:
-        pinned = controller_node(self.layout.nodes)
+        pinned = self.layout.controller_host or controller_node(self.layout.nodes)
         pod = {
             **pod,
             "affinity": node_affinity([pinned]),
             "terminationGracePeriodSeconds": 10,
         }
+        if self.layout.controller_host is not None:
+            # A control-plane node keeps its NoSchedule taint; only these pods go there.
+            pod["tolerations"] = [{"key": CONTROL_PLANE_TAINT, "effect": "NoSchedule"}]
         return {
             "apiVersion": "apps/v1",
             "kind": "Deployment",

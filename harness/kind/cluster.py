@@ -81,6 +81,10 @@ class KindCluster(ExistingCluster):
             lambda argv, stdin: self._docker_exec(self.control_plane, argv, stdin)
         )
         self._scheduler_config: dict[str, object] = {}
+        # The driver's controller pods go to the control plane, so that the workers the
+        # tests compare (e.g. by free capacity, where the scheduler's resource scoring
+        # also counts pods) are alike.
+        self.controller_host = self.control_plane
 
     @property
     def control_plane(self) -> str:

@@ -490,3 +490,33 @@ def test_excluding_a_node_takes_only_that_node_out_of_a_daemonset() -> None:
         )
         == 2
     )
+
+
+def test_a_controller_host_takes_the_controller_deployments_and_tolerates_its_taint() -> None:
+    objects = render_objects(
+        DriverDeployment(attach_required=True),
+        NODES,
+        image=IMAGE,
+        sidecar_images=SIDECAR_IMAGES,
+        admin_token=TOKEN,
+        generation="7-abc",
+        controller_host="kind-control-plane",
+    )
+    for name in ("csi-mock-controller", "csi-mock-provisioner", "csi-mock-attacher"):
+        workload = find(objects, "Deployment", name)
+        assert allowed_nodes(workload) == set()  # none of the driver's nodes
+        terms = pod_spec(workload)["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]["nodeSelectorTerms"]
+        assert terms == [
+            {
+                "matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": ["kind-control-plane"]}
+                ]
+            }
+        ]
+        (toleration,) = pod_spec(workload)["tolerations"]
+        assert toleration["effect"] == "NoSchedule"
+    node_plugin = find(objects, "DaemonSet", "csi-mock-node")
+    assert allowed_nodes(node_plugin) == {"worker", "worker2"}
+    assert "tolerations" not in pod_spec(node_plugin)
