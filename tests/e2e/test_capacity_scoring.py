@@ -13,10 +13,12 @@ from collections.abc import Iterator
 
 import pytest
 from lightkube import Client
+from lightkube.resources.core_v1 import Pod
 
 from csi_mock.admin.client import AdminClient
-from harness.cluster import Cluster, Unsupported, pick_nodes, scheduling_nodes
-from harness.deploy.spec import node_pool_name
+from harness.cluster import Cluster, Driver, Unsupported, pick_nodes, scheduling_nodes
+from harness.deploy.incluster_objects import COMPONENT_LABEL
+from harness.deploy.spec import DRIVER_NAMESPACE, node_pool_name
 from harness.kube import objects
 from harness.kube.waits import wait_capacity, wait_pod_scheduled
 
@@ -56,13 +58,28 @@ def scoring_enabled(cluster: Cluster) -> None:
         pytest.skip(f"the cluster's kube-scheduler runs with {GATE}=false")
 
 
+def nodes_with_driver_controllers(kube: Client) -> set[str]:
+    """Nodes that run a pod of the driver other than its node plugin (an in-cluster
+    controller or sidecar): the scheduler's resource scoring counts those pods too."""
+    return {
+        str(pod.spec.nodeName)
+        for pod in kube.list(Pod, namespace=DRIVER_NAMESPACE)
+        if pod.spec is not None
+        and pod.spec.nodeName
+        and ((pod.metadata.labels if pod.metadata else None) or {}).get(COMPONENT_LABEL) != "node"
+    }
+
+
 @pytest.fixture
-def candidates(cluster: Cluster) -> tuple[str, str]:
-    """Two alike nodes the pods are pinned to (sorted by name)."""
+def candidates(kube: Client, driver: Driver) -> tuple[str, str]:
+    """Two alike nodes the pods are pinned to (sorted by name): none of them hosts the
+    driver's controller pods."""
+    busy = nodes_with_driver_controllers(kube)
+    alike = [n for n in scheduling_nodes(driver.nodes) if n.name not in busy]
     try:
-        first, second = pick_nodes(scheduling_nodes(cluster.nodes()), 2)
+        first, second = pick_nodes(alike, 2)
     except Unsupported as unsupported:
-        pytest.skip(str(unsupported))
+        pytest.skip(f"{unsupported} (besides those running the driver's controller)")
     return first.name, second.name
 
 
