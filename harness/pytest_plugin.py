@@ -36,7 +36,7 @@ import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 from lightkube import Client, KubeConfig
@@ -52,6 +52,10 @@ from csi_mock.admin.client import AdminClient
 from harness import reporting
 from harness.cli import UsageError, parse_feature_gates
 from harness.cluster import Cluster, Driver, Unsupported
+
+if TYPE_CHECKING:
+    from harness.existing import ExistingCluster
+    from harness.kind.cluster import KindCluster
 from harness.deploy.spec import DriverDeployment
 from harness.local.cluster import ClusterNotRunning, LocalCluster, format_teardown
 from harness.local.config import LocalClusterConfig
@@ -102,35 +106,30 @@ def open_cluster(config: pytest.Config) -> AbstractContextManager[Cluster]:
     provider = config.getoption("--cluster", "local")
     if provider != "existing" and config.getoption("--kubeconfig", None):
         raise pytest.UsageError("--kubeconfig names the cluster of --cluster existing")
+    if provider != "kind" and (
+        config.getoption("--kind-config") or config.getoption("--node-image")
+    ):
+        raise pytest.UsageError("--kind-config and --node-image are options of --cluster kind")
     progress = _progress_writer(config)
     if provider == "local":
         return _brought_up_local_cluster(
             _local_cluster_config(config), progress, keep=bool(config.getoption("--keep-cluster"))
         )
-    if provider != "kind" and (
-        config.getoption("--kind-config") or config.getoption("--node-image")
-    ):
-        raise pytest.UsageError("--kind-config and --node-image are options of --cluster kind")
     if provider == "kind":
-        from harness.kind.node_image import NodeImageError, require_docker
-
-        try:
-            require_docker()
-        except NodeImageError as exc:
-            raise pytest.UsageError(f"--cluster kind: {exc}") from exc
-        return _kind_cluster(config, progress)
+        return _kind_cluster(_kind_cluster_for(config, progress), progress)
     if provider == "existing":
         kubeconfig = config.getoption("--kubeconfig")
         if kubeconfig and not (Path(kubeconfig).resolve().parent / STATE_FILE).exists():
-            return _existing_cluster(Path(kubeconfig), progress)
+            return _existing_cluster(_existing_cluster_for(Path(kubeconfig), progress), progress)
         return _left_as_found(_attach(config, progress), progress)
     raise pytest.UsageError(f"--cluster {provider}: no such provider")
 
 
-@contextlib.contextmanager
-def _kind_cluster(config: pytest.Config, progress: Callable[[str], None]) -> Iterator[Cluster]:
-    # Imported here: only kind sessions need Docker-related modules.
+def _kind_cluster_for(config: pytest.Config, progress: Callable[[str], None]) -> KindCluster:
+    """The kind cluster the options describe (not created yet), or a usage error."""
+    # Imported here: only kind sessions need the Docker-related modules.
     from harness.kind.cluster import DEFAULT_CONFIG, KindCluster
+    from harness.kind.node_image import NodeImageError, require_docker
 
     if config.getoption("--feature-gates"):
         raise pytest.UsageError(
@@ -140,23 +139,27 @@ def _kind_cluster(config: pytest.Config, progress: Callable[[str], None]) -> Ite
     kind_config = Path(config.getoption("--kind-config") or DEFAULT_CONFIG).resolve()
     if not kind_config.is_file():
         raise pytest.UsageError(f"--kind-config {kind_config}: no such file")
-    keep = bool(config.getoption("--keep-cluster"))
     try:
-        cluster = KindCluster(
+        require_docker()
+        return KindCluster(
             config.getoption("--cluster-name", "csi-harness-e2e"),
             kind_config,
             node_image=config.getoption("--node-image"),
-            reuse=keep,
+            reuse=bool(config.getoption("--keep-cluster")),
             progress=progress,
         )
-    except ToolsMissing as exc:
+    except (NodeImageError, ToolsMissing) as exc:
         raise pytest.UsageError(f"--cluster kind: {exc}") from exc
+
+
+@contextlib.contextmanager
+def _kind_cluster(cluster: KindCluster, progress: Callable[[str], None]) -> Iterator[Cluster]:
     cluster.up()
     progress("kind cluster ready: " + ", ".join(f"{k} {v}s" for k, v in cluster.timings.items()))
     try:
         yield cluster
     finally:
-        if keep:
+        if cluster.reuse:
             cluster.release()
             progress(f"kind cluster kept: export KUBECONFIG={cluster.kubeconfig}")
         else:
@@ -164,19 +167,29 @@ def _kind_cluster(config: pytest.Config, progress: Callable[[str], None]) -> Ite
             progress(f"kind cluster {cluster.name!r} deleted")
 
 
-@contextlib.contextmanager
-def _existing_cluster(kubeconfig: Path, progress: Callable[[str], None]) -> Iterator[Cluster]:
-    """Any cluster: csi-mock is deployed in it for each test and removed afterwards."""
+def _existing_cluster_for(kubeconfig: Path, progress: Callable[[str], None]) -> ExistingCluster:
+    """Any cluster by its kubeconfig, checked to answer, or a usage error."""
     from harness.existing import ExistingCluster
 
     if not kubeconfig.is_file():
-        raise pytest.UsageError(f"--kubeconfig {kubeconfig}: no such file")
+        raise pytest.UsageError(
+            f"--kubeconfig {kubeconfig}: no such file (and no local cluster here: no "
+            f"{STATE_FILE} beside it)"
+        )
     cluster = ExistingCluster(kubeconfig, progress=progress)
     try:
         cluster.check_reachable()
     except Unsupported as exc:
         raise pytest.UsageError(f"--cluster existing: {exc}") from exc
-    progress(f"using cluster of {kubeconfig}; csi-mock is deployed in namespace csi-mock")
+    return cluster
+
+
+@contextlib.contextmanager
+def _existing_cluster(
+    cluster: ExistingCluster, progress: Callable[[str], None]
+) -> Iterator[Cluster]:
+    """csi-mock is deployed in the cluster for each test and removed afterwards."""
+    progress(f"using the cluster of {cluster.kubeconfig}; csi-mock goes to namespace csi-mock")
     try:
         yield cluster
     finally:
