@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 from pathlib import Path
@@ -33,15 +34,25 @@ class DriverImageError(RuntimeError):
     """The driver image could not be built; the message has the cause and the fix."""
 
 
-def sidecar_version(sidecar: str) -> str:
+@functools.cache
+def _pinned_versions() -> dict[str, str]:
+    """Unit -> pinned version, from ``scripts/tools.sh list`` (read once)."""
     out = subprocess.run(
         ["bash", str(TOOLS_SCRIPT), "list"], capture_output=True, text=True, check=True
     ).stdout
+    versions = {}
     for line in out.splitlines():
         fields = line.split()  # unit, module, version, binaries
-        if len(fields) >= 3 and fields[0] == sidecar:
-            return fields[2]
-    raise DriverImageError(f"scripts/tools.sh list does not name {sidecar}")
+        if len(fields) >= 3:
+            versions[fields[0]] = fields[2]
+    return versions
+
+
+def sidecar_version(sidecar: str) -> str:
+    try:
+        return _pinned_versions()[sidecar]
+    except KeyError:
+        raise DriverImageError(f"scripts/tools.sh list does not name {sidecar}") from None
 
 
 def sidecar_tag(sidecar: str) -> str:

@@ -100,32 +100,28 @@ class KindCluster(ExistingCluster):
     def restart_scheduler(self, scheduler: Mapping[str, object]) -> None:
         """Rewrite the scheduler's static pod (``harness.kind.scheduler``) and wait
         until the kubelet runs the new one, Ready."""
-        before = self._scheduler_pod_hash()
+        before = _config_hash(self._scheduler_pod())
         self._scheduler.apply(scheduler)
         self._scheduler_config = dict(scheduler)
 
         def restarted() -> tuple[bool, str]:
-            for pod in self.kube.list(
-                Pod, namespace="kube-system", labels={"component": "kube-scheduler"}
-            ):
-                annotations = (pod.metadata.annotations if pod.metadata else None) or {}
-                conditions = (pod.status.conditions if pod.status else None) or []
-                ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
-                config_hash = annotations.get("kubernetes.io/config.hash")
-                if config_hash != before and ready:
-                    return True, ""
-                return False, f"scheduler pod hash {config_hash} (was {before}), ready {ready}"
-            return False, "no kube-scheduler pod"
+            pod = self._scheduler_pod()
+            if pod is None:
+                return False, "no kube-scheduler pod"
+            conditions = (pod.status.conditions if pod.status else None) or []
+            ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+            config_hash = _config_hash(pod)
+            if config_hash != before and ready:
+                return True, ""
+            return False, f"scheduler pod hash {config_hash} (was {before}), ready {ready}"
 
         wait_for("kube-scheduler to restart with its new configuration", restarted, timeout=120)
 
-    def _scheduler_pod_hash(self) -> str | None:
+    def _scheduler_pod(self) -> Pod | None:
         for pod in self.kube.list(
             Pod, namespace="kube-system", labels={"component": "kube-scheduler"}
         ):
-            return ((pod.metadata.annotations if pod.metadata else None) or {}).get(
-                "kubernetes.io/config.hash"
-            )
+            return pod
         return None
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -306,3 +302,10 @@ def load_suite_images(
         sidecars[sidecar] = image.reference
     cli.load_image(build_driver_image(DRIVER_IMAGE))
     return sidecars
+
+
+def _config_hash(pod: Pod | None) -> str | None:
+    """The static pod's configuration hash, which the kubelet changes with the manifest."""
+    if pod is None or pod.metadata is None:
+        return None
+    return (pod.metadata.annotations or {}).get("kubernetes.io/config.hash")

@@ -153,12 +153,13 @@ def build_node_image(
         progress(f"node image: kind {kind_dir.name} base files, binaries, systemd units")
         _install_kind_files(kind_dir, root)
         _install_binaries(tools, root)
-        _configure_containerd(tools, root, _kubeadm_images(tools, version))
+        wanted = _kubeadm_images(tools, version)
+        _configure_containerd(tools, root, wanted)
         _configure_systemd(root)
         (root / "kind" / "version").write_text(version)
         _write_default_storage(root)
         progress("node image: building and importing the control-plane images")
-        images = _control_plane_images(tools, root, version, Path(tmp) / "images")
+        images = _control_plane_images(tools, root, wanted, Path(tmp) / "images")
         _import_into_rootfs(tools, root, images, Path(tmp) / "containerd")
         progress(f"node image: docker import as {tag}")
         _docker_import(root, tag, version)
@@ -299,11 +300,12 @@ def _write_default_storage(root: Path) -> None:
 
 
 def _control_plane_images(
-    tools: Tools, root: Path, version: str, directory: Path
+    tools: Tools, root: Path, wanted: Sequence[str], directory: Path
 ) -> list[LocalImage]:
+    """Archives of the images kubeadm asks for (``wanted``), built from the pinned
+    binaries."""
     directory.mkdir()
     images: list[LocalImage] = []
-    wanted = _kubeadm_images(tools, version)
     for reference in wanted:
         name = reference.rsplit("/", 1)[-1].split(":", 1)[0]
         if name in CONTROL_PLANE_BINARIES:
