@@ -18,7 +18,10 @@ KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach.py
 CI_KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach.py \
 	tests/e2e/test_volume_limits.py -k "not flipped_to_false_while_the_pod_runs"
 
-.PHONY: install system-deps run test e2e e2e-kind kind-image cluster-up cluster-down lint unit sanity tools doctor bench clean
+# pytest-xdist workers of the mission suites on the local provider (docs/benchmarks.md).
+MISSION_WORKERS ?= 4
+
+.PHONY: install system-deps run test e2e e2e-kind kind-image cluster-up cluster-down lint unit sanity tools doctor bench bench-e2e mission clean
 
 install:  ## install csi-mock and its development dependencies
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
@@ -63,6 +66,11 @@ kind-image: install system-deps  ## the offline kind node image (cached; prints 
 	bash scripts/docker/engine.sh start
 	csi-harness kind image
 
+mission: install system-deps  ## the five mission suites, tests at the same time, on a fresh local cluster
+	bash scripts/tools.sh build $(TEST_TOOLS)
+	mkdir -p $(REPORTS)
+	$(PYTHON) -m pytest -ra -m mission -n $(MISSION_WORKERS) --junitxml=$(REPORTS)/mission-junit.xml tests/e2e
+
 e2e: install system-deps  ## only the end-to-end suites, on a fresh local cluster
 	bash scripts/tools.sh build $(TEST_TOOLS)
 	mkdir -p $(REPORTS)
@@ -77,6 +85,10 @@ cluster-down:  ## remove it
 
 bench: install  ## RPC benchmarks over the unix socket (results: docs/benchmarks.md)
 	$(PYTHON) benchmarks/bench_rpc.py
+
+bench-e2e: install system-deps  ## time to verdict of the mission suites, RUNS sessions from no cluster (docs/benchmarks.md)
+	bash scripts/tools.sh build $(TEST_TOOLS)
+	$(PYTHON) benchmarks/bench_e2e.py --runs $(or $(RUNS),3) --pytest-args "-n $(MISSION_WORKERS) $(PYTEST_ARGS)"
 
 clean:
 	rm -rf $(REPORTS) .pytest_cache .mypy_cache .ruff_cache

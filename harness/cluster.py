@@ -110,6 +110,22 @@ class Cluster(Protocol):
         no pods are not among them)."""
         ...
 
+    @property
+    def concurrent_drivers(self) -> bool:
+        """Whether drivers with names and suffixes of their own can run side by side
+        (``deploy_driver``), so that tests can run at the same time."""
+        ...
+
+    def deploy_driver(self, spec: DriverDeployment) -> Driver:
+        """Deploy a driver beside the running ones (``concurrent_drivers``; else it
+        replaces the running one, like ``redeploy_driver``) and wait until it is ready."""
+        ...
+
+    def remove_driver(self, driver: Driver | None = None) -> None:
+        """Remove ``driver`` (None: the cluster's current one): its processes or pods,
+        its objects, its CSIStorageCapacity."""
+        ...
+
     def redeploy_driver(self, spec: DriverDeployment) -> Driver:
         """Replace the running driver by a fresh one from ``spec`` (no state carried
         over) and wait until it is registered on every node and its complete

@@ -39,6 +39,7 @@ from lightkube.generic_resource import (
     create_api_info,
 )
 
+from csi_mock.admin.client import AdminClient
 from csi_mock.observe.calls import CallRecord
 from harness.cluster import Cluster, Driver
 from harness.deploy.spec import DRIVER_NAMESPACE
@@ -170,24 +171,33 @@ class ClusterTarget:
 
 
 @contextlib.contextmanager
-def cluster_target(cluster: Cluster, namespace: str | None = None) -> Iterator[ClusterTarget]:
+def cluster_target(
+    cluster: Cluster, namespace: str | None = None, driver: Driver | None = None
+) -> Iterator[ClusterTarget]:
     """Where to look in ``cluster`` (and the test's ``namespace``): component logs
-    from its log directory, else from its driver; the admin clients of every driver
-    instance, closed when the context ends."""
-    driver = cluster.driver
+    from its log directory, else from the driver; the admin clients of every instance
+    of the driver, closed when the context ends. ``driver``: the test's, when it has
+    one of its own (None: the cluster's current driver)."""
+    own = driver is not None and driver is not cluster.driver
+    driver = driver if driver is not None else cluster.driver
     logs: ComponentLogs | None = None
     if cluster.log_dir is not None:
         logs = LogDirectory(cluster.log_dir)
     elif driver is not None:
         logs = DriverLogs(driver)
-    clients = cluster.admin_instances()
+    if own and driver is not None:
+        clients: Mapping[str, AdminClient] = {i: driver.admin(i) for i in driver.instances()}
+    else:
+        clients = cluster.admin_instances()
+    spec = driver.spec if driver is not None else cluster.default_driver
     try:
         yield ClusterTarget(
             kubeconfig=cluster.kubeconfig,
             logs=logs,
             admin=clients,
             namespace=namespace,
-            driver_name=(driver.spec if driver is not None else cluster.default_driver).name,
+            driver_name=spec.name,
+            driver_namespace=spec.namespace,
         )
     finally:
         for client in clients.values():

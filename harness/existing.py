@@ -22,7 +22,7 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Node, Pod
 
 from csi_mock.admin.client import AdminClient
-from harness.cluster import ClusterNode, Unsupported
+from harness.cluster import ClusterNode, Driver, Unsupported
 from harness.deploy.images import DRIVER_IMAGE, default_sidecar_images
 from harness.deploy.incluster import InClusterDriver
 from harness.deploy.spec import DriverDeployment
@@ -141,8 +141,19 @@ class ExistingCluster:
             return {}
         return {instance: self.driver.admin(instance) for instance in self.driver.instances()}
 
-    def remove_driver(self) -> None:
+    @property
+    def concurrent_drivers(self) -> bool:
+        """Not yet: the in-cluster deployment's namespace and cluster-scoped objects
+        have fixed names, so one driver runs at a time."""
+        return False
+
+    def deploy_driver(self, spec: DriverDeployment) -> InClusterDriver:
+        return self.redeploy_driver(spec)
+
+    def remove_driver(self, driver: Driver | None = None) -> None:
         """Delete the driver this object deployed (its objects and CSIStorageCapacity)."""
+        if driver is not None and driver is not self.driver:
+            raise ValueError(f"{driver!r} is not the driver of this cluster")
         if self.driver is not None:
             with contextlib.suppress(ApiError):
                 self.driver.remove()

@@ -16,6 +16,13 @@ Options:
   --node-image IMAGE     kind node image of your own (e.g. from your Kubernetes branch)
   --feature-gates G=B,.. Kubernetes feature gates for every component (local only)
 
+Running tests at the same time (pytest-xdist, ``-n N``): the first worker whose
+tests need the cluster brings it up, the others attach to it, and the controller
+tears it down after they all end. Each test's driver gets a name, StorageClasses, namespace
+and topology keys of its own (``Cluster.concurrent_drivers``: the local provider), so
+tests do not see each other's. A test marked ``cluster_wide`` (it restarts the
+scheduler, say) runs while no other test runs (``harness.cluster_lock``).
+
 Fixtures:
   ``cluster`` (session)        the running cluster, a ``harness.cluster.Cluster`` whichever
                                provider ``--cluster`` chose
@@ -23,7 +30,9 @@ Fixtures:
                                provider itself (skipped on other providers)
   ``kube`` (session)           a lightkube Client for it
   ``driver`` (function)        the driver, deployed fresh for the test from the
-                               ``@pytest.mark.driver(**DriverDeployment fields)`` marker
+                               ``@pytest.mark.driver(**DriverDeployment fields)`` marker,
+                               with a name and suffix of its own where the cluster allows
+                               drivers side by side; removed after the test
   ``namespace`` (function)     the test's own namespace; its pods and claims are deleted,
                                and their volumes with them, before the driver goes
   ``admin`` (function)         the csi-mock controller's admin client
@@ -33,6 +42,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import secrets
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -52,6 +63,7 @@ from csi_mock.admin.client import AdminClient
 from harness import reporting
 from harness.cli import UsageError, parse_feature_gates
 from harness.cluster import Cluster, Driver, Unsupported
+from harness.cluster_lock import ClusterLock
 
 if TYPE_CHECKING:
     from harness.existing import ExistingCluster
@@ -85,17 +97,136 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 _SESSION_CLUSTER = pytest.StashKey[AbstractContextManager[Cluster]]()
+_SESSION_TOKEN = pytest.StashKey[str]()
+SESSION_INPUT = "csi_harness_session"
+SESSION_FILE = "pytest-session"
+"""In the run directory of a local cluster brought up by a worker: the session's token."""
+CLUSTER_WIDE = "cluster_wide"
+TEST_DRIVER_DOMAIN = "csi-mock.example"
+"""Each test's driver is named "<7 characters>.csi-mock.example"."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
     # Failure diagnostics and the feature x scenario summary (harness/reporting.py).
     config.pluginmanager.register(reporting)
-    # Here rather than in the fixture, so that a wrong option is a usage error.
-    config.stash[_SESSION_CLUSTER] = open_cluster(config)
     config.addinivalue_line("markers", "e2e: runs against a real Kubernetes cluster")
     config.addinivalue_line(
         "markers", "driver(**fields): the DriverDeployment (harness/deploy/spec.py) of the test"
     )
+    config.addinivalue_line(
+        "markers",
+        f"{CLUSTER_WIDE}: changes what every test sees (e.g. the scheduler's "
+        "configuration); runs while no other test runs",
+    )
+    # Here rather than in the fixture, so that a wrong option is a usage error.
+    if _is_xdist_worker(config):
+        # The controller brought the cluster up before it started this worker.
+        config.stash[_SESSION_CLUSTER] = _worker_cluster(config)
+        return
+    workers = _xdist_workers(config)
+    if workers and config.getoption("--cluster", "local") != "local":
+        raise pytest.UsageError(
+            f"-n {workers}: tests run at the same time only on --cluster local so far (the "
+            "in-cluster deployment runs one driver at a time); run without -n"
+        )
+    config.stash[_SESSION_CLUSTER] = open_cluster(config)
+    if workers:
+        # The controller runs no test: its workers share the cluster (pytest_unconfigure).
+        config.stash[_SESSION_TOKEN] = secrets.token_hex(8)
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _xdist_workers(config: pytest.Config) -> int:
+    """How many pytest-xdist workers the options ask for (0: none, or no xdist)."""
+    if not config.pluginmanager.has_plugin("xdist"):
+        return 0
+    if config.getoption("dist", "no") == "no":
+        return 0
+    value = config.getoption("numprocesses", None)
+    return int(value) if isinstance(value, int) else 1
+
+
+def _worker_cluster(config: pytest.Config) -> AbstractContextManager[Cluster]:
+    """A worker's view of the session's cluster: the first worker that needs it brings
+    it up, the others attach to it; the controller tears it down after them all."""
+    if config.getoption("--cluster", "local") == "local":
+        return _shared_local_cluster(config, str(config.workerinput[SESSION_INPUT]))  # type: ignore[attr-defined]
+    return open_cluster(config)
+
+
+@contextlib.contextmanager
+def _shared_local_cluster(config: pytest.Config, session: str) -> Iterator[Cluster]:
+    """Under a lock, so that one worker brings the cluster up while the others wait;
+    the run directory records which session brought it up (``SESSION_FILE``)."""
+    cluster_config = _local_cluster_config(config)
+    run_dir = cluster_config.effective_run_dir
+    with ClusterLock.for_cluster(f"bring-up-{cluster_config.name}").exclusive():
+        owner = run_dir / SESSION_FILE
+        if owner.is_file() and owner.read_text() == session:
+            cluster = LocalCluster.attach(run_dir)
+        else:
+            # A worker's terminal output is not shown: the progress goes to a file.
+            log = run_dir.with_name(f"{run_dir.name}.bring-up.log")
+            log.parent.mkdir(parents=True, exist_ok=True)
+            log.write_text("")
+
+            def progress(message: str) -> None:
+                with log.open("a") as out:
+                    out.write(f"{time.strftime('%H:%M:%S')} {message}\n")
+
+            cluster = LocalCluster(cluster_config, progress=progress)
+            try:
+                cluster.up()
+            except BaseException:
+                cluster.down()
+                raise
+            owner.write_text(session)
+    yield cluster
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's hook, in the controller: tell each worker the session's token."""
+    node.workerinput[SESSION_INPUT] = node.config.stash[_SESSION_TOKEN]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With workers, ``slow`` tests go first (the longest start first), then the
+    others, then the ``cluster_wide`` ones: such a test waits for every running test
+    to end (while the turnstile holds back new ones), so it should come when the
+    others are done, not while a slow one runs. Each group keeps collection order;
+    every worker sorts alike, as pytest-xdist requires."""
+    if not (_is_xdist_worker(config) or _xdist_workers(config)):
+        return
+
+    def rank(item: pytest.Item) -> int:
+        if item.get_closest_marker(CLUSTER_WIDE) is not None:
+            return 2
+        return 0 if item.get_closest_marker("slow") is not None else 1
+
+    items.sort(key=rank)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The controller of workers tears down the local cluster one of them brought up
+    for this session (unless --keep-cluster)."""
+    token = config.stash.get(_SESSION_TOKEN, None)
+    if token is None or config.getoption("--cluster", "local") != "local":
+        return
+    cluster_config = _local_cluster_config(config)
+    owner = cluster_config.effective_run_dir / SESSION_FILE
+    if not (owner.is_file() and owner.read_text() == token):
+        return  # no worker needed a cluster
+    cluster = LocalCluster(cluster_config)
+    progress = _progress_writer(config)
+    if config.getoption("--keep-cluster"):
+        progress(f"cluster kept: export KUBECONFIG={cluster.kubeconfig}")
+    else:
+        progress(f"cluster removed: {format_teardown(cluster.down())}")
 
 
 def open_cluster(config: pytest.Config) -> AbstractContextManager[Cluster]:
@@ -300,13 +431,37 @@ def kube(cluster: Cluster) -> Client:
 
 
 @pytest.fixture
-def driver(request: pytest.FixtureRequest, cluster: Cluster) -> Driver:
+def cluster_access(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[None]:
+    """The test's share of the cluster: exclusive for a ``cluster_wide`` test, shared
+    with the other tests otherwise (only matters with pytest-xdist workers)."""
+    lock = ClusterLock.for_cluster(f"{request.config.getoption('--cluster')}-{cluster.name}")
+    wide = request.node.get_closest_marker(CLUSTER_WIDE) is not None
+    with lock.exclusive() if wide else lock.shared():
+        yield
+
+
+@pytest.fixture
+def driver(
+    request: pytest.FixtureRequest, cluster: Cluster, cluster_access: None
+) -> Iterator[Driver]:
     """A fresh driver for every test: nothing a previous test changed (knobs, faults,
-    pools, volumes) carries over."""
+    pools, volumes) carries over. Where the cluster runs drivers side by side, it has
+    a name, StorageClasses, namespace and topology keys of its own and is removed
+    after the test; elsewhere it replaces the previous test's driver."""
     marker = request.node.get_closest_marker("driver")
     fields: dict[str, Any] = cluster.default_driver.model_dump()
     fields.update(marker.kwargs if marker else {})
-    return cluster.redeploy_driver(DriverDeployment.model_validate(fields))
+    if not cluster.concurrent_drivers:
+        yield cluster.redeploy_driver(DriverDeployment.model_validate(fields))
+        return
+    tag = "d" + secrets.token_hex(3)
+    fields.update(name=f"{tag}.{TEST_DRIVER_DOMAIN}", suffix=f"-{tag}")
+    deployed = cluster.deploy_driver(DriverDeployment.model_validate(fields))
+    request.node.user_properties.append(("driver", deployed.spec.name))
+    try:
+        yield deployed
+    finally:
+        cluster.remove_driver(deployed)
 
 
 @pytest.fixture

@@ -32,6 +32,8 @@ from harness import diagnostics
 MARKER = "scenario"
 CLUSTER_FIXTURE = "cluster"
 NAMESPACE_FIXTURE = "namespace"
+DRIVER_FIXTURE = "driver"
+BRING_UP_PROPERTY = "cluster_bring_up_seconds"
 REPORTS_DIR = "reports"
 E2E_DIR = Path("tests") / "e2e"
 SECTION_PREFIX = "Captured stdout diagnostics"
@@ -150,6 +152,7 @@ class ConformanceReporter:
         provider = config.getoption("--cluster", "local")
         reports = config.rootpath / REPORTS_DIR
         self.record = RunRecord(reports=reports if provider == "local" else reports / provider)
+        self._bring_up_reported = not hasattr(config, "workerinput")
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.record.started = time.monotonic()
@@ -183,6 +186,11 @@ class ConformanceReporter:
         self, item: pytest.Item
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
+        if self.record.cluster_seconds is not None and not self._bring_up_reported:
+            # A pytest-xdist worker brought the cluster up: tell the controller, which
+            # writes the summary, through the report (its only channel).
+            report.user_properties.append((BRING_UP_PROPERTY, self.record.cluster_seconds))
+            self._bring_up_reported = True
         if not (report.failed and report.when in ("setup", "call")):
             return report
         funcargs: dict[str, Any] = getattr(item, "funcargs", {})
@@ -191,7 +199,10 @@ class ConformanceReporter:
             return report
         namespace = funcargs.get(NAMESPACE_FIXTURE)
         sections, written = self.diagnose(
-            report, cluster, namespace if isinstance(namespace, str) else None
+            report,
+            cluster,
+            namespace if isinstance(namespace, str) else None,
+            funcargs.get(DRIVER_FIXTURE),
         )
         for title, text in sections:
             report.sections.append((f"{SECTION_PREFIX}: {title}", text))
@@ -207,6 +218,9 @@ class ConformanceReporter:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # The labels come from the report, not the item: that works under xdist too.
         labels = dict(report.user_properties)
+        bring_up = labels.get(BRING_UP_PROPERTY)
+        if isinstance(bring_up, float) and self.record.cluster_seconds is None:
+            self.record.cluster_seconds = bring_up
         feature, scenario = labels.get("feature"), labels.get("scenario")
         if not isinstance(feature, str) or not isinstance(scenario, str):
             return
@@ -235,7 +249,7 @@ class ConformanceReporter:
         terminalreporter.write_line(f"summary written to {self._shown(path)}")
 
     def diagnose(
-        self, report: pytest.TestReport, cluster: Any, namespace: str | None
+        self, report: pytest.TestReport, cluster: Any, namespace: str | None, driver: Any = None
     ) -> tuple[list[tuple[str, str]], str | None]:
         """The cluster's state as (title, text) sections, its files written under
         reports/diagnostics/<test id>/, and that directory relative to reports/
@@ -244,7 +258,7 @@ class ConformanceReporter:
         directory = self.record.reports / "diagnostics" / name
         shown = self._shown(directory)
         try:
-            with diagnostics.cluster_target(cluster, namespace) as target:
+            with diagnostics.cluster_target(cluster, namespace, driver) as target:
                 found = diagnostics.collect(target, files_at=shown)
         except Exception as error:
             # A fixture value that is no Cluster; collect() itself never raises.

@@ -33,19 +33,19 @@ from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Namespace
 from lightkube.resources.storage_v1 import CSIDriver, CSIStorageCapacity, StorageClass
+from lightkube.types import CascadeType
 
 from csi_mock.admin.client import DEFAULT_TIMEOUT, AdminClient
 from csi_mock.proto import csi_pb2, csi_pb2_grpc
 from harness.cluster import ClusterNode
 from harness.deploy.spec import (
-    DRIVER_NAMESPACE,
-    NODE_TOPOLOGY_KEY,
     DriverDeployment,
     ProvisionerMode,
     csidriver_object,
     driver_config_for,
     storage_class_objects,
 )
+from harness.kube.waits import DRIVER_NAME_LABEL
 from harness.local.processes import Supervisor
 from harness.local.tools import Tools
 from harness.local.waiting import socket_probe, wait_for
@@ -64,6 +64,8 @@ class DriverNode:
 
     node: ClusterNode
     kubelet_root: Path
+    plugin_dir: str = "csi-mock"
+    """The driver's directory under the kubelet's ``plugins`` (one per driver)."""
 
     @property
     def name(self) -> str:
@@ -80,7 +82,7 @@ class DriverNode:
 
     @property
     def csi_socket(self) -> Path:
-        return self.kubelet_root / "plugins" / "csi-mock" / "csi.sock"
+        return self.kubelet_root / "plugins" / self.plugin_dir / "csi.sock"
 
     @property
     def plugins_registry(self) -> Path:
@@ -130,11 +132,12 @@ class LocalDriver:
         """GetCapacity of the controller; with distributed provisioning, of the
         instance of the segment's node (each answers for its own pool only)."""
         if self.distributed:
-            node = segment.get(NODE_TOPOLOGY_KEY)
+            key = self.spec.node_topology_key
+            node = segment.get(key)
             if node is None:
                 raise ValueError(
                     f"{dict(segment)}: a distributed deployment answers GetCapacity per node; "
-                    f"the segment needs {NODE_TOPOLOGY_KEY}"
+                    f"the segment needs {key}"
                 )
             socket = self._driver_node(node).csi_socket
         else:
@@ -158,7 +161,7 @@ class LocalDriver:
 
     def components(self) -> list[str]:
         nodes = [n.name for n in self.driver_nodes]
-        instances = [_instance_process(i) for i in self.instances()]
+        instances = [_instance_component(i) for i in self.instances()]
         if self.distributed:
             return [*instances, *(f"csi-provisioner-{node}" for node in nodes)]
         return [*instances, "csi-provisioner", "csi-attacher"]
@@ -167,13 +170,26 @@ class LocalDriver:
         """The component's log file from where it was when this deployment started it
         (the supervisor appends every start of a process to the same file)."""
         self._check_component(component)
-        with self.supervisor.log_path(component).open("rb") as log:
-            log.seek(self._log_starts.get(component, 0))
+        process = self.process(component)
+        with self.supervisor.log_path(process).open("rb") as log:
+            log.seek(self._log_starts.get(process, 0))
             return log.read().decode(errors="replace")
 
     def stop_component(self, component: str) -> None:
         self._check_component(component)
-        self.supervisor.stop(component)
+        self.supervisor.stop(self.process(component))
+
+    def process(self, component: str) -> str:
+        """The supervisor's name of one of ``components()``: the component's name with
+        the deployment's suffix, so that the processes of concurrent drivers differ."""
+        return component + self.spec.suffix
+
+    def processes(self) -> list[str]:
+        return [self.process(component) for component in self.components()]
+
+    def check_alive(self) -> None:
+        """Raise ComponentFailed if a process of this driver has exited."""
+        self.supervisor.check_alive(self.processes())
 
     # Paths -----------------------------------------------------------------
 
@@ -222,12 +238,11 @@ class LocalDriver:
         self.apply_objects()
         # csi-mock instances start in parallel (each is a Python interpreter that
         # takes about a second to import); then wait for all their sockets.
-        sockets = (
-            {} if self.distributed else {_instance_process(CONTROLLER): self._start_controller()}
-        )
+        sockets = {} if self.distributed else {CONTROLLER: self._start_controller()}
         for node in self.driver_nodes:
-            sockets[_instance_process(node.name)] = self._start_node(node)
-        for process, socket in sockets.items():
+            sockets[node.name] = self._start_node(node)
+        for instance, socket in sockets.items():
+            process = self.process(_instance_component(instance))
             wait_for(
                 f"{process} to serve {socket}",
                 partial(socket_probe, socket),
@@ -240,19 +255,35 @@ class LocalDriver:
     def stop(self) -> None:
         """Stop every process of the driver and delete its CSIStorageCapacity objects
         (they have no owner on this provider)."""
-        for name in [n for n in list(self.supervisor.state.processes) if _is_driver_process(n)]:
+        for name in self.processes():
             self.supervisor.stop(name)
+        namespace = self.spec.namespace
         with contextlib.suppress(ApiError):
-            for capacity in self.kube.list(CSIStorageCapacity, namespace=DRIVER_NAMESPACE):
+            for capacity in self.kube.list(
+                CSIStorageCapacity, namespace=namespace, labels={DRIVER_NAME_LABEL: self.spec.name}
+            ):
                 if capacity.metadata and capacity.metadata.name:
                     self.kube.delete(
-                        CSIStorageCapacity, capacity.metadata.name, namespace=DRIVER_NAMESPACE
+                        CSIStorageCapacity, capacity.metadata.name, namespace=namespace
                     )
+
+    def remove_objects(self) -> None:
+        """Delete what ``apply_objects`` made and no other deployment shares: the
+        CSIDriver and the StorageClasses, and the namespace if it is the deployment's
+        own (a suffixed one). Nothing waits for them to go: the names are not reused."""
+        with contextlib.suppress(ApiError):
+            self.kube.delete(CSIDriver, self.spec.name)
+        for obj in storage_class_objects(self.spec):
+            with contextlib.suppress(ApiError):
+                self.kube.delete(StorageClass, obj["metadata"]["name"])
+        if self.spec.suffix:
+            with contextlib.suppress(ApiError):
+                self.kube.delete(Namespace, self.spec.namespace, cascade=CascadeType.BACKGROUND)
 
     def apply_objects(self) -> None:
         with contextlib.suppress(ApiError):
             self.kube.create(
-                cast(Namespace, Namespace.from_dict({"metadata": {"name": DRIVER_NAMESPACE}}))
+                cast(Namespace, Namespace.from_dict({"metadata": {"name": self.spec.namespace}}))
             )
         if self.spec.csidriver:
             # attachRequired is immutable: replace the object when it differs.
@@ -287,14 +318,15 @@ class LocalDriver:
     def _start_process(
         self, component: str, argv: list[str], env: Mapping[str, str] | None = None
     ) -> None:
-        log = self.supervisor.log_path(component)
-        self._log_starts[component] = log.stat().st_size if log.exists() else 0
-        self.supervisor.start(component, argv, env=env)
+        process = self.process(component)
+        log = self.supervisor.log_path(process)
+        self._log_starts[process] = log.stat().st_size if log.exists() else 0
+        self.supervisor.start(process, argv, env=env)
 
     def _csi_mock(self, instance: str, config: dict[str, Any], socket: Path) -> Path:
         path = self._write_config(instance, config)
         argv = [sys.executable, "-m", "csi_mock", "serve", f"--config={path}"]
-        self._start_process(_instance_process(instance), argv)
+        self._start_process(_instance_component(instance), argv)
         return socket
 
     def _start_controller(self) -> Path:
@@ -348,7 +380,7 @@ class LocalDriver:
         ]
 
     def _start_sidecars(self) -> None:
-        env = {"NAMESPACE": DRIVER_NAMESPACE}
+        env = {"NAMESPACE": self.spec.namespace}
         if self.distributed:
             for node in self.driver_nodes:
                 argv = self._provisioner_argv(node.csi_socket)
@@ -360,7 +392,7 @@ class LocalDriver:
         else:
             self._start_central_sidecars(env)
         time.sleep(0.2)
-        self.supervisor.check_alive()
+        self.check_alive()
 
     def _start_central_sidecars(self, env: dict[str, str]) -> None:
         self._start_process(
@@ -381,13 +413,9 @@ class LocalDriver:
         )
 
 
-def _instance_process(instance: str) -> str:
-    """The process (and component) name of a csi-mock instance."""
+def _instance_component(instance: str) -> str:
+    """The component name of a csi-mock instance."""
     return "csi-mock-controller" if instance == CONTROLLER else f"csi-mock-node-{instance}"
-
-
-def _is_driver_process(name: str) -> bool:
-    return name.startswith(("csi-mock-", "csi-provisioner", "csi-attacher"))
 
 
 def _absent_probe(kube: Client, resource: Any, name: str) -> tuple[bool, str]:

@@ -82,13 +82,14 @@ def wait_deregistered(
 
 def wait_capacity_published(
     kube: Client,
+    spec: DriverDeployment,
     expected: set[tuple[str, str]],
     *,
     timeout: float,
     check: Callable[[], None] | None = None,
 ) -> None:
     def probe() -> tuple[bool, str]:
-        missing = sorted(expected - set(capacities(kube)))
+        missing = sorted(expected - set(capacities(kube, spec)))
         return not missing, f"missing (node, class): {missing}"
 
     wait_for(
@@ -113,4 +114,4 @@ def wait_driver_ready(
     wait_registered(kube, spec.name, nodes, timeout=timeout, check=check)
     expected = expected_capacity(spec, nodes)
     if expected:
-        wait_capacity_published(kube, expected, timeout=timeout, check=check)
+        wait_capacity_published(kube, spec, expected, timeout=timeout, check=check)

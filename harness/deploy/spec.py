@@ -19,7 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 MANIFEST_DIR = Path(__file__).resolve().parent.parent.parent / "deploy" / "kubernetes"
 DRIVER_NAMESPACE = "csi-mock"
+"""The namespace of the default driver (its CSIStorageCapacity objects, in-cluster: its pods)."""
 NODE_TOPOLOGY_KEY = "topology.csi-mock.example/node"
+"""The node topology key of the default driver (``DriverDeployment.node_topology_key``)."""
 ZONE_TOPOLOGY_KEY = "topology.csi-mock.example/zone"
 
 
@@ -34,6 +36,12 @@ class DriverDeployment(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = "csi-mock.example"
+    """The CSI driver name; the topology keys are derived from it."""
+    suffix: str = Field("", pattern=r"^(-[a-z0-9]{1,12})?$")
+    """Appended to the names a deployment would otherwise share with others in one
+    cluster: its StorageClasses and its namespace. With a ``name`` of its own too, a
+    deployment is isolated from every other, so tests can run at the same time
+    (the pytest plugin gives every test's driver both)."""
     csidriver: bool = True
     """Create the CSIDriver object at all (Kubernetes then defaults to attach required)."""
     attach_required: bool = False
@@ -79,17 +87,45 @@ class DriverDeployment(BaseModel):
                 )
         return self
 
+    @property
+    def node_topology_key(self) -> str:
+        return f"topology.{self.name}/node"
+
+    @property
+    def zone_topology_key(self) -> str:
+        return f"topology.{self.name}/zone"
+
+    @property
+    def namespace(self) -> str:
+        """Where its CSIStorageCapacity objects (and in-cluster, its pods) live."""
+        return DRIVER_NAMESPACE + self.suffix
+
+    def storage_class(self, base: str = "csi-mock") -> str:
+        """The name of the StorageClass ``base`` of deploy/kubernetes/storageclasses.yaml
+        as this deployment creates it."""
+        return base + self.suffix
+
+    def segment(self, node: str, zone: str | None) -> dict[str, str]:
+        """The topology segment of ``node`` (in ``zone``) that csi-mock reports."""
+        segment = {self.node_topology_key: node}
+        if zone is not None:
+            segment[self.zone_topology_key] = zone
+        return segment
+
     def pool_configs(self, nodes: list[tuple[str, str | None]]) -> list[dict[str, Any]]:
         """Pools of the whole deployment; ``nodes`` is (node name, zone) pairs."""
         pools: list[dict[str, Any]] = []
         for node, _zone in nodes:
             size = self.node_pool_sizes.get(node, self.node_pool_size)
             if size is not None:
-                pools.append(self._pool(node_pool_name(node), size, {NODE_TOPOLOGY_KEY: node}))
+                segment = {self.node_topology_key: node}
+                pools.append(self._pool(node_pool_name(node), size, segment))
         if self.zone_pool_size is not None:
             for zone in sorted({z for _, z in nodes if z is not None}):
                 pools.append(
-                    self._pool(f"{zone}-shared", self.zone_pool_size, {ZONE_TOPOLOGY_KEY: zone})
+                    self._pool(
+                        f"{zone}-shared", self.zone_pool_size, {self.zone_topology_key: zone}
+                    )
                 )
         return pools
 
@@ -105,13 +141,6 @@ def node_pool_name(node: str) -> str:
     return f"{node}-local"
 
 
-def node_segment(node: str, zone: str | None) -> dict[str, str]:
-    segment = {NODE_TOPOLOGY_KEY: node}
-    if zone is not None:
-        segment[ZONE_TOPOLOGY_KEY] = zone
-    return segment
-
-
 def driver_config_for(
     spec: DriverDeployment,
     *,
@@ -125,7 +154,7 @@ def driver_config_for(
         "name": spec.name,
         "mode": mode,
         "attach_required": spec.attach_required,
-        "node_topology_key": NODE_TOPOLOGY_KEY,
+        "node_topology_key": spec.node_topology_key,
         "kinds": {k: {"cost": v} for k, v in spec.kinds.items()},
         "default_kind": spec.default_kind,
         "pools": spec.pool_configs(nodes),
@@ -136,7 +165,7 @@ def driver_config_for(
         name, zone = node
         config["node"] = {
             "id": name,
-            "segment": node_segment(name, zone),
+            "segment": spec.segment(name, zone),
             "max_volumes_per_node": spec.max_volumes_per_node,
         }
     return deep_merge(config, spec.overrides)
@@ -183,5 +212,6 @@ def storage_class_objects(spec: DriverDeployment) -> list[dict[str, Any]]:
         if spec.storage_classes is not None and obj["metadata"]["name"] not in spec.storage_classes:
             continue
         obj["provisioner"] = spec.name
+        obj["metadata"]["name"] = spec.storage_class(obj["metadata"]["name"])
         objects.append(obj)
     return objects

@@ -13,7 +13,7 @@ from harness.local.config import NODE_TYPE_LABEL
 BUSYBOX = "csi-mock.local/busybox:1"
 
 
-def claim(name: str, namespace: str, size: str, storage_class: str = "csi-mock") -> dict[str, Any]:
+def claim(name: str, namespace: str, size: str, storage_class: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
@@ -33,6 +33,7 @@ def pod(
     claims: list[str] = (),  # type: ignore[assignment]
     ephemeral: list[tuple[str, str, str]] = (),  # type: ignore[assignment]
     inline: list[dict[str, str]] = (),  # type: ignore[assignment]
+    csi_driver: str | None = None,
     nodes: list[str] | None = None,
     preferred_node: str | None = None,
     node_type: str | None = None,
@@ -40,7 +41,8 @@ def pod(
     """A pod that sleeps with the given volumes mounted.
 
     ``claims``: PVC names; ``ephemeral``: (volume name, size, storage class) generic
-    ephemeral volumes; ``inline``: volumeAttributes of CSI inline ephemeral volumes;
+    ephemeral volumes; ``inline``: volumeAttributes of CSI inline ephemeral volumes
+    of ``csi_driver``;
     ``nodes``: required node names; ``preferred_node``: a node preferred over the
     others; ``node_type``: "kubelet" or "simulated".
     """
@@ -56,11 +58,13 @@ def pod(
                 "ephemeral": {"volumeClaimTemplate": {"spec": template["spec"]}},
             }
         )
+    if inline and not csi_driver:
+        raise ValueError("inline volumes need csi_driver: the CSI driver's name")
     for i, attributes in enumerate(inline):
         volumes.append(
             {
                 "name": f"inline-{i}",
-                "csi": {"driver": "csi-mock.example", "volumeAttributes": attributes},
+                "csi": {"driver": csi_driver, "volumeAttributes": attributes},
             }
         )
     spec: dict[str, Any] = {

@@ -1,29 +1,39 @@
 """Waiting for Kubernetes to do something, and failing with what it did instead.
 
-Every function takes a timeout; a timeout raises ``WaitTimeout`` naming what was
-expected and the last thing seen (the pod's conditions, the events, the objects).
+Every wait lists the objects it is about and then follows them with a watch
+(``harness.kube.watching.watch_until``), so it answers within one event of the
+change instead of a poll interval later. Every function takes a timeout; a timeout
+raises ``WaitTimeout`` naming what was expected and the last thing seen (the pod's
+conditions, the events, the objects).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from lightkube import Client
-from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Event, PersistentVolume, PersistentVolumeClaim, Pod
 from lightkube.resources.storage_v1 import CSIStorageCapacity, VolumeAttachment
 
 from csi_mock.model.quantity import parse_quantity
-from harness.deploy.spec import DRIVER_NAMESPACE, NODE_TOPOLOGY_KEY
+from harness.deploy.spec import DriverDeployment
+from harness.kube.watching import ListerWatcher, Selection, follow, watch_until
 from harness.local.waiting import WaitTimeout, wait_for
 
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
+DRIVER_NAME_LABEL = "csi.storage.k8s.io/drivername"
+"""external-provisioner's label on the CSIStorageCapacity objects it owns."""
+HISTORY_SLICE = 1.0
+"""Seconds of one watch request of an ``AnnotationHistory``: how long its thread
+outlives stop()."""
 
 __all__ = [
+    "DRIVER_NAME_LABEL",
     "SELECTED_NODE",
     "AnnotationHistory",
     "WaitTimeout",
@@ -42,6 +52,9 @@ __all__ = [
     "wait_volume_attachments_gone",
 ]
 
+Kube: TypeAlias = Client | ListerWatcher
+"""A lightkube client, or (in unit tests) anything that lists and watches like one."""
+
 
 def _conditions(pod: Pod) -> dict[str, Any]:
     return {c.type: c for c in (pod.status.conditions or [])} if pod.status else {}
@@ -55,37 +68,62 @@ def _describe(pod: Pod) -> str:
     return ", ".join(parts)
 
 
-def wait_pod_scheduled(kube: Client, name: str, namespace: str, timeout: float = 60) -> str:
-    """Wait until the pod is bound to a node; return the node's name."""
+def _watch_pod(
+    kube: Kube,
+    name: str,
+    namespace: str,
+    check: Callable[[Pod], tuple[bool, Any]],
+    *,
+    what: str,
+    timeout: float,
+) -> Any:
+    """``watch_until`` for one pod; while it does not exist, that is what was seen."""
 
-    def probe() -> tuple[bool, str]:
-        pod = kube.get(Pod, name, namespace=namespace)
-        node = pod.spec.nodeName if pod.spec else None
-        return bool(node), node or _describe(pod)
+    def check_pods(pods: dict[str, Pod]) -> tuple[bool, Any]:
+        pod = pods.get(name)
+        return (False, f"no pod {name}") if pod is None else check(pod)
 
-    return wait_for(
-        f"pod {namespace}/{name} to be scheduled", probe, timeout=timeout, interval=0.25
+    return watch_until(
+        kube, Pod, namespace=namespace, name=name, what=what, check=check_pods, timeout=timeout
     )
 
 
-def wait_pod_running(kube: Client, name: str, namespace: str, timeout: float = 90) -> Pod:
-    def probe() -> tuple[bool, Any]:
-        pod = kube.get(Pod, name, namespace=namespace)
+def wait_pod_scheduled(kube: Kube, name: str, namespace: str, timeout: float = 60) -> str:
+    """Wait until the pod is bound to a node; return the node's name."""
+
+    def check(pod: Pod) -> tuple[bool, str]:
+        node = pod.spec.nodeName if pod.spec else None
+        return bool(node), node or _describe(pod)
+
+    node: str = _watch_pod(
+        kube,
+        name,
+        namespace,
+        check,
+        what=f"pod {namespace}/{name} to be scheduled",
+        timeout=timeout,
+    )
+    return node
+
+
+def wait_pod_running(kube: Kube, name: str, namespace: str, timeout: float = 90) -> Pod:
+    def check(pod: Pod) -> tuple[bool, Any]:
         running = pod.status is not None and pod.status.phase == "Running"
         return running, pod if running else _describe(pod)
 
-    pod: Pod = wait_for(f"pod {namespace}/{name} to run", probe, timeout=timeout, interval=0.25)
+    pod: Pod = _watch_pod(
+        kube, name, namespace, check, what=f"pod {namespace}/{name} to run", timeout=timeout
+    )
     return pod
 
 
 def wait_pod_unschedulable(
-    kube: Client, name: str, namespace: str, *, message: str | None = None, timeout: float = 60
+    kube: Kube, name: str, namespace: str, *, message: str | None = None, timeout: float = 60
 ) -> str:
     """Wait for PodScheduled=False with reason Unschedulable (and ``message`` in the
     scheduler's message, if given); return the scheduler's message."""
 
-    def probe() -> tuple[bool, str]:
-        pod = kube.get(Pod, name, namespace=namespace)
+    def check(pod: Pod) -> tuple[bool, str]:
         condition = _conditions(pod).get("PodScheduled")
         if pod.spec and pod.spec.nodeName:
             return False, f"scheduled to {pod.spec.nodeName}"
@@ -97,7 +135,8 @@ def wait_pod_unschedulable(
     what = f"pod {namespace}/{name} to be unschedulable" + (
         f" with a message containing {message!r}" if message else ""
     )
-    return wait_for(what, probe, timeout=timeout, interval=0.25)
+    text: str = _watch_pod(kube, name, namespace, check, what=what, timeout=timeout)
+    return text
 
 
 def wait_bound_volume(
@@ -105,17 +144,26 @@ def wait_bound_volume(
 ) -> PersistentVolume:
     """Wait until the claim is bound; return its PersistentVolume."""
 
-    def probe() -> tuple[bool, Any]:
-        pvc = kube.get(PersistentVolumeClaim, claim, namespace=namespace)
+    def check(claims: dict[str, PersistentVolumeClaim]) -> tuple[bool, str]:
+        pvc = claims.get(claim)
+        if pvc is None:
+            return False, f"no claim {claim}"
         volume = pvc.spec.volumeName if pvc.spec else None
         if not volume:
             return False, f"claim {claim} is {pvc.status.phase if pvc.status else None}"
-        return True, kube.get(PersistentVolume, volume)
+        return True, volume
 
-    pv: PersistentVolume = wait_for(
-        f"claim {namespace}/{claim} to be bound", probe, timeout=timeout, interval=0.25
+    volume = watch_until(
+        kube,
+        PersistentVolumeClaim,
+        namespace=namespace,
+        name=claim,
+        what=f"claim {namespace}/{claim} to be bound",
+        check=check,
+        timeout=timeout,
     )
-    return pv
+    # The binder writes the PV's claimRef before the claim's volumeName: it exists.
+    return kube.get(PersistentVolume, volume)
 
 
 def pv_topology(pv: PersistentVolume) -> dict[str, set[str]]:
@@ -129,11 +177,14 @@ def pv_topology(pv: PersistentVolume) -> dict[str, set[str]]:
     return topology
 
 
+def _of_volume(attachments: Iterable[VolumeAttachment], pv_name: str) -> list[VolumeAttachment]:
+    # spec.source is not a field selector of VolumeAttachments: filter here.
+    return [va for va in attachments if va.spec.source.persistentVolumeName == pv_name]
+
+
 def volume_attachments(kube: Client, pv_name: str) -> list[VolumeAttachment]:
     """The VolumeAttachments of one PersistentVolume."""
-    return [
-        va for va in kube.list(VolumeAttachment) if va.spec.source.persistentVolumeName == pv_name
-    ]
+    return _of_volume(kube.list(VolumeAttachment), pv_name)
 
 
 def _describe_attachments(attachments: list[VolumeAttachment]) -> str:
@@ -148,13 +199,13 @@ def _describe_attachments(attachments: list[VolumeAttachment]) -> str:
 
 
 def wait_volume_attachment(
-    kube: Client, pv_name: str, *, attached: bool | None = None, timeout: float = 60
+    kube: Kube, pv_name: str, *, attached: bool | None = None, timeout: float = 60
 ) -> VolumeAttachment:
     """Wait for a VolumeAttachment of the PV (with ``status.attached`` equal to
     ``attached``, if given); return it."""
 
-    def probe() -> tuple[bool, Any]:
-        found = volume_attachments(kube, pv_name)
+    def check(everyone: dict[str, VolumeAttachment]) -> tuple[bool, Any]:
+        found = _of_volume(everyone.values(), pv_name)
         for va in found:
             is_attached = bool(va.status and va.status.attached)
             if attached is None or is_attached == attached:
@@ -164,17 +215,23 @@ def wait_volume_attachment(
     what = f"a VolumeAttachment of {pv_name}" + (
         f" with attached={attached}" if attached is not None else ""
     )
-    va: VolumeAttachment = wait_for(what, probe, timeout=timeout, interval=0.25)
+    va: VolumeAttachment = watch_until(
+        kube, VolumeAttachment, what=what, check=check, timeout=timeout
+    )
     return va
 
 
-def wait_volume_attachments_gone(kube: Client, pv_name: str, timeout: float = 90) -> None:
-    def probe() -> tuple[bool, str]:
-        found = volume_attachments(kube, pv_name)
+def wait_volume_attachments_gone(kube: Kube, pv_name: str, timeout: float = 90) -> None:
+    def check(everyone: dict[str, VolumeAttachment]) -> tuple[bool, str]:
+        found = _of_volume(everyone.values(), pv_name)
         return not found, _describe_attachments(found)
 
-    wait_for(
-        f"the VolumeAttachments of {pv_name} to be deleted", probe, timeout=timeout, interval=0.5
+    watch_until(
+        kube,
+        VolumeAttachment,
+        what=f"the VolumeAttachments of {pv_name} to be deleted",
+        check=check,
+        timeout=timeout,
     )
 
 
@@ -189,6 +246,26 @@ class SeenEvent:
     def __str__(self) -> str:
         return f"{self.kind}/{self.name} {self.reason}: {self.message} (x{self.count})"
 
+    @classmethod
+    def of(cls, event: Event) -> SeenEvent:
+        obj = event.involvedObject
+        return cls(
+            reason=event.reason or "",
+            message=event.message or "",
+            kind=obj.kind or "",
+            name=obj.name or "",
+            count=event.count or 1,
+        )
+
+    def matches(
+        self, reason: str | None = None, contains: str | None = None, involved: str | None = None
+    ) -> bool:
+        return (
+            (reason is None or self.reason == reason)
+            and (contains is None or contains in self.message)
+            and (involved is None or self.name == involved)
+        )
+
 
 def events(
     kube: Client,
@@ -198,28 +275,12 @@ def events(
     contains: str | None = None,
     involved: str | None = None,
 ) -> list[SeenEvent]:
-    found = []
-    for event in kube.list(Event, namespace=namespace):
-        obj = event.involvedObject
-        seen = SeenEvent(
-            reason=event.reason or "",
-            message=event.message or "",
-            kind=obj.kind or "",
-            name=obj.name or "",
-            count=event.count or 1,
-        )
-        if reason is not None and seen.reason != reason:
-            continue
-        if contains is not None and contains not in seen.message:
-            continue
-        if involved is not None and seen.name != involved:
-            continue
-        found.append(seen)
-    return found
+    seen = (SeenEvent.of(event) for event in kube.list(Event, namespace=namespace))
+    return [event for event in seen if event.matches(reason, contains, involved)]
 
 
 def wait_event(
-    kube: Client,
+    kube: Kube,
     namespace: str,
     *,
     reason: str,
@@ -227,26 +288,29 @@ def wait_event(
     involved: str | None = None,
     timeout: float = 60,
 ) -> SeenEvent:
-    def probe() -> tuple[bool, Any]:
-        matching = events(kube, namespace, reason=reason, contains=contains, involved=involved)
+    def check(found: dict[str, Event]) -> tuple[bool, Any]:
+        seen = [SeenEvent.of(event) for event in found.values()]
+        matching = [event for event in seen if event.matches(reason, contains, involved)]
         if matching:
             return True, matching[0]
-        recent = [str(e) for e in events(kube, namespace)][-8:]
+        recent = [str(e) for e in seen][-8:]
         return False, recent or "no events"
 
     what = f"a {reason} event" + (f" for {involved}" if involved else "")
     what += f" containing {contains!r}" if contains else ""
-    seen: SeenEvent = wait_for(what, probe, timeout=timeout, interval=0.5)
-    return seen
+    event: SeenEvent = watch_until(
+        kube, Event, namespace=namespace, what=what, check=check, timeout=timeout
+    )
+    return event
 
 
-def capacities(kube: Client) -> dict[tuple[str, str], tuple[int, int | None]]:
-    """(node, storage class) -> (capacity, maximumVolumeSize) of every published
-    CSIStorageCapacity whose topology is a node segment."""
+def _capacities(
+    objects: Iterable[CSIStorageCapacity], spec: DriverDeployment
+) -> dict[tuple[str, str], tuple[int, int | None]]:
     seen: dict[tuple[str, str], tuple[int, int | None]] = {}
-    for obj in kube.list(CSIStorageCapacity, namespace=DRIVER_NAMESPACE):
+    for obj in objects:
         labels = (obj.nodeTopology.matchLabels or {}) if obj.nodeTopology else {}
-        node = labels.get(NODE_TOPOLOGY_KEY)
+        node = labels.get(spec.node_topology_key)
         if node is None:
             continue
         capacity = parse_quantity(str(obj.capacity)) if obj.capacity is not None else 0
@@ -259,34 +323,58 @@ def capacities(kube: Client) -> dict[tuple[str, str], tuple[int, int | None]]:
     return seen
 
 
+def capacities(
+    kube: Client, spec: DriverDeployment
+) -> dict[tuple[str, str], tuple[int, int | None]]:
+    """(node, storage class) -> (capacity, maximumVolumeSize) of every
+    CSIStorageCapacity published for the driver whose topology is a node segment."""
+    found = kube.list(
+        CSIStorageCapacity, namespace=spec.namespace, labels={DRIVER_NAME_LABEL: spec.name}
+    )
+    return _capacities(found, spec)
+
+
 def wait_capacity(
-    kube: Client,
+    kube: Kube,
+    spec: DriverDeployment,
     expected: dict[tuple[str, str], int],
     *,
     maximum: dict[tuple[str, str], int] | None = None,
     timeout: float = 30,
 ) -> None:
     """Wait until the published capacity (and maximumVolumeSize) of each given
-    (node, storage class) equals the expected bytes."""
+    (node, storage class) of the driver equals the expected bytes."""
 
-    def probe() -> tuple[bool, dict[tuple[str, str], tuple[int, int | None]]]:
-        seen = capacities(kube)
+    def check(
+        found: dict[str, CSIStorageCapacity],
+    ) -> tuple[bool, dict[tuple[str, str], tuple[int, int | None]]]:
+        seen = _capacities(found.values(), spec)
         ok = all(seen.get(key, (None,))[0] == value for key, value in expected.items())
         if maximum is not None:
             ok = ok and all(seen.get(key, (0, None))[1] == v for key, v in maximum.items())
         return ok, {key: seen.get(key, (-1, None)) for key in expected}
 
-    wait_for(
-        f"published capacity {expected} (maximum {maximum})", probe, timeout=timeout, interval=0.5
+    watch_until(
+        kube,
+        CSIStorageCapacity,
+        namespace=spec.namespace,
+        labels={DRIVER_NAME_LABEL: spec.name},
+        what=f"published capacity {expected} (maximum {maximum})",
+        check=check,
+        timeout=timeout,
     )
 
 
 @dataclass
 class AnnotationHistory:
     """Every value an annotation of one PVC takes, in order, as seen by a watch
-    (None while it is absent); start() before the PVC changes, stop() after."""
+    (None while it is absent); start() before the PVC changes, stop() after.
 
-    kube: Client
+    The watch resumes from the last resourceVersion it saw, so no change between
+    two watch requests is lost; the thread ends within ``HISTORY_SLICE`` seconds
+    of stop()."""
+
+    kube: Kube
     name: str
     namespace: str
     key: str = SELECTED_NODE
@@ -305,23 +393,37 @@ class AnnotationHistory:
             self.values.append(value)
 
     def _run(self) -> None:
+        selection = Selection(
+            PersistentVolumeClaim, self.namespace, fields={"metadata.name": self.name}
+        )
         while not self._stop.is_set():
+            states = follow(
+                self.kube,
+                selection,
+                stopped=self._stop.is_set,
+                on_error=self._failed,
+                slice_seconds=HISTORY_SLICE,
+            )
             try:
-                for _, obj in self.kube.watch(
-                    PersistentVolumeClaim,
-                    namespace=self.namespace,
-                    fields={"metadata.name": self.name},
-                ):
-                    annotations = (obj.metadata.annotations or {}) if obj.metadata else {}
-                    self._record(annotations.get(self.key))
-                    if self._stop.is_set():
-                        return
-            except ApiError as exc:
-                self._error = exc
+                with contextlib.closing(states):
+                    for claims in states:
+                        if self._stop.is_set():
+                            return
+                        claim = claims.get(self.name)
+                        annotations = (
+                            claim.metadata.annotations if claim and claim.metadata else None
+                        )
+                        self._record((annotations or {}).get(self.key))
+            except Exception as exc:  # what follow() does not retry (403 ...): try again
+                self._failed(exc)
                 time.sleep(0.2)
-            except Exception as exc:  # the watch ends on timeouts; reconnect
-                self._error = exc
-                time.sleep(0.2)
+
+    def _value(self, claim: PersistentVolumeClaim | None) -> str | None:
+        annotations = claim.metadata.annotations if claim and claim.metadata else None
+        return (annotations or {}).get(self.key)
+
+    def _failed(self, exc: Exception) -> None:
+        self._error = exc
 
     def wait_for_values(
         self, predicate: Callable[[list[str | None]], bool], what: str, timeout: float = 60

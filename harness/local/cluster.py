@@ -30,11 +30,10 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Node, ServiceAccount
 
 from csi_mock.admin.client import AdminClient
-from harness.cluster import ClusterNode
+from harness.cluster import ClusterNode, Driver
 from harness.deploy.local import DriverNode, LocalDriver
-from harness.deploy.spec import DriverDeployment, storage_class_objects
-from harness.kube.resources import CSINodeResource, csinode_drivers
-from harness.kube.waits import capacities
+from harness.deploy.readiness import wait_deregistered, wait_driver_ready
+from harness.deploy.spec import DriverDeployment
 from harness.local import components as c
 from harness.local.config import (
     NODE_TYPE_LABEL,
@@ -265,7 +264,7 @@ class LocalCluster:
         self.driver = self._new_driver(config.driver)
         self.driver.start()
         phase("driver and sidecars started")
-        self.wait_driver_ready(kube, nodes)
+        self._wait_ready(self.driver)
         phase("driver registered, capacity published")
         # Pods are refused until the controller manager made the namespace's default
         # service account (it comes a few seconds after start; the driver meanwhile).
@@ -283,16 +282,56 @@ class LocalCluster:
         assert self._supervisor is not None and self.kube is not None
         return LocalDriver(
             spec,
-            root=layout.driver,
+            root=layout.driver_root(spec.suffix),
             tools=self._tools,
             supervisor=self._supervisor,
             nodes=[
-                DriverNode(_cluster_node(spec), layout.kubelet_root(spec.name))
-                for spec in self.config.nodes()
+                DriverNode(
+                    _cluster_node(node), layout.kubelet_root(node.name), "csi-mock" + spec.suffix
+                )
+                for node in self.config.nodes()
             ],
             kubeconfig=layout.component_kubeconfig("csi-sidecars"),
             kube=self.kube,
         )
+
+    @property
+    def concurrent_drivers(self) -> bool:
+        return True
+
+    def deploy_driver(self, spec: DriverDeployment) -> LocalDriver:
+        """Deploy a driver from ``spec`` beside the running ones (its name and suffix
+        must be its own) and wait until it is ready, as at bring-up."""
+        if self.kube is None:
+            raise RuntimeError(
+                "deploy_driver needs a cluster brought up or attached by this object"
+            )
+        if not spec.suffix:
+            raise ValueError(
+                "deploy_driver: a driver beside others needs a suffix of its own "
+                "(redeploy_driver replaces the cluster's unsuffixed driver)"
+            )
+        driver = self._new_driver(spec)
+        shutil.rmtree(driver.root, ignore_errors=True)
+        try:
+            driver.start()
+            self._wait_ready(driver)
+        except BaseException:
+            self.remove_driver(driver)
+            raise
+        return driver
+
+    def remove_driver(self, driver: Driver | None = None) -> None:
+        """Stop a driver (None: the cluster's own) and delete its objects and state."""
+        if driver is None or driver is self.driver:
+            driver, self.driver = self.driver, None
+            if driver is None:
+                return
+        if not isinstance(driver, LocalDriver):
+            raise TypeError(f"{driver!r} was not deployed by this cluster")
+        driver.stop()
+        driver.remove_objects()
+        shutil.rmtree(driver.root, ignore_errors=True)
 
     def redeploy_driver(self, spec: DriverDeployment) -> LocalDriver:
         """Replace the running driver with a fresh one deployed from ``spec``: its
@@ -302,21 +341,17 @@ class LocalCluster:
             raise RuntimeError(
                 "redeploy_driver needs a cluster brought up or attached by this object"
             )
-        nodes = self.config.nodes()
+        names = [n.name for n in self.config.nodes()]
         if self.driver is not None:
             self.driver.stop()
-            old = self.driver.spec.name
-            wait_for(
-                f"the CSINode entries of {old} to go",
-                partial(_csinodes_lack, self.kube, old, [n.name for n in nodes]),
-                timeout=self.config.timeout_seconds,
-                interval=0.2,
+            wait_deregistered(
+                self.kube, [self.driver.spec.name], names, timeout=self.config.timeout_seconds
             )
         shutil.rmtree(self.layout.driver, ignore_errors=True)
         self._set_config(self.config.model_copy(update={"driver": spec}))
         self.driver = self._new_driver(spec)
         self.driver.start()
-        self.wait_driver_ready(self.kube, nodes)
+        self._wait_ready(self.driver)
         return self.driver
 
     def restart_scheduler(self, scheduler: Mapping[str, object]) -> None:
@@ -347,8 +382,8 @@ class LocalCluster:
     def _set_config(self, config: LocalClusterConfig) -> None:
         self.config = config
         if self._supervisor is not None:
-            self._supervisor.state.config = config.model_dump(mode="json")
-            self._supervisor.state.save()
+            with self._supervisor.state.locked() as state:
+                state.config = config.model_dump(mode="json")
 
     # attach --------------------------------------------------------------------
 
@@ -391,14 +426,21 @@ class LocalCluster:
     def _check_socket_paths(self) -> None:
         """Unix socket paths are limited to 107 bytes; fail before starting anything
         when the run directory is too deep for the sockets inside it."""
-        driver = self.config.driver.name
+        # The longest names a driver gets: the cluster's own, or a test's
+        # (harness.pytest_plugin: "<7 characters>.csi-mock.example", suffix "-<7>").
+        drivers = [(self.config.driver.name, ""), ("x" * 7 + ".csi-mock.example", "-" + "x" * 7)]
         longest = max(
             (
                 path
                 for node in self.config.nodes()
+                for driver, suffix in drivers
                 for path in (
                     self.layout.plugins_registry(node.name) / f"{driver}-reg.sock",
-                    self.layout.kubelet_root(node.name) / "plugins" / "csi-mock" / "csi.sock",
+                    self.layout.kubelet_root(node.name)
+                    / "plugins"
+                    / f"csi-mock{suffix}"
+                    / "csi.sock",
+                    self.layout.driver_root(suffix) / node.name / "admin.sock",
                     Path(f"{self.layout.containerd_socket(node.name)}.ttrpc"),
                 )
             ),
@@ -411,35 +453,16 @@ class LocalCluster:
                 "allow; choose a shorter cluster name or run_dir"
             )
 
-    def wait_driver_ready(self, kube: Client, nodes: list[NodeSpec]) -> None:
-        """CSINode has the driver on every node and, when the CSIDriver asks for it,
-        external-provisioner has published capacity."""
-        supervisor = self._supervisor
-        check = supervisor.check_alive if supervisor is not None else None
-        driver = self.config.driver
-        wait_for(
-            f"CSINode entries of {driver.name} on {len(nodes)} nodes",
-            lambda: _csinodes_have(kube, driver.name, [n.name for n in nodes]),
+    def _wait_ready(self, driver: LocalDriver) -> None:
+        """Registered on every node and, when the CSIDriver asks for it, the complete
+        capacity set published; fails at once if one of its processes exits."""
+        wait_driver_ready(
+            driver.kube,
+            driver.spec,
+            [n.name for n in self.config.nodes()],
             timeout=self.config.timeout_seconds,
-            interval=0.2,
-            check=check,
+            check=driver.check_alive,
         )
-        if driver.csidriver and driver.storage_capacity:
-            # external-provisioner publishes one object per node segment and
-            # WaitForFirstConsumer class; a test must not see half of them.
-            waiting = [
-                str(sc["metadata"]["name"])
-                for sc in storage_class_objects(driver)
-                if sc.get("volumeBindingMode") == "WaitForFirstConsumer"
-            ]
-            expected = {(node.name, sc) for node in nodes for sc in waiting}
-            wait_for(
-                f"CSIStorageCapacity for {len(expected)} node segments x classes",
-                lambda: _capacity_published(kube, expected),
-                timeout=self.config.timeout_seconds,
-                interval=0.2,
-                check=check,
-            )
 
     def _create_pki(self, kubelet_nodes: list[NodeSpec]) -> ClusterPKI:
         clients = [
@@ -594,20 +617,6 @@ def _service_account_exists(kube: Client, namespace: str, name: str) -> tuple[bo
     return True, "present"
 
 
-def _registered_on(kube: Client, driver: str) -> set[str]:
-    """Names of the nodes whose CSINode lists ``driver``."""
-    return {
-        str(csinode.metadata.name)
-        for csinode in kube.list(CSINodeResource)
-        if csinode.metadata and any(d["name"] == driver for d in csinode_drivers(csinode))
-    }
-
-
-def _csinodes_lack(kube: Client, driver: str, names: list[str]) -> tuple[bool, str]:
-    still = sorted(_registered_on(kube, driver) & set(names))
-    return not still, f"still registered on: {', '.join(still)}"
-
-
 def _https_ok(port: int, path: str) -> tuple[bool, str]:
     # Health endpoints of the scheduler answer anonymous requests; its certificate
     # is self-signed.
@@ -628,17 +637,6 @@ def _nodes_ready(kube: Client, names: list[str]) -> tuple[bool, str]:
             ready.add(node.metadata.name)  # type: ignore[union-attr]
     missing = sorted(set(names) - ready)
     return not missing, f"not Ready yet: {', '.join(missing)}"
-
-
-def _csinodes_have(kube: Client, driver: str, names: list[str]) -> tuple[bool, str]:
-    missing = sorted(set(names) - _registered_on(kube, driver))
-    return not missing, f"driver not registered on: {', '.join(missing)}"
-
-
-def _capacity_published(kube: Client, expected: set[tuple[str, str]]) -> tuple[bool, str]:
-    """Every (node, storage class) of ``expected`` has a CSIStorageCapacity object."""
-    missing = sorted(expected - set(capacities(kube)))
-    return not missing, f"missing: {missing}" if missing else "complete"
 
 
 def _create_cgroup(path: str) -> None:

@@ -108,7 +108,12 @@ class Layout:
 
     @property
     def driver(self) -> Path:
-        return self.root / "driver"
+        """The state of the cluster's own driver (csi-mock instances, their sockets)."""
+        return self.driver_root("")
+
+    def driver_root(self, suffix: str) -> Path:
+        """The state of the driver with ``suffix`` (DriverDeployment.suffix)."""
+        return self.root / f"driver{suffix}"
 
 
 def write_kubeconfig(path: Path, *, server: str, ca: Path, client: KeyPair, user: str) -> Path:
@@ -215,6 +220,11 @@ def scheduler_configuration(config: LocalClusterConfig, layout: Layout) -> dict[
         "kind": "KubeSchedulerConfiguration",
         "clientConnection": {"kubeconfig": str(layout.component_kubeconfig("kube-scheduler"))},
         "leaderElection": {"leaderElect": False},
+        # Tuned for tests (docs/benchmarks.md): a pod that failed scheduling (no
+        # capacity yet, a selected node dropped) is retried after 1 s, 2 s at most,
+        # instead of backing off up to 10 s.
+        "podInitialBackoffSeconds": 1,
+        "podMaxBackoffSeconds": 2,
     }
     merged = deep_merge(base, config.scheduler)
     # The scheduler must reach this cluster whatever the caller's configuration says.
@@ -366,6 +376,11 @@ def kubelet_configuration(
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
         "nodeStatusReportFrequency": "10s",
+        # Tuned for tests (docs/benchmarks.md): the status is computed every second
+        # and posted when it changed, so that a volume the kubelet unmounted leaves
+        # volumesInUse, and the attach/detach controller may detach it, within a
+        # second rather than the default 10 s.
+        "nodeStatusUpdateFrequency": "1s",
         "syncFrequency": "10s",
         "fileCheckFrequency": "10s",
         "staticPodPath": "",

@@ -54,7 +54,9 @@ log = logging.getLogger("node-simulator")
 
 LEASE_SECONDS = 40
 RENEW_EVERY = 10.0
-STATUS_EVERY = 30.0
+STATUS_EVERY = 10.0
+"""Seconds between status updates: the attach/detach controller assumes a freshly
+attached volume mounted until the node's status says otherwise (no volumesInUse)."""
 WATCH_EVERY = 0.25
 ALLOCATABLE_POLL_EVERY = 1.0
 NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid"

@@ -103,8 +103,8 @@ class Supervisor:
             name=name, pid=child.pid, start_time=start_time or 0, argv=list(argv), log=str(log)
         )
         self._children[name] = child
-        self.state.processes[name] = record
-        self.state.save()
+        with self.state.locked() as state:
+            state.processes[name] = record
         return record
 
     def log_path(self, name: str) -> Path:
@@ -129,8 +129,8 @@ class Supervisor:
         record = self.state.processes.get(name)
         if record is not None:
             stop_processes([record], timeout=timeout)
-            del self.state.processes[name]
-            self.state.save()
+            with self.state.locked() as state:
+                state.processes.pop(name, None)
         child = self._children.pop(name, None)
         if child is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):

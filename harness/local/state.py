@@ -6,9 +6,13 @@ It is rewritten after every change (process started, port allocated), so that
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, fields
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -29,22 +33,41 @@ class RunState:
     run_dir: Path
     cluster: str = ""
     phase: str = "starting"  # starting | ready | failed | stopping
-    ports: dict[str, int] = field(default_factory=dict)
-    processes: dict[str, ProcessRecord] = field(default_factory=dict)
-    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ports: dict[str, int] = dataclass_field(default_factory=dict)
+    processes: dict[str, ProcessRecord] = dataclass_field(default_factory=dict)
+    nodes: dict[str, dict[str, Any]] = dataclass_field(default_factory=dict)
     cgroup_root: str = ""
     bridge: str = ""
-    extra_dirs: list[str] = field(default_factory=list)
+    extra_dirs: list[str] = dataclass_field(default_factory=list)
     """Directories outside run_dir this run created (removed at teardown)."""
     started_at: float = 0.0
     ready_after: float | None = None
-    config: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = dataclass_field(default_factory=dict)
     """The LocalClusterConfig the cluster runs with now (its driver and scheduler
     follow redeploys), so another process can attach to the cluster."""
 
     @property
     def path(self) -> Path:
         return self.run_dir / STATE_FILE
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[RunState]:
+        """Change the record with the other processes of this run in mind: several
+        pytest workers attach to one cluster and start their drivers' processes at
+        the same time. Under an exclusive lock this reloads what is on disk into
+        ``self``, lets the caller change it and saves it, so no change is lost."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        with (self.run_dir / f"{STATE_FILE}.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                current = RunState.load(self.run_dir)
+                if current is not None:
+                    for f in fields(self):
+                        setattr(self, f.name, getattr(current, f.name))
+                yield self
+                self.save()
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
     def save(self) -> None:
         data = asdict(self)

@@ -5,6 +5,11 @@ capacity a pod's new volumes would use, through a configurable shape.
 The two candidates come from ``scheduling_nodes`` (on the local provider its
 simulated nodes), which are alike, so no other score plugin tells them apart; only
 their pools differ. Their pools are resized through the admin API before a pod comes.
+
+The suite is ``cluster_wide``: it runs while no other test runs. One test restarts
+the scheduler; and for both, another test's pods on a candidate would change its
+NodeResourcesFit score (the scheduler counts a pod without requests as 100m CPU and
+200Mi), by as much as the capacity scores the tests compare.
 """
 
 from __future__ import annotations
@@ -18,11 +23,11 @@ from lightkube.resources.core_v1 import Pod
 from csi_mock.admin.client import AdminClient
 from harness.cluster import Cluster, Driver, Unsupported, pick_nodes, scheduling_nodes
 from harness.deploy.incluster_objects import COMPONENT_LABEL
-from harness.deploy.spec import DRIVER_NAMESPACE, node_pool_name
+from harness.deploy.spec import node_pool_name
 from harness.kube import objects
 from harness.kube.waits import wait_capacity, wait_pod_scheduled
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.mission, pytest.mark.cluster_wide]
 
 GI = 1 << 30
 FEATURE = "capacity scoring"
@@ -58,12 +63,12 @@ def scoring_enabled(cluster: Cluster) -> None:
         pytest.skip(f"the cluster's kube-scheduler runs with {GATE}=false")
 
 
-def nodes_with_driver_controllers(kube: Client) -> set[str]:
+def nodes_with_driver_controllers(kube: Client, driver: Driver) -> set[str]:
     """Nodes that run a pod of the driver other than its node plugin (an in-cluster
     controller or sidecar): the scheduler's resource scoring counts those pods too."""
     return {
         str(pod.spec.nodeName)
-        for pod in kube.list(Pod, namespace=DRIVER_NAMESPACE)
+        for pod in kube.list(Pod, namespace=driver.spec.namespace)
         if pod.spec is not None
         and pod.spec.nodeName
         and ((pod.metadata.labels if pod.metadata else None) or {}).get(COMPONENT_LABEL) != "node"
@@ -74,7 +79,7 @@ def nodes_with_driver_controllers(kube: Client) -> set[str]:
 def candidates(kube: Client, driver: Driver) -> tuple[str, str]:
     """Two alike nodes the pods are pinned to (sorted by name): none of them hosts the
     driver's controller pods."""
-    busy = nodes_with_driver_controllers(kube)
+    busy = nodes_with_driver_controllers(kube, driver)
     alike = [n for n in scheduling_nodes(driver.nodes) if n.name not in busy]
     try:
         first, second = pick_nodes(alike, 2)
@@ -84,7 +89,9 @@ def candidates(kube: Client, driver: Driver) -> tuple[str, str]:
 
 
 @pytest.fixture
-def inverted_shape(cluster: Cluster) -> Iterator[None]:
+def inverted_shape(cluster: Cluster, cluster_access: None) -> Iterator[None]:
+    """The scheduler restarted with INVERTED_SHAPE for the test (which holds the
+    cluster alone: ``cluster_access``), then with what it ran with before."""
     original = cluster.scheduler_config
     try:
         cluster.restart_scheduler(INVERTED_SHAPE)
@@ -94,18 +101,21 @@ def inverted_shape(cluster: Cluster) -> Iterator[None]:
     cluster.restart_scheduler(original)
 
 
-def resize_pools(kube: Client, admin: AdminClient, sizes: dict[str, int]) -> None:
+def resize_pools(kube: Client, driver: Driver, admin: AdminClient, sizes: dict[str, int]) -> None:
     """Give each node's pool its size in bytes, and wait until that is published."""
     for node, size in sizes.items():
         admin.resize_pool(node_pool_name(node), size)
-    published = {(node, "csi-mock"): size for node, size in sizes.items()}
-    wait_capacity(kube, published, maximum=published)
+    striped = driver.spec.storage_class()
+    published = {(node, striped): size for node, size in sizes.items()}
+    wait_capacity(kube, driver.spec, published, maximum=published)
 
 
-def place(kube: Client, namespace: str, name: str, size: str, nodes: tuple[str, str]) -> str:
+def place(
+    kube: Client, driver: Driver, namespace: str, name: str, size: str, nodes: tuple[str, str]
+) -> str:
     objects.create(
         kube,
-        objects.claim(name, namespace, size),
+        objects.claim(name, namespace, size, driver.spec.storage_class()),
         objects.pod(name, namespace, claims=[name], nodes=list(nodes)),
     )
     return wait_pod_scheduled(kube, name, namespace)
@@ -113,24 +123,29 @@ def place(kube: Client, namespace: str, name: str, size: str, nodes: tuple[str, 
 
 @pytest.mark.scenario(FEATURE, "default shape: the node with the most free capacity wins")
 def test_default_shape_places_the_pod_on_the_node_with_most_free_capacity(
-    kube: Client, namespace: str, admin: AdminClient, candidates: tuple[str, str]
+    kube: Client,
+    namespace: str,
+    driver: Driver,
+    admin: AdminClient,
+    candidates: tuple[str, str],
 ) -> None:
     roomy, smaller = candidates
-    resize_pools(kube, admin, {roomy: 30 * GI, smaller: 20 * GI})
-    assert place(kube, namespace, "data", "5Gi", candidates) == roomy
+    resize_pools(kube, driver, admin, {roomy: 30 * GI, smaller: 20 * GI})
+    assert place(kube, driver, namespace, "data", "5Gi", candidates) == roomy
 
 
 @pytest.mark.scenario(FEATURE, "inverted shape: the fullest node that still fits wins")
 def test_inverted_shape_places_the_pod_on_the_fullest_node_that_still_fits(
     kube: Client,
     namespace: str,
+    driver: Driver,
     admin: AdminClient,
     candidates: tuple[str, str],
     inverted_shape: None,
 ) -> None:
     roomy, tight = candidates
-    resize_pools(kube, admin, {roomy: 30 * GI, tight: 6 * GI})
-    assert place(kube, namespace, "fits", "5Gi", candidates) == tight
+    resize_pools(kube, driver, admin, {roomy: 30 * GI, tight: 6 * GI})
+    assert place(kube, driver, namespace, "fits", "5Gi", candidates) == tight
     # The tight node now has 1Gi left: the next 5Gi claim no longer fits there.
-    wait_capacity(kube, {(tight, "csi-mock"): 1 * GI})
-    assert place(kube, namespace, "next", "5Gi", candidates) == roomy
+    wait_capacity(kube, driver.spec, {(tight, driver.spec.storage_class()): 1 * GI})
+    assert place(kube, driver, namespace, "next", "5Gi", candidates) == roomy

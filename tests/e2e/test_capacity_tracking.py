@@ -17,7 +17,7 @@ from lightkube.resources.storage_v1 import CSIStorageCapacity
 from csi_mock.admin.client import AdminClient
 from csi_mock.model.quantity import parse_quantity
 from harness.cluster import Driver, Unsupported, pick_nodes, scheduling_nodes
-from harness.deploy.spec import DRIVER_NAMESPACE, NODE_TOPOLOGY_KEY, node_pool_name, node_segment
+from harness.deploy.spec import DriverDeployment, node_pool_name
 from harness.kube import objects
 from harness.kube.waits import (
     SELECTED_NODE,
@@ -33,18 +33,26 @@ from harness.kube.waits import (
     wait_pod_unschedulable,
 )
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 
 GI = 1 << 30
 FEATURE = "storage capacity tracking"
 NOT_ENOUGH_STORAGE = "did not have enough free storage"
-WAITING_CLASSES = ("csi-mock", "csi-mock-mirrored")
+STRIPED, MIRRORED, IMMEDIATE = "csi-mock", "csi-mock-mirrored", "csi-mock-immediate"
+"""The StorageClasses of deploy/kubernetes/storageclasses.yaml (each test's driver
+has them with its suffix: ``DriverDeployment.storage_class``)."""
+KINDS = {STRIPED: "striped", MIRRORED: "mirrored"}
 
 
-def pv_node(kube: Client, claim: str, namespace: str, timeout: float = 60) -> str:
+def waiting_classes(spec: DriverDeployment) -> tuple[str, str]:
+    """The driver's WaitForFirstConsumer classes: striped and mirrored."""
+    return spec.storage_class(STRIPED), spec.storage_class(MIRRORED)
+
+
+def pv_node(driver: Driver, kube: Client, claim: str, namespace: str, timeout: float = 60) -> str:
     """The node the claim's volume was provisioned for (its PV's node affinity)."""
     pv = wait_bound_volume(kube, claim, namespace, timeout=timeout)
-    (node,) = pv_topology(pv)[NODE_TOPOLOGY_KEY]
+    (node,) = pv_topology(pv)[driver.spec.node_topology_key]
     return node
 
 
@@ -65,16 +73,17 @@ def names(driver: Driver) -> list[str]:
 def test_published_capacity_equals_get_capacity_for_every_segment_and_class(
     kube: Client, driver: Driver
 ) -> None:
-    kinds = {"csi-mock": "striped", "csi-mock-mirrored": "mirrored"}
-    objects_seen = list(kube.list(CSIStorageCapacity, namespace=DRIVER_NAMESPACE))
+    spec = driver.spec
+    kinds = {spec.storage_class(base): kind for base, kind in KINDS.items()}
+    objects_seen = list(kube.list(CSIStorageCapacity, namespace=spec.namespace))
     segments = {
         (tuple(sorted(o.nodeTopology.matchLabels.items())), o.storageClassName)  # type: ignore[union-attr]
         for o in objects_seen
     }
     expected_segments = {
         (tuple(sorted(s.items())), sc)
-        for s in (node_segment(n.name, n.zone) for n in driver.nodes)
-        for sc in WAITING_CLASSES
+        for s in (spec.segment(n.name, n.zone) for n in driver.nodes)
+        for sc in waiting_classes(spec)
     }
     assert segments == expected_segments
     for obj in objects_seen:
@@ -89,25 +98,27 @@ def test_published_capacity_equals_get_capacity_for_every_segment_and_class(
 def test_published_capacity_follows_volumes_and_knobs(
     kube: Client, namespace: str, driver: Driver, admin: AdminClient
 ) -> None:
+    spec = driver.spec
+    striped, mirrored = waiting_classes(spec)
     used, knobbed = two_scheduling_nodes(driver)
     objects.create(
         kube,
-        objects.claim("data", namespace, "2Gi"),
+        objects.claim("data", namespace, "2Gi", striped),
         objects.pod("app", namespace, claims=["data"], nodes=[used]),
     )
-    assert pv_node(kube, "data", namespace) == used
-    wait_capacity(kube, {(used, "csi-mock"): 8 * GI, (used, "csi-mock-mirrored"): 4 * GI})
+    assert pv_node(driver, kube, "data", namespace) == used
+    wait_capacity(kube, spec, {(used, striped): 8 * GI, (used, mirrored): 4 * GI})
 
     admin.consume(node_pool_name(knobbed), "3Gi")
-    wait_capacity(kube, {(knobbed, "csi-mock"): 7 * GI})
+    wait_capacity(kube, spec, {(knobbed, striped): 7 * GI})
     admin.resize_pool(node_pool_name(knobbed), "20Gi")
-    wait_capacity(kube, {(knobbed, "csi-mock"): 17 * GI})
+    wait_capacity(kube, spec, {(knobbed, striped): 17 * GI})
     admin.release(node_pool_name(knobbed), "3Gi")
-    wait_capacity(kube, {(knobbed, "csi-mock"): 20 * GI})
+    wait_capacity(kube, spec, {(knobbed, striped): 20 * GI})
 
     kube.delete(Pod, "app", namespace=namespace, grace_period=0)
     kube.delete(PersistentVolumeClaim, "data", namespace=namespace)
-    wait_capacity(kube, {(used, "csi-mock"): 10 * GI}, timeout=60)
+    wait_capacity(kube, spec, {(used, striped): 10 * GI}, timeout=60)
 
 
 @pytest.mark.scenario(FEATURE, "claim larger than every maximumVolumeSize stays Pending")
@@ -116,7 +127,7 @@ def test_claim_larger_than_every_node_stays_pending_with_not_enough_storage(
 ) -> None:
     objects.create(
         kube,
-        objects.claim("huge", namespace, "11Gi"),
+        objects.claim("huge", namespace, "11Gi", driver.spec.storage_class(STRIPED)),
         objects.pod("app", namespace, claims=["huge"]),
     )
     message = wait_pod_unschedulable(kube, "app", namespace, message=NOT_ENOUGH_STORAGE)
@@ -131,14 +142,15 @@ def test_claim_that_fits_only_one_node_is_scheduled_and_provisioned_there(
     kube: Client, namespace: str, driver: Driver, admin: AdminClient
 ) -> None:
     big = names(driver)[0]
+    striped = driver.spec.storage_class(STRIPED)
     admin.resize_pool(node_pool_name(big), "20Gi")
-    wait_capacity(kube, {(big, "csi-mock"): 20 * GI}, maximum={(big, "csi-mock"): 20 * GI})
+    wait_capacity(kube, driver.spec, {(big, striped): 20 * GI}, maximum={(big, striped): 20 * GI})
     objects.create(
         kube,
-        objects.claim("big", namespace, "15Gi"),
+        objects.claim("big", namespace, "15Gi", striped),
         objects.pod("app", namespace, claims=["big"]),
     )
-    assert pv_node(kube, "big", namespace) == big
+    assert pv_node(driver, kube, "big", namespace) == big
     assert wait_pod_scheduled(kube, "app", namespace) == big
 
 
@@ -149,21 +161,24 @@ def test_distributed_provisioners_publish_capacity_and_provision_on_their_own_no
 ) -> None:
     # One external-provisioner per node (--node-deployment): together they published
     # every node x class (the driver fixture waited for it); each one's own node only.
-    assert set(capacities(kube)) == {(n.name, sc) for n in driver.nodes for sc in WAITING_CLASSES}
-    published = list(kube.list(CSIStorageCapacity, namespace=DRIVER_NAMESPACE))
-    assert len(published) == len(driver.nodes) * len(WAITING_CLASSES), "one object each"
+    spec = driver.spec
+    classes = waiting_classes(spec)
+    striped = classes[0]
+    assert set(capacities(kube, spec)) == {(n.name, sc) for n in driver.nodes for sc in classes}
+    published = list(kube.list(CSIStorageCapacity, namespace=spec.namespace))
+    assert len(published) == len(driver.nodes) * len(classes), "one object each"
     big = names(driver)[-1]
     # Each node's pool lives in that node's own instance: no controller here.
     with driver.admin(big) as node_admin:
         node_admin.resize_pool(node_pool_name(big), "20Gi")
-    wait_capacity(kube, {(big, "csi-mock"): 20 * GI}, maximum={(big, "csi-mock"): 20 * GI})
+    wait_capacity(kube, spec, {(big, striped): 20 * GI}, maximum={(big, striped): 20 * GI})
     objects.create(
         kube,
-        objects.claim("big", namespace, "15Gi"),
+        objects.claim("big", namespace, "15Gi", striped),
         objects.pod("app", namespace, claims=["big"]),
     )
-    assert pv_node(kube, "big", namespace) == big
-    wait_capacity(kube, {(big, "csi-mock"): 5 * GI})
+    assert pv_node(driver, kube, "big", namespace) == big
+    wait_capacity(kube, spec, {(big, striped): 5 * GI})
     succeeded = f'"Succeeded" PVC="{namespace}/big"'
     provisioned_by = {
         node.name
@@ -186,15 +201,16 @@ def test_capacity_is_ignored_when_the_csidriver_does_not_ask_for_it(
 ) -> None:
     # Published (the provisioner runs with --enable-capacity) yet not used: the
     # scheduler picks a node for an 11Gi claim no pool can hold.
-    expected = len(driver.nodes) * len(WAITING_CLASSES)
+    spec = driver.spec
+    expected = len(driver.nodes) * len(waiting_classes(spec))
     wait_for(
         "CSIStorageCapacity objects to be published",
-        lambda: (len(capacities(kube)) == expected, capacities(kube)),
+        lambda: (len(capacities(kube, spec)) == expected, capacities(kube, spec)),
         timeout=30,
     )
     objects.create(
         kube,
-        objects.claim("huge", namespace, "11Gi"),
+        objects.claim("huge", namespace, "11Gi", spec.storage_class(STRIPED)),
         objects.pod("app", namespace, claims=["huge"], nodes=names(driver)),
     )
     history = AnnotationHistory(kube, "huge", namespace).start()
@@ -217,7 +233,9 @@ def test_stale_capacity_makes_provisioning_fail_and_the_pod_move_to_a_node_with_
     # GetCapacity keeps answering 10Gi for the full node while its pool fills up.
     admin.freeze_capacity()
     admin.consume(node_pool_name(full), "8Gi")
-    objects.create(kube, objects.claim("data", namespace, "5Gi"))
+    objects.create(
+        kube, objects.claim("data", namespace, "5Gi", driver.spec.storage_class(STRIPED))
+    )
     history = AnnotationHistory(kube, "data", namespace).start()
     objects.create(
         kube,
@@ -234,7 +252,7 @@ def test_stale_capacity_makes_provisioning_fail_and_the_pod_move_to_a_node_with_
         )
         # Fresh capacity reaches the scheduler; the pod goes where there is room.
         admin.unfreeze_capacity()
-        assert pv_node(kube, "data", namespace) == roomy
+        assert pv_node(driver, kube, "data", namespace) == roomy
         values = history.wait_for_values(lambda v: v[-1] == roomy, f"{roomy} selected last")
     finally:
         history.stop()
@@ -256,7 +274,9 @@ def test_immediate_binding_with_exhausted_capacity_retries_without_selecting_a_n
 ) -> None:
     for node in driver.nodes:
         admin.consume(node_pool_name(node.name), "9Gi")
-    objects.create(kube, objects.claim("now", namespace, "2Gi", storage_class="csi-mock-immediate"))
+    objects.create(
+        kube, objects.claim("now", namespace, "2Gi", driver.spec.storage_class(IMMEDIATE))
+    )
     history = AnnotationHistory(kube, "now", namespace).start()
     try:
         wait_for(
@@ -279,20 +299,22 @@ def test_storage_class_parameters_change_the_capacity_seen(
     kube: Client, namespace: str, driver: Driver
 ) -> None:
     candidates = names(driver)
+    striped, mirrored = waiting_classes(driver.spec)
     wait_capacity(
         kube,
-        {(node, "csi-mock"): 10 * GI for node in candidates}
-        | {(node, "csi-mock-mirrored"): 5 * GI for node in candidates},
+        driver.spec,
+        {(node, striped): 10 * GI for node in candidates}
+        | {(node, mirrored): 5 * GI for node in candidates},
     )
     objects.create(
         kube,
-        objects.claim("mirrored", namespace, "6Gi", storage_class="csi-mock-mirrored"),
+        objects.claim("mirrored", namespace, "6Gi", mirrored),
         objects.pod("mirrored", namespace, claims=["mirrored"], nodes=candidates),
-        objects.claim("striped", namespace, "6Gi"),
+        objects.claim("striped", namespace, "6Gi", striped),
         objects.pod("striped", namespace, claims=["striped"], nodes=candidates),
     )
     wait_pod_unschedulable(kube, "mirrored", namespace, message=NOT_ENOUGH_STORAGE)
-    assert pv_node(kube, "striped", namespace) in candidates
+    assert pv_node(driver, kube, "striped", namespace) in candidates
 
 
 @pytest.mark.scenario(FEATURE, "generic ephemeral volumes are checked against capacity")
@@ -302,7 +324,10 @@ def test_generic_ephemeral_volume_larger_than_every_pool_is_unschedulable(
     objects.create(
         kube,
         objects.pod(
-            "app", namespace, ephemeral=[("scratch", "11Gi", "csi-mock")], nodes=names(driver)
+            "app",
+            namespace,
+            ephemeral=[("scratch", "11Gi", driver.spec.storage_class(STRIPED))],
+            nodes=names(driver),
         ),
     )
     wait_pod_unschedulable(kube, "app", namespace, message=NOT_ENOUGH_STORAGE)
@@ -315,7 +340,13 @@ def test_csi_inline_ephemeral_volume_is_scheduled_whatever_its_size(
     candidates = names(driver)
     objects.create(
         kube,
-        objects.pod("app", namespace, inline=[{"size": "11Gi"}], nodes=candidates),
+        objects.pod(
+            "app",
+            namespace,
+            inline=[{"size": "11Gi"}],
+            csi_driver=driver.spec.name,
+            nodes=candidates,
+        ),
     )
     assert wait_pod_scheduled(kube, "app", namespace) in candidates
 
@@ -326,17 +357,19 @@ def test_claim_of_exactly_maximum_volume_size_fits_and_one_byte_more_does_not(
     kube: Client, namespace: str, driver: Driver
 ) -> None:
     candidates = names(driver)
+    striped = driver.spec.storage_class(STRIPED)
     wait_capacity(
         kube,
-        {(node, "csi-mock"): 10 * GI for node in candidates},
-        maximum={(node, "csi-mock"): 4 * GI for node in candidates},
+        driver.spec,
+        {(node, striped): 10 * GI for node in candidates},
+        maximum={(node, striped): 4 * GI for node in candidates},
     )
     objects.create(
         kube,
-        objects.claim("exact", namespace, "4Gi"),
+        objects.claim("exact", namespace, "4Gi", striped),
         objects.pod("exact", namespace, claims=["exact"], nodes=candidates),
-        objects.claim("over", namespace, str(4 * GI + 1)),
+        objects.claim("over", namespace, str(4 * GI + 1), striped),
         objects.pod("over", namespace, claims=["over"], nodes=candidates),
     )
-    assert pv_node(kube, "exact", namespace) in candidates
+    assert pv_node(driver, kube, "exact", namespace) in candidates
     wait_pod_unschedulable(kube, "over", namespace, message=NOT_ENOUGH_STORAGE)

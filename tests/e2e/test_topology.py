@@ -21,7 +21,6 @@ from lightkube.resources.core_v1 import Node, Pod
 from lightkube.resources.storage_v1 import StorageClass
 
 from harness.cluster import ClusterNode, Driver, scheduling_nodes
-from harness.deploy.spec import NODE_TOPOLOGY_KEY, ZONE_TOPOLOGY_KEY, node_segment
 from harness.kube import objects
 from harness.kube.resources import CSINodeResource, csinode_drivers
 from harness.kube.waits import (
@@ -33,7 +32,7 @@ from harness.kube.waits import (
     wait_pod_unschedulable,
 )
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 
 FEATURE = "topology"
 ALLOWED_ZONE_CLASS = "csi-mock-one-zone"
@@ -99,18 +98,22 @@ def allowed_zone(kube: Client, driver: Driver) -> Iterator[tuple[str, list[str]]
         {
             "apiVersion": "storage.k8s.io/v1",
             "kind": "StorageClass",
-            "metadata": {"name": ALLOWED_ZONE_CLASS},
+            "metadata": {"name": driver.spec.storage_class(ALLOWED_ZONE_CLASS)},
             "provisioner": driver.spec.name,
             "volumeBindingMode": "WaitForFirstConsumer",
             "reclaimPolicy": "Delete",
             "allowedTopologies": [
-                {"matchLabelExpressions": [{"key": ZONE_TOPOLOGY_KEY, "values": [zone]}]}
+                {
+                    "matchLabelExpressions": [
+                        {"key": driver.spec.zone_topology_key, "values": [zone]}
+                    ]
+                }
             ],
         },
     )
     yield zone, members
     with contextlib.suppress(ApiError):
-        kube.delete(StorageClass, ALLOWED_ZONE_CLASS)
+        kube.delete(StorageClass, driver.spec.storage_class(ALLOWED_ZONE_CLASS))
 
 
 @pytest.mark.scenario(FEATURE, "NodeGetInfo segments become node labels and CSINode keys")
@@ -119,7 +122,7 @@ def test_node_segments_become_node_labels_and_csinode_topology_keys(
 ) -> None:
     for node in driver.nodes:
         node_id, segments = driver.node_get_info(node.name)
-        assert segments == node_segment(node.name, node.zone), node.name
+        assert segments == driver.spec.segment(node.name, node.zone), node.name
         labels = kube.get(Node, node.name).metadata.labels or {}  # type: ignore[union-attr]
         assert {k: labels.get(k) for k in segments} == segments, node.name
         (entry,) = [
@@ -137,7 +140,7 @@ def test_node_pool_volume_has_node_affinity_and_its_pod_runs_on_that_node(
 ) -> None:
     objects.create(
         kube,
-        objects.claim("data", namespace, "1Gi"),
+        objects.claim("data", namespace, "1Gi", driver.spec.storage_class()),
         objects.pod(
             "app",
             namespace,
@@ -147,7 +150,7 @@ def test_node_pool_volume_has_node_affinity_and_its_pod_runs_on_that_node(
     )
     node = wait_pod_scheduled(kube, "app", namespace)
     pv = wait_bound_volume(kube, "data", namespace)
-    assert pv_topology(pv) == {NODE_TOPOLOGY_KEY: {node}}
+    assert pv_topology(pv) == {driver.spec.node_topology_key: {node}}
 
 
 @ZONE_POOLS_ONLY
@@ -156,11 +159,11 @@ def test_zone_pool_volume_has_zone_affinity(kube: Client, namespace: str, driver
     node = node_in_a_zone(driver)
     objects.create(
         kube,
-        objects.claim("data", namespace, "1Gi"),
+        objects.claim("data", namespace, "1Gi", driver.spec.storage_class()),
         objects.pod("app", namespace, claims=["data"], nodes=[node.name]),
     )
     pv = wait_bound_volume(kube, "data", namespace)
-    assert pv_topology(pv) == {ZONE_TOPOLOGY_KEY: {node.zone}}
+    assert pv_topology(pv) == {driver.spec.zone_topology_key: {node.zone}}
     assert wait_pod_scheduled(kube, "app", namespace) == node.name
 
 
@@ -173,12 +176,12 @@ def test_zone_pool_volume_is_usable_from_every_node_of_its_zone(
     first, runs_pods = two_nodes_of_one_zone(driver)
     objects.create(
         kube,
-        objects.claim("data", namespace, "1Gi"),
+        objects.claim("data", namespace, "1Gi", driver.spec.storage_class()),
         objects.pod("first", namespace, claims=["data"], nodes=[first.name]),
     )
     assert wait_pod_scheduled(kube, "first", namespace) == first.name
     assert pv_topology(wait_bound_volume(kube, "data", namespace)) == {
-        ZONE_TOPOLOGY_KEY: {first.zone}
+        driver.spec.zone_topology_key: {first.zone}
     }
     kube.delete(Pod, "first", namespace=namespace, grace_period=0)
     objects.create(kube, objects.pod("second", namespace, claims=["data"], nodes=[runs_pods.name]))
@@ -195,11 +198,11 @@ def test_zone_pool_volume_is_not_usable_from_another_zone(
     elsewhere = node_in_another_zone(driver, first.zone)
     objects.create(
         kube,
-        objects.claim("data", namespace, "1Gi"),
+        objects.claim("data", namespace, "1Gi", driver.spec.storage_class()),
         objects.pod("first", namespace, claims=["data"], nodes=[first.name]),
     )
     assert pv_topology(wait_bound_volume(kube, "data", namespace)) == {
-        ZONE_TOPOLOGY_KEY: {first.zone}
+        driver.spec.zone_topology_key: {first.zone}
     }
     objects.create(kube, objects.pod("second", namespace, claims=["data"], nodes=[elsewhere.name]))
     message = wait_pod_unschedulable(kube, "second", namespace, message=NODE_AFFINITY_CONFLICT)
@@ -208,17 +211,19 @@ def test_zone_pool_volume_is_not_usable_from_another_zone(
 
 @pytest.mark.scenario(FEATURE, "allowedTopologies one zone: provisioned and scheduled there")
 def test_allowed_topologies_restrict_provisioning_to_the_allowed_zone(
-    kube: Client, namespace: str, allowed_zone: tuple[str, list[str]]
+    kube: Client, namespace: str, driver: Driver, allowed_zone: tuple[str, list[str]]
 ) -> None:
     _, members = allowed_zone
     objects.create(
         kube,
-        objects.claim("data", namespace, "1Gi", storage_class=ALLOWED_ZONE_CLASS),
+        objects.claim("data", namespace, "1Gi", driver.spec.storage_class(ALLOWED_ZONE_CLASS)),
         objects.pod("app", namespace, claims=["data"]),
     )
     node = wait_pod_scheduled(kube, "app", namespace)
     assert node in members
-    assert pv_topology(wait_bound_volume(kube, "data", namespace)) == {NODE_TOPOLOGY_KEY: {node}}
+    assert pv_topology(wait_bound_volume(kube, "data", namespace)) == {
+        driver.spec.node_topology_key: {node}
+    }
 
 
 @pytest.mark.scenario(FEATURE, "allowedTopologies one zone, pod pinned elsewhere: unschedulable")
@@ -229,7 +234,7 @@ def test_allowed_topologies_conflicting_with_the_pod_leave_it_unschedulable(
     elsewhere = [n.name for n in driver.nodes if n.name not in members]
     objects.create(
         kube,
-        objects.claim("data", namespace, "1Gi", storage_class=ALLOWED_ZONE_CLASS),
+        objects.claim("data", namespace, "1Gi", driver.spec.storage_class(ALLOWED_ZONE_CLASS)),
         objects.pod("app", namespace, claims=["data"], nodes=elsewhere),
     )
     message = wait_pod_unschedulable(kube, "app", namespace, message=NO_VOLUME_TO_BIND)

@@ -29,7 +29,7 @@ from harness.kube.waits import (
     wait_volume_attachment,
 )
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 
 FEATURE = "volume limits"
 MAX_VOLUME_COUNT = "node(s) exceed max volume count"
@@ -37,10 +37,11 @@ MAX_VOLUME_COUNT = "node(s) exceed max volume count"
 
 
 def create_pod_with_claims(
-    kube: Client, name: str, namespace: str, count: int, nodes: list[str]
+    kube: Client, driver: Driver, name: str, namespace: str, count: int, nodes: list[str]
 ) -> None:
     claims = [f"{name}-{i}" for i in range(count)]
-    objects.create(kube, *(objects.claim(c, namespace, "1Gi") for c in claims))
+    storage_class = driver.spec.storage_class()
+    objects.create(kube, *(objects.claim(c, namespace, "1Gi", storage_class) for c in claims))
     objects.create(kube, objects.pod(name, namespace, claims=claims, nodes=nodes))
 
 
@@ -78,9 +79,9 @@ def test_pod_beyond_the_limit_of_the_only_allowed_node_is_unschedulable(
 ) -> None:
     (node,) = scheduling_node_names(driver, 1)
     for name in ("first", "second"):
-        create_pod_with_claims(kube, name, namespace, 1, nodes=[node])
+        create_pod_with_claims(kube, driver, name, namespace, 1, nodes=[node])
         assert wait_pod_scheduled(kube, name, namespace) == node
-    create_pod_with_claims(kube, "third", namespace, 1, nodes=[node])
+    create_pod_with_claims(kube, driver, "third", namespace, 1, nodes=[node])
     message = wait_pod_unschedulable(kube, "third", namespace, message=MAX_VOLUME_COUNT)
     assert f"1 {MAX_VOLUME_COUNT}" in message
     wait_event(kube, namespace, reason="FailedScheduling", contains=MAX_VOLUME_COUNT)
@@ -92,9 +93,9 @@ def test_pod_goes_to_the_node_that_still_has_room_for_a_volume(
     kube: Client, namespace: str, driver: Driver
 ) -> None:
     full, roomy = scheduling_node_names(driver, 2)
-    create_pod_with_claims(kube, "first", namespace, 1, nodes=[full])
+    create_pod_with_claims(kube, driver, "first", namespace, 1, nodes=[full])
     assert wait_pod_scheduled(kube, "first", namespace) == full
-    create_pod_with_claims(kube, "second", namespace, 1, nodes=[full, roomy])
+    create_pod_with_claims(kube, driver, "second", namespace, 1, nodes=[full, roomy])
     assert wait_pod_scheduled(kube, "second", namespace) == roomy
 
 
@@ -105,8 +106,8 @@ def test_pod_with_more_volumes_than_the_limit_is_unschedulable(
 ) -> None:
     # Each pod on a node of its own: the second pod's refusal is its own three volumes.
     for_two, for_three = scheduling_node_names(driver, 2)
-    create_pod_with_claims(kube, "two", namespace, 2, nodes=[for_two])
-    create_pod_with_claims(kube, "three", namespace, 3, nodes=[for_three])
+    create_pod_with_claims(kube, driver, "two", namespace, 2, nodes=[for_two])
+    create_pod_with_claims(kube, driver, "three", namespace, 3, nodes=[for_three])
     assert wait_pod_scheduled(kube, "two", namespace) == for_two
     wait_pod_unschedulable(kube, "three", namespace, message=MAX_VOLUME_COUNT)
 
@@ -117,7 +118,7 @@ def test_generic_ephemeral_volumes_count_toward_the_limit(
     kube: Client, namespace: str, driver: Driver
 ) -> None:
     (node,) = scheduling_node_names(driver, 1)
-    scratch = [("scratch", "1Gi", "csi-mock")]
+    scratch = [("scratch", "1Gi", driver.spec.storage_class())]
     objects.create(kube, objects.pod("first", namespace, ephemeral=scratch, nodes=[node]))
     assert wait_pod_scheduled(kube, "first", namespace) == node
     objects.create(kube, objects.pod("second", namespace, ephemeral=scratch, nodes=[node]))
@@ -132,11 +133,11 @@ def test_attach_beyond_the_controller_attach_limit_fails_with_resource_exhausted
     # The attach/detach controller attaches for simulated nodes too (they carry the
     # controller-managed-attach-detach annotation); there the pods never start.
     (node,) = scheduling_node_names(driver, 1)
-    create_pod_with_claims(kube, "first", namespace, 1, nodes=[node])
+    create_pod_with_claims(kube, driver, "first", namespace, 1, nodes=[node])
     first = wait_bound_volume(kube, "first-0", namespace)
     wait_volume_attachment(kube, str(first.metadata.name), attached=True)  # type: ignore[union-attr]
 
-    create_pod_with_claims(kube, "second", namespace, 1, nodes=[node])
+    create_pod_with_claims(kube, driver, "second", namespace, 1, nodes=[node])
     second = str(wait_bound_volume(kube, "second-0", namespace).metadata.name)  # type: ignore[union-attr]
     failure = wait_event(
         kube, namespace, reason="FailedAttachVolume", involved="second", contains=second

@@ -244,7 +244,9 @@ BROKEN_CLUSTER_CONFTEST = """
         return SimpleNamespace(
             kubeconfig=root / "kubeconfig",
             log_dir=logs,
-            driver=SimpleNamespace(spec=SimpleNamespace(name="csi-mock.example")),
+            driver=SimpleNamespace(
+                spec=SimpleNamespace(name="csi-mock.example", namespace="csi-mock")
+            ),
             admin_instances=lambda: {
                 instance: AdminClient(root / instance / "admin.sock", timeout=1)
                 for instance in ("controller", "node-1")
@@ -759,7 +761,7 @@ class FakeDriver:
     raises it when read."""
 
     def __init__(self, logs: dict[str, str | Exception]) -> None:
-        self.spec = SimpleNamespace(name="csi-mock.example")
+        self.spec = SimpleNamespace(name="csi-mock.example", namespace="csi-mock")
         self.logs = logs
 
     def components(self) -> list[str]:
@@ -787,7 +789,7 @@ def fake_cluster(tmp_path: Path, log_dir: Path | None, driver: FakeDriver | None
         kubeconfig=tmp_path / "kubeconfig",
         log_dir=log_dir,
         driver=driver,
-        default_driver=SimpleNamespace(name="default.example"),
+        default_driver=SimpleNamespace(name="default.example", namespace="csi-mock"),
         admin_instances=lambda: clients,
         clients=clients,
     )

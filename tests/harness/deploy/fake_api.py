@@ -162,9 +162,14 @@ class FakeApi:
             for node in nodes:
                 self.capacities.append(
                     {
-                        "metadata": {"name": f"csisc-{next(self._ids)}", "namespace": "csi-mock"},
+                        "metadata": {
+                            "name": f"csisc-{next(self._ids)}",
+                            "namespace": "csi-mock",
+                            # external-provisioner's label: capacities() selects by it.
+                            "labels": {"csi.storage.k8s.io/drivername": driver},
+                        },
                         "storageClassName": name,
-                        "nodeTopology": {"matchLabels": {"topology.csi-mock.example/node": node}},
+                        "nodeTopology": {"matchLabels": {f"topology.{driver}/node": node}},
                         "capacity": "10Gi",
                     }
                 )

@@ -263,3 +263,41 @@ def test_storage_classes_ask_for_kinds_the_driver_defines() -> None:
     spec = DriverDeployment()
     kinds = {obj["parameters"]["kind"] for obj in storage_class_objects(spec)}
     assert kinds <= set(spec.kinds)
+
+
+def test_a_suffixed_deployment_has_names_of_its_own() -> None:
+    spec = DriverDeployment(name="d1a2b3c.csi-mock.example", suffix="-d1a2b3c")
+    assert spec.node_topology_key == "topology.d1a2b3c.csi-mock.example/node"
+    assert spec.zone_topology_key == "topology.d1a2b3c.csi-mock.example/zone"
+    assert spec.namespace == "csi-mock-d1a2b3c"
+    assert spec.storage_class() == "csi-mock-d1a2b3c"
+    assert spec.storage_class("csi-mock-mirrored") == "csi-mock-mirrored-d1a2b3c"
+    assert spec.segment("n1", "zone-a") == {
+        "topology.d1a2b3c.csi-mock.example/node": "n1",
+        "topology.d1a2b3c.csi-mock.example/zone": "zone-a",
+    }
+    classes = storage_class_objects(spec)
+    assert {c["metadata"]["name"] for c in classes} == {
+        "csi-mock-d1a2b3c",
+        "csi-mock-mirrored-d1a2b3c",
+        "csi-mock-immediate-d1a2b3c",
+    }
+    assert {c["provisioner"] for c in classes} == {spec.name}
+    config = driver_config_for(spec, mode="node", nodes=[("n1", None)], node=("n1", None))
+    assert config["node_topology_key"] == spec.node_topology_key
+    assert config["pools"][0]["segment"] == {spec.node_topology_key: "n1"}
+
+
+def test_the_default_deployment_keeps_the_published_names() -> None:
+    spec = DriverDeployment()
+    assert (spec.node_topology_key, spec.zone_topology_key) == (
+        NODE_TOPOLOGY_KEY,
+        ZONE_TOPOLOGY_KEY,
+    )
+    assert spec.namespace == "csi-mock" and spec.storage_class() == "csi-mock"
+
+
+@pytest.mark.parametrize("suffix", ["d1", "-", "-UPPER", "-has_underscore", "-" + "x" * 13])
+def test_a_suffix_that_cannot_end_a_name_is_refused(suffix: str) -> None:
+    with pytest.raises(ValueError, match="suffix"):
+        DriverDeployment(suffix=suffix)

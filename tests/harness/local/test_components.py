@@ -163,6 +163,8 @@ def test_scheduler_configuration_without_caller_settings_is_the_base(layout: Lay
         "kind": "KubeSchedulerConfiguration",
         "clientConnection": {"kubeconfig": str(layout.component_kubeconfig("kube-scheduler"))},
         "leaderElection": {"leaderElect": False},
+        "podInitialBackoffSeconds": 1,
+        "podMaxBackoffSeconds": 2,
     }
 
 

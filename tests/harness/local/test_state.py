@@ -64,3 +64,42 @@ def test_load_of_a_run_json_with_unknown_fields_raises_runtime_error_naming_the_
     (tmp_path / STATE_FILE).write_text(f'{{"run_dir": "{tmp_path}", "field_from_the_future": 1}}')
     with pytest.raises(RuntimeError, match=str(tmp_path / STATE_FILE)):
         RunState.load(tmp_path)
+
+
+def _add_records(run_dir: Path, prefix: str, count: int) -> None:
+    state = RunState.load(run_dir)
+    assert state is not None
+    for i in range(count):
+        with state.locked() as current:
+            current.processes[f"{prefix}{i}"] = ProcessRecord(f"{prefix}{i}", i, i, ["x"], "x.log")
+
+
+def test_locked_changes_of_processes_attached_to_one_run_are_all_kept(tmp_path: Path) -> None:
+    # Two pytest workers start their drivers' processes at the same time: each holds
+    # an old copy of the state, and neither may drop what the other recorded.
+    import multiprocessing
+
+    RunState(tmp_path, cluster="c1").save()
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_add_records, args=(tmp_path, p, 25)) for p in "ab"]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=30)
+        assert worker.exitcode == 0
+    loaded = RunState.load(tmp_path)
+    assert loaded is not None and len(loaded.processes) == 50
+
+
+def test_locked_reloads_what_another_process_saved(tmp_path: Path) -> None:
+    mine = RunState(tmp_path, cluster="c1")
+    mine.save()
+    other = RunState.load(tmp_path)
+    assert other is not None
+    with other.locked() as state:
+        state.processes["theirs"] = ProcessRecord("theirs", 1, 2, ["x"], "x.log")
+    with mine.locked() as state:
+        state.processes["mine"] = ProcessRecord("mine", 3, 4, ["y"], "y.log")
+    assert set(mine.processes) == {"theirs", "mine"}
+    loaded = RunState.load(tmp_path)
+    assert loaded is not None and set(loaded.processes) == {"theirs", "mine"}

@@ -1,0 +1,187 @@
+"""The waits on the objects they watch: what each selects, what ends it, and what its
+timeout says was seen last."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from lightkube.resources.core_v1 import Event, PersistentVolumeClaim
+from lightkube.resources.storage_v1 import CSIStorageCapacity, VolumeAttachment
+
+from harness.deploy.spec import DriverDeployment
+from harness.kube import waits
+from harness.kube.waits import (
+    DRIVER_NAME_LABEL,
+    SELECTED_NODE,
+    AnnotationHistory,
+    wait_capacity,
+    wait_event,
+    wait_pod_scheduled,
+    wait_volume_attachment,
+    wait_volume_attachments_gone,
+)
+from harness.kube.watching import Selection
+from harness.local.waiting import WaitTimeout, wait_for
+from tests.harness.kube.test_watching import FakeApi
+
+GI = 1024**3
+
+
+def capacity(name: str, node_key: str, node: str, storage_class: str, size: str) -> Any:
+    return CSIStorageCapacity.from_dict(
+        {
+            "metadata": {"name": name, "resourceVersion": "1"},
+            "storageClassName": storage_class,
+            "nodeTopology": {"matchLabels": {node_key: node}},
+            "capacity": size,
+        }
+    )
+
+
+def attachment(name: str, volume: str, version: str, attached: bool) -> Any:
+    return VolumeAttachment.from_dict(
+        {
+            "metadata": {"name": name, "resourceVersion": version},
+            "spec": {
+                "attacher": "csi-mock.example",
+                "nodeName": "worker",
+                "source": {"persistentVolumeName": volume},
+            },
+            "status": {"attached": attached},
+        }
+    )
+
+
+def event(name: str, reason: str, message: str, involved: str = "data") -> Any:
+    return Event.from_dict(
+        {
+            "metadata": {"name": name, "resourceVersion": "1"},
+            "involvedObject": {"kind": "PersistentVolumeClaim", "name": involved},
+            "reason": reason,
+            "message": message,
+        }
+    )
+
+
+def claim(version: str, node: str | None = None) -> Any:
+    annotations = {SELECTED_NODE: node} if node else {}
+    return PersistentVolumeClaim.from_dict(
+        {"metadata": {"name": "data", "resourceVersion": version, "annotations": annotations}}
+    )
+
+
+def test_wait_capacity_follows_the_drivers_own_objects_by_its_node_key() -> None:
+    spec = DriverDeployment(name="other.example", suffix="-b")
+    api = FakeApi(
+        lists=[([], "10")],
+        watches=[
+            [
+                ("ADDED", capacity("a", "topology.csi-mock.example/node", "n1", "csi-mock", "9Gi")),
+                ("ADDED", capacity("b", spec.node_topology_key, "n1", "csi-mock-b", "5Gi")),
+            ]
+        ],
+    )
+
+    wait_capacity(api, spec, {("n1", "csi-mock-b"): 5 * GI}, timeout=5)
+
+    labels = {DRIVER_NAME_LABEL: "other.example"}
+    assert api.listed == [Selection(CSIStorageCapacity, "csi-mock-b", labels)]
+
+
+def test_wait_capacity_times_out_with_the_capacity_seen() -> None:
+    spec = DriverDeployment()
+    found = capacity("a", spec.node_topology_key, "n1", "csi-mock", "3Gi")
+    api = FakeApi(lists=[([found], "10")])
+
+    with pytest.raises(WaitTimeout, match=r"last seen: \{\('n1', 'csi-mock'\): \(3221225472, None"):
+        wait_capacity(api, spec, {("n1", "csi-mock"): 5 * GI}, timeout=0.1)
+
+
+def test_wait_volume_attachment_skips_the_attachments_of_other_volumes() -> None:
+    api = FakeApi(
+        lists=[([attachment("va-other", "pv-other", "5", attached=True)], "10")],
+        watches=[
+            [
+                ("ADDED", attachment("va-1", "pv-1", "11", attached=False)),
+                ("MODIFIED", attachment("va-1", "pv-1", "12", attached=True)),
+            ]
+        ],
+    )
+
+    found = wait_volume_attachment(api, "pv-1", attached=True, timeout=5)
+
+    assert found.metadata is not None
+    assert (found.metadata.name, found.metadata.resourceVersion) == ("va-1", "12")
+    assert api.listed == [Selection(VolumeAttachment)]
+
+
+def test_wait_volume_attachments_gone_ends_when_the_last_one_is_deleted() -> None:
+    api = FakeApi(
+        lists=[([attachment("va-1", "pv-1", "5", attached=True)], "10")],
+        watches=[[("DELETED", attachment("va-1", "pv-1", "11", attached=True))]],
+    )
+
+    wait_volume_attachments_gone(api, "pv-1", timeout=5)
+
+
+def test_wait_volume_attachments_gone_times_out_naming_the_attachment_left() -> None:
+    api = FakeApi(lists=[([attachment("va-1", "pv-1", "5", attached=True)], "10")])
+
+    with pytest.raises(WaitTimeout, match="last seen: va-1 node=worker attached=True"):
+        wait_volume_attachments_gone(api, "pv-1", timeout=0.1)
+
+
+def test_wait_event_returns_the_first_matching_event_of_the_namespace() -> None:
+    api = FakeApi(
+        lists=[([event("e1", "Provisioning", "External provisioner is provisioning")], "10")],
+        watches=[[("ADDED", event("e2", "ProvisioningFailed", "ResourceExhausted: full"))]],
+    )
+
+    seen = wait_event(api, "ns", reason="ProvisioningFailed", contains="ResourceExhausted")
+
+    assert (seen.name, seen.message) == ("data", "ResourceExhausted: full")
+    assert api.listed == [Selection(Event, "ns")]
+
+
+def test_wait_event_times_out_with_the_recent_events() -> None:
+    api = FakeApi(lists=[([event("e1", "Provisioning", "provisioning")], "10")])
+
+    with pytest.raises(WaitTimeout) as failure:
+        wait_event(api, "ns", reason="ProvisioningFailed", involved="data", timeout=0.1)
+
+    assert str(failure.value).endswith(
+        "waiting for a ProvisioningFailed event for data;"
+        " last seen: ['PersistentVolumeClaim/data Provisioning: provisioning (x1)']"
+    )
+
+
+def test_wait_pod_scheduled_says_when_the_pod_does_not_exist() -> None:
+    api = FakeApi(lists=[([], "10")])
+
+    with pytest.raises(WaitTimeout, match=r"last seen: no pod app$"):
+        wait_pod_scheduled(api, "app", "ns", timeout=0.1)
+
+
+def test_annotation_history_records_each_value_and_resumes_from_the_last_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(waits, "HISTORY_SLICE", 0.05)
+    api = FakeApi(
+        lists=[([claim("5")], "10")],
+        watches=[
+            [("MODIFIED", claim("11", node="worker-1"))],
+            [("MODIFIED", claim("12")), ("DELETED", claim("13"))],
+        ],
+    )
+
+    history = AnnotationHistory(api, "data", "ns").start()
+    try:
+        values = history.wait_for_values(lambda v: len(v) >= 3, "three values", timeout=2)
+        wait_for("a watch from 13", lambda: ("13" in api.watched, api.watched), timeout=2)
+    finally:
+        history.stop()
+
+    assert values == [None, "worker-1", None]
+    assert api.watched[:3] == ["10", "11", "13"]
+    assert len(api.listed) == 1
