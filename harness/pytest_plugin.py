@@ -102,8 +102,9 @@ SESSION_INPUT = "csi_harness_session"
 SESSION_FILE = "pytest-session"
 """In the run directory of a local cluster brought up by a worker: the session's token."""
 CLUSTER_WIDE = "cluster_wide"
-TEST_DRIVER_DOMAIN = "csi-mock.example"
-"""Each test's driver is named "<7 characters>.csi-mock.example"."""
+TEST_DRIVER_DOMAIN = "csi-mock"
+"""Each test's driver is named "<7 characters>.csi-mock": no longer than the default
+"csi-mock.example", whose registration socket path the run directory was sized for."""
 
 
 def pytest_configure(config: pytest.Config) -> None:

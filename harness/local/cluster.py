@@ -427,8 +427,8 @@ class LocalCluster:
         """Unix socket paths are limited to 107 bytes; fail before starting anything
         when the run directory is too deep for the sockets inside it."""
         # The longest names a driver gets: the cluster's own, or a test's
-        # (harness.pytest_plugin: "<7 characters>.csi-mock.example", suffix "-<7>").
-        drivers = [(self.config.driver.name, ""), ("x" * 7 + ".csi-mock.example", "-" + "x" * 7)]
+        # (harness.pytest_plugin: "<7 characters>.csi-mock", suffix "-<7>").
+        drivers = [(self.config.driver.name, ""), ("x" * 7 + ".csi-mock", "-" + "x" * 7)]
         longest = max(
             (
                 path

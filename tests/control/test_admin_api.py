@@ -83,9 +83,9 @@ async def test_healthz_is_503_with_the_failure_while_not_ready(with_admin: Admin
 
 
 async def test_healthz_shows_the_kubelet_registration_as_the_kubelet_reports_it(
-    start_admin: StartAdmin, tmp_path: Path
+    start_admin: StartAdmin, short_tmp_path: Path
 ) -> None:
-    registry = tmp_path / "plugins_registry"
+    registry = short_tmp_path / "plugins_registry"
     node = {
         "id": "node-1",
         "mount": "directory",

@@ -449,9 +449,9 @@ def test_sigterm_stops_the_driver_and_removes_both_sockets(tmp_path: Path) -> No
 
 
 def test_a_registering_driver_shows_the_kubelets_verdict_and_unregisters_on_sigterm(
-    tmp_path: Path,
+    tmp_path: Path, short_tmp_path: Path
 ) -> None:
-    registry = tmp_path / "plugins_registry"
+    registry = short_tmp_path / "plugins_registry"
     socket_path = registry / "csi-mock.example-reg.sock"
     with serving(tmp_path, plugins_registry=registry) as driver:
         assert socket_path.is_socket()

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import logging
-import shutil
 import socket
-import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -38,12 +36,8 @@ async def dial(path: Path) -> AsyncIterator[reg_grpc.RegistrationStub]:
 
 
 @pytest.fixture
-def registry() -> Iterator[Path]:
-    # Not under tmp_path: pytest's per-test directory names grow with the run count
-    # and the test name, and a socket path may not exceed 107 bytes.
-    directory = Path(tempfile.mkdtemp(prefix="reg-", dir="/tmp"))
-    yield directory / "plugins_registry"
-    shutil.rmtree(directory, ignore_errors=True)
+def registry(short_tmp_path: Path) -> Path:
+    return short_tmp_path / "plugins_registry"
 
 
 @pytest.fixture
@@ -175,9 +169,9 @@ async def test_a_stale_socket_from_an_earlier_run_is_replaced(
 
 
 async def test_an_unusable_registry_stops_start_up_naming_the_key_and_removes_the_csi_socket(
-    start_driver: StartDriver, tmp_path: Path
+    start_driver: StartDriver, tmp_path: Path, short_tmp_path: Path
 ) -> None:
-    not_a_directory = tmp_path / "plugins_registry"
+    not_a_directory = short_tmp_path / "plugins_registry"
     not_a_directory.write_text("")
 
     with pytest.raises(ConfigError, match=r"node\.registration\.plugins_registry: cannot listen"):

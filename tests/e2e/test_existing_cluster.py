@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 from lightkube import Client, KubeConfig
 
+from harness.kube.resources import CSINodeResource, csinode_drivers
 from harness.local.config import LocalClusterConfig
 from harness.local.state import RunState
+from harness.local.waiting import wait_for
 from tests.e2e.test_volume_limits import allocatable_counts
 
 pytestmark = pytest.mark.e2e
@@ -73,14 +75,23 @@ def test_suites_run_against_a_running_cluster_and_leave_its_driver(
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
     assert "2 passed" in run.stdout
     assert f"attached to cluster {NAME!r}" in run.stdout, run.stdout
-    # The suites redeployed the driver (allocatable.count 3) and then put back the one
-    # the cluster came up with; the control plane processes are the same ones.
+    # The suites deployed drivers of their own beside the cluster's (allocatable.count
+    # 3 for one of them) and removed them: the cluster's driver is the one it came up
+    # with, and the control plane processes are the same ones.
     kube = Client(KubeConfig.from_file(kubeconfig), field_manager="csi-harness-tests")
     default = LocalClusterConfig().driver
     assert allocatable_counts(kube, default.name) == {
         "node-1": default.max_volumes_per_node,
         "node-2": default.max_volumes_per_node,
     }
+
+    def only_the_default_registered() -> tuple[bool, set[str]]:
+        names = {d["name"] for c in kube.list(CSINodeResource) for d in csinode_drivers(c)}
+        return names == {default.name}, names
+
+    # The suites' drivers were stopped; their kubelets (simulated or not) drop their
+    # CSINode entries when the registration sockets go.
+    wait_for("only the cluster's driver in CSINode", only_the_default_registered, timeout=30)
     after = RunState.load(kubeconfig.parent)
     assert after is not None
     for name in ("etcd", "kube-apiserver", "kube-scheduler", "kubelet-node-1"):
