@@ -6,6 +6,9 @@ left out), the driver is deployed in-cluster (``harness.deploy.incluster``), and
 the harness cannot do to a foreign cluster (restart its scheduler) is ``Unsupported``,
 so the tests that need it are skipped with that reason. The driver and sidecar images
 must be on the nodes already (``csi-harness images`` prints how they are built).
+Drivers with names and suffixes of their own run side by side (``deploy_driver``), each
+in its own namespace, so tests can run at the same time; ``redeploy_driver`` replaces
+the cluster's own driver in the ``csi-mock`` namespace.
 kind clusters (``harness.kind.cluster``) are existing clusters the harness also made.
 """
 
@@ -89,8 +92,13 @@ class ExistingCluster:
     def redeploy_driver(self, spec: DriverDeployment) -> InClusterDriver:
         if self.driver is not None:
             self.driver.remove()
+        self.driver = self._new_driver(spec)
+        self.driver.deploy()
+        return self.driver
+
+    def _new_driver(self, spec: DriverDeployment) -> InClusterDriver:
         self._generation += 1
-        self.driver = InClusterDriver(
+        return InClusterDriver(
             spec,
             nodes=self.nodes(),
             kube=self.kube,
@@ -102,8 +110,6 @@ class ExistingCluster:
             controller_host=self.controller_host,
             progress=self.progress,
         )
-        self.driver.deploy()
-        return self.driver
 
     def scheduler_feature_gate(self, gate: str) -> bool | None:
         """From the kube-scheduler pod's ``--feature-gates`` (kubeadm-style clusters);
@@ -143,21 +149,43 @@ class ExistingCluster:
 
     @property
     def concurrent_drivers(self) -> bool:
-        """Not yet: the in-cluster deployment's namespace and cluster-scoped objects
-        have fixed names, so one driver runs at a time."""
-        return False
+        """Yes: a suffixed in-cluster deployment has its own namespace, cluster-scoped
+        names and host directories (``harness.deploy.incluster_objects``)."""
+        return True
 
     def deploy_driver(self, spec: DriverDeployment) -> InClusterDriver:
-        return self.redeploy_driver(spec)
+        """Deploy a driver from ``spec`` beside the running ones (its name and suffix
+        must be its own) and wait until it is ready; ``driver`` stays as it is. A
+        deployment that fails is removed again."""
+        if not spec.suffix:
+            raise ValueError(
+                "deploy_driver: a driver beside others needs a suffix of its own "
+                "(redeploy_driver replaces the cluster's unsuffixed driver)"
+            )
+        if self.driver is not None and self.driver.spec.name == spec.name:
+            raise ValueError(
+                f"deploy_driver: {spec.name} is the name of the cluster's driver; a driver "
+                "beside it needs a name of its own"
+            )
+        driver = self._new_driver(spec)
+        try:
+            driver.deploy()
+        except BaseException:
+            self.remove_driver(driver)
+            raise
+        return driver
 
     def remove_driver(self, driver: Driver | None = None) -> None:
-        """Delete the driver this object deployed (its objects and CSIStorageCapacity)."""
-        if driver is not None and driver is not self.driver:
-            raise ValueError(f"{driver!r} is not the driver of this cluster")
-        if self.driver is not None:
-            with contextlib.suppress(ApiError):
-                self.driver.remove()
-            self.driver = None
+        """Delete a driver (None: the cluster's own, ``driver``): its workloads, its
+        objects and its CSIStorageCapacity (``InClusterDriver.remove``)."""
+        if driver is None or driver is self.driver:
+            driver, self.driver = self.driver, None
+            if driver is None:
+                return
+        if not isinstance(driver, InClusterDriver):
+            raise TypeError(f"{driver!r} was not deployed by this cluster")
+        with contextlib.suppress(ApiError):
+            driver.remove()
 
 
 def _has_no_schedule_taint(node: Any) -> bool:

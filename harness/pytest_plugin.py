@@ -43,7 +43,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import secrets
-import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -64,6 +63,7 @@ from harness import reporting
 from harness.cli import UsageError, parse_feature_gates
 from harness.cluster import Cluster, Driver, Unsupported
 from harness.cluster_lock import ClusterLock
+from harness.shared_session import SharedCluster, end_session, worker_cluster
 
 if TYPE_CHECKING:
     from harness.existing import ExistingCluster
@@ -99,8 +99,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 _SESSION_CLUSTER = pytest.StashKey[AbstractContextManager[Cluster]]()
 _SESSION_TOKEN = pytest.StashKey[str]()
 SESSION_INPUT = "csi_harness_session"
-SESSION_FILE = "pytest-session"
-"""In the run directory of a local cluster brought up by a worker: the session's token."""
 CLUSTER_WIDE = "cluster_wide"
 TEST_DRIVER_DOMAIN = "csi-mock"
 """Each test's driver is named "<7 characters>.csi-mock": no longer than the default
@@ -125,11 +123,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_SESSION_CLUSTER] = _worker_cluster(config)
         return
     workers = _xdist_workers(config)
-    if workers and config.getoption("--cluster", "local") != "local":
-        raise pytest.UsageError(
-            f"-n {workers}: tests run at the same time only on --cluster local so far (the "
-            "in-cluster deployment runs one driver at a time); run without -n"
-        )
     config.stash[_SESSION_CLUSTER] = open_cluster(config)
     if workers:
         # The controller runs no test: its workers share the cluster (pytest_unconfigure).
@@ -151,41 +144,91 @@ def _xdist_workers(config: pytest.Config) -> int:
 
 
 def _worker_cluster(config: pytest.Config) -> AbstractContextManager[Cluster]:
-    """A worker's view of the session's cluster: the first worker that needs it brings
-    it up, the others attach to it; the controller tears it down after them all."""
-    if config.getoption("--cluster", "local") == "local":
-        return _shared_local_cluster(config, str(config.workerinput[SESSION_INPUT]))  # type: ignore[attr-defined]
-    return open_cluster(config)
+    """A worker's view of the session's cluster (``harness.shared_session``): the
+    first worker that needs it brings it up, the others attach to it, the controller
+    tears it down after them all."""
+    shared = _shared_cluster(config)
+    if shared is None:
+        return open_cluster(config)
+    return worker_cluster(shared, str(config.workerinput[SESSION_INPUT]))  # type: ignore[attr-defined]
 
 
-@contextlib.contextmanager
-def _shared_local_cluster(config: pytest.Config, session: str) -> Iterator[Cluster]:
-    """Under a lock, so that one worker brings the cluster up while the others wait;
-    the run directory records which session brought it up (``SESSION_FILE``)."""
-    cluster_config = _local_cluster_config(config)
-    run_dir = cluster_config.effective_run_dir
-    with ClusterLock.for_cluster(f"bring-up-{cluster_config.name}").exclusive():
-        owner = run_dir / SESSION_FILE
-        if owner.is_file() and owner.read_text() == session:
-            cluster = LocalCluster.attach(run_dir)
-        else:
-            # A worker's terminal output is not shown: the progress goes to a file.
-            log = run_dir.with_name(f"{run_dir.name}.bring-up.log")
-            log.parent.mkdir(parents=True, exist_ok=True)
-            log.write_text("")
+def _shared_cluster(config: pytest.Config) -> SharedCluster | None:
+    """How workers share the cluster of ``--cluster``; None for a cluster of the
+    user's own (``--cluster existing``), which every worker just uses."""
+    provider = config.getoption("--cluster", "local")
+    if provider == "local":
+        return _SharedLocalCluster(_local_cluster_config(config))
+    if provider == "kind":
+        return _SharedKindCluster(config)
+    return None
 
-            def progress(message: str) -> None:
-                with log.open("a") as out:
-                    out.write(f"{time.strftime('%H:%M:%S')} {message}\n")
 
-            cluster = LocalCluster(cluster_config, progress=progress)
-            try:
-                cluster.up()
-            except BaseException:
-                cluster.down()
-                raise
-            owner.write_text(session)
-    yield cluster
+class _SharedLocalCluster:
+    def __init__(self, config: LocalClusterConfig) -> None:
+        self.config = config
+
+    @property
+    def key(self) -> str:
+        return f"local-{self.config.name}"
+
+    @property
+    def directory(self) -> Path:
+        return self.config.effective_run_dir
+
+    def bring_up(self, progress: Callable[[str], None]) -> Cluster:
+        cluster = LocalCluster(self.config, progress=progress)
+        try:
+            cluster.up()
+        except BaseException:
+            cluster.down()
+            raise
+        return cluster
+
+    def attach(self) -> Cluster:
+        return LocalCluster.attach(self.directory)
+
+    def tear_down(self, *, keep: bool) -> str:
+        cluster = LocalCluster(self.config)
+        if keep:
+            return f"cluster kept: export KUBECONFIG={cluster.kubeconfig}"
+        return f"cluster removed: {format_teardown(cluster.down())}"
+
+
+class _SharedKindCluster:
+    def __init__(self, config: pytest.Config) -> None:
+        self.pytest_config = config
+
+    def _cluster(self, progress: Callable[[str], None] = lambda _: None) -> KindCluster:
+        return _kind_cluster_for(self.pytest_config, progress)
+
+    @property
+    def key(self) -> str:
+        return f"kind-{self.pytest_config.getoption('--cluster-name')}"
+
+    @property
+    def directory(self) -> Path:
+        return self._cluster().kubeconfig.parent
+
+    def bring_up(self, progress: Callable[[str], None]) -> Cluster:
+        cluster = self._cluster(progress)
+        cluster.up()
+        progress(
+            "kind cluster ready: " + ", ".join(f"{k} {v}s" for k, v in cluster.timings.items())
+        )
+        return cluster
+
+    def attach(self) -> Cluster:
+        # Made ready by the worker that brought it up: images loaded, network on.
+        return self._cluster()
+
+    def tear_down(self, *, keep: bool) -> str:
+        cluster = self._cluster()
+        if keep:
+            cluster.release()
+            return f"kind cluster kept: export KUBECONFIG={cluster.kubeconfig}"
+        cluster.down()
+        return f"kind cluster {cluster.name!r} deleted"
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -213,21 +256,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """The controller of workers tears down the local cluster one of them brought up
-    for this session (unless --keep-cluster)."""
+    """The controller of workers tears down the cluster one of them brought up for
+    this session (unless --keep-cluster)."""
     token = config.stash.get(_SESSION_TOKEN, None)
-    if token is None or config.getoption("--cluster", "local") != "local":
+    shared = _shared_cluster(config) if token is not None else None
+    if token is None or shared is None:
         return
-    cluster_config = _local_cluster_config(config)
-    owner = cluster_config.effective_run_dir / SESSION_FILE
-    if not (owner.is_file() and owner.read_text() == token):
-        return  # no worker needed a cluster
-    cluster = LocalCluster(cluster_config)
-    progress = _progress_writer(config)
-    if config.getoption("--keep-cluster"):
-        progress(f"cluster kept: export KUBECONFIG={cluster.kubeconfig}")
-    else:
-        progress(f"cluster removed: {format_teardown(cluster.down())}")
+    message = end_session(shared, token, keep=bool(config.getoption("--keep-cluster")))
+    if message is not None:
+        _progress_writer(config)(message)
 
 
 def open_cluster(config: pytest.Config) -> AbstractContextManager[Cluster]:
@@ -321,7 +358,10 @@ def _existing_cluster(
     cluster: ExistingCluster, progress: Callable[[str], None]
 ) -> Iterator[Cluster]:
     """csi-mock is deployed in the cluster for each test and removed afterwards."""
-    progress(f"using the cluster of {cluster.kubeconfig}; csi-mock goes to namespace csi-mock")
+    progress(
+        f"using the cluster of {cluster.kubeconfig}; each test's csi-mock goes to a "
+        "namespace of its own (csi-mock-<tag>)"
+    )
     try:
         yield cluster
     finally:

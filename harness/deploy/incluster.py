@@ -1,8 +1,13 @@
 """The driver deployed into a cluster (kind or an existing one): ``InClusterDriver`` is
 that cluster's ``harness.cluster.Driver``.
 
-``deploy`` removes whatever csi-mock deployment the namespace holds, waits until its
-pods are gone and the kubelets have dropped its CSINode entries, applies the objects of
+Everything of a deployment is in its spec's namespace (``DriverDeployment.namespace``)
+or named after it (``harness.deploy.incluster_objects``). ``deploy`` first clears the
+way: the unsuffixed deployment, in the shared ``csi-mock`` namespace, removes whatever
+csi-mock deployment that namespace holds (this one or an earlier one), waits until its
+pods are gone and the kubelets have dropped its CSINode entries; a suffixed one, whose
+names are its own, only removes leftovers of its own and leaves every other deployment
+alone, so several run side by side. Then it applies the objects of
 ``harness.deploy.incluster_objects`` and waits for readiness as the local provider
 does: every driver pod ready, the driver registered on every node, the complete
 CSIStorageCapacity set published. A pod that cannot start (an image missing from the
@@ -25,7 +30,7 @@ from lightkube.codecs import from_dict
 from lightkube.core.client import LabelSelector
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.apps_v1 import DaemonSet, Deployment
-from lightkube.resources.core_v1 import ConfigMap, Pod, Secret
+from lightkube.resources.core_v1 import ConfigMap, Namespace, Pod, Secret
 from lightkube.resources.storage_v1 import CSIDriver, CSIStorageCapacity, StorageClass
 from lightkube.types import CascadeType, PatchType
 
@@ -42,6 +47,7 @@ from harness.deploy.incluster_objects import (
     INSTANCE_LABEL,
     NAME_LABEL,
     Component,
+    cluster_scoped_objects,
     deployment_components,
     excluding_nodes,
     instance_component,
@@ -50,9 +56,10 @@ from harness.deploy.incluster_objects import (
 )
 from harness.deploy.pod_csi import CommandRunner, PodCsiCaller, run_command
 from harness.deploy.readiness import wait_deregistered, wait_driver_ready
-from harness.deploy.spec import DRIVER_NAMESPACE, NODE_TOPOLOGY_KEY, DriverDeployment
+from harness.deploy.spec import DriverDeployment
 from harness.kube.apiproxy import ApiServerAccess, api_server_access
 from harness.kube.pod_status import describe_pod, pod_name, unrecoverable
+from harness.kube.waits import DRIVER_NAME_LABEL
 from harness.local.waiting import WaitTimeout, wait_for
 
 __all__ = ["DriverPodsFailed", "InClusterDriver", "render_objects"]
@@ -69,7 +76,7 @@ class DriverPodsFailed(RuntimeError):
 
 
 class InClusterDriver:
-    """One csi-mock deployment in the ``csi-mock`` namespace of a cluster."""
+    """One csi-mock deployment in a cluster, in the namespace of its spec."""
 
     def __init__(
         self,
@@ -100,8 +107,9 @@ class InClusterDriver:
         self.admin_token = secrets.token_urlsafe(32)
         self.timeout = timeout
         self.progress = progress
+        self.namespace = spec.namespace
         self._csi = PodCsiCaller(
-            kubectl, kubeconfig, DRIVER_NAMESPACE, DRIVER_CONTAINER, CSI_ENDPOINT, run
+            kubectl, kubeconfig, self.namespace, DRIVER_CONTAINER, CSI_ENDPOINT, run
         )
         self._components = deployment_components(spec, [n.name for n in self._nodes])
         self._access: ApiServerAccess | None = None
@@ -130,7 +138,7 @@ class InClusterDriver:
         pod = self._pod(self._instance(instance))
         access = self._api_access()
         return AdminClient(
-            url=access.pod_proxy_url(DRIVER_NAMESPACE, pod, ADMIN_PORT),
+            url=access.pod_proxy_url(self.namespace, pod, ADMIN_PORT),
             token=self.admin_token,
             token_header=TOKEN_HEADER,
             headers=access.headers,
@@ -144,11 +152,12 @@ class InClusterDriver:
         """GetCapacity of the controller; with distributed provisioning, of the
         instance of the segment's node (each answers for its own pool only)."""
         if is_distributed(self._spec):
-            node = segment.get(NODE_TOPOLOGY_KEY)
+            key = self._spec.node_topology_key
+            node = segment.get(key)
             if node is None:
                 raise ValueError(
                     f"{dict(segment)}: a distributed deployment answers GetCapacity per node; "
-                    f"the segment needs {NODE_TOPOLOGY_KEY}"
+                    f"the segment needs {key}"
                 )
             instance = node
         else:
@@ -183,7 +192,7 @@ class InClusterDriver:
         if component in self._stopped:
             return self._stopped[component]
         return "".join(
-            self.kube.log(self._pod(found), namespace=DRIVER_NAMESPACE, container=found.container)
+            self.kube.log(self._pod(found), namespace=self.namespace, container=found.container)
         )
 
     def stop_component(self, component: str) -> None:
@@ -199,7 +208,7 @@ class InClusterDriver:
             log = f"(no log: {exc})\n"
         if found.workload_kind == "Deployment":
             self.kube.patch(
-                Deployment, found.workload, {"spec": {"replicas": 0}}, namespace=DRIVER_NAMESPACE
+                Deployment, found.workload, {"spec": {"replicas": 0}}, namespace=self.namespace
             )
         else:
             stopped = {
@@ -213,7 +222,7 @@ class InClusterDriver:
                 DaemonSet,
                 found.workload,
                 excluding_nodes([n.name for n in self._nodes], stopped),
-                namespace=DRIVER_NAMESPACE,
+                namespace=self.namespace,
                 patch_type=PatchType.MERGE,
             )
         self._stopped[component] = log
@@ -227,9 +236,12 @@ class InClusterDriver:
     # -- lifecycle ---------------------------------------------------------------------
 
     def deploy(self) -> None:
-        """Replace any csi-mock deployment in the namespace by this one and wait until
-        it is ready (see the module docstring)."""
-        self.remove()
+        """Clear the way (see the module docstring), apply this deployment and wait
+        until it is ready."""
+        if self._spec.suffix:
+            self._remove_own_leftovers()
+        else:
+            self.remove()
         self.progress(f"deploying {self._spec.name} in-cluster (generation {self.generation})")
         objects = render_objects(
             self._spec,
@@ -246,18 +258,80 @@ class InClusterDriver:
         self._wait_ready()
 
     def remove(self) -> None:
-        """Delete every csi-mock deployment in the namespace (this one or an earlier
-        one, e.g. ``kubectl apply -k deploy/kubernetes``) and wait until its pods are
-        gone and no kubelet lists its driver. The Namespace and RBAC stay."""
+        """Delete the deployment.
+
+        Suffixed: delete its namespace (in the background, with its pods,
+        CSIStorageCapacity objects and everything else in it) and its cluster-scoped
+        objects (RBAC, CSIDriver, StorageClasses); nothing waits for the pods to go or
+        the kubelets to drop its CSINode entries, as no later deployment reuses its
+        names. No other deployment is touched.
+
+        Unsuffixed: delete every csi-mock deployment in the shared namespace (this one
+        or an earlier one, e.g. ``kubectl apply -k deploy/kubernetes``) and wait until
+        its pods are gone and no kubelet lists its driver. The Namespace and RBAC stay.
+        """
+        if self._spec.suffix:
+            failed: list[ApiError] = []
+            for resource, name in self._own_cluster_objects():
+                cascade = CascadeType.BACKGROUND if resource is Namespace else None
+                try:
+                    _delete(self.kube, resource, name, cascade=cascade)
+                except ApiError as exc:  # still try the others: leave as little as can be
+                    failed.append(exc)
+            if failed:
+                raise failed[0]
+        else:
+            self._remove_shared_namespace_deployments()
+
+    def _own_cluster_objects(self) -> list[tuple[Any, str]]:
+        """(resource, name) of the suffixed deployment's objects outside its namespace,
+        the Namespace first."""
+        return [
+            (type(from_dict(obj)), str(obj["metadata"]["name"]))
+            for obj in cluster_scoped_objects(self._spec)
+        ]
+
+    def _remove_own_leftovers(self) -> None:
+        """Remove what an earlier deployment of this very spec left (an interrupted
+        run) and wait until it is gone: a terminating namespace takes no new objects,
+        and the CSIDriver and StorageClasses have immutable fields."""
+
+        def none_left() -> tuple[bool, str]:
+            left = [
+                f"{resource.__name__}/{name}"
+                for resource, name in self._own_cluster_objects()
+                if _exists(self.kube, resource, name)
+            ]
+            return not left, ", ".join(left)
+
+        clear, _ = none_left()
+        if clear:
+            return
+        self.progress(f"removing the leftovers of an earlier {self._spec.name}")
+        self.remove()
+        wait_for(
+            f"the leftovers of an earlier {self._spec.name} to be deleted",
+            none_left,
+            timeout=self.timeout,
+            interval=0.5,
+        )
+        # The new node plugins register under the same name: the kubelets must have
+        # dropped the old ones first, or their late deregistration drops the new ones.
+        wait_deregistered(
+            self.kube, [self._spec.name], [n.name for n in self._nodes], timeout=self.timeout
+        )
+
+    def _remove_shared_namespace_deployments(self) -> None:
+        namespace = self.namespace
         old_drivers = self._deployed_driver_names() | {self._spec.name}
         selector: LabelSelector = {NAME_LABEL: APP}
         for workload in (Deployment, DaemonSet):
-            for obj in self.kube.list(workload, namespace=DRIVER_NAMESPACE, labels=selector):
-                _delete(self.kube, workload, _name(obj), DRIVER_NAMESPACE, CascadeType.BACKGROUND)
+            for obj in self.kube.list(workload, namespace=namespace, labels=selector):
+                _delete(self.kube, workload, _name(obj), namespace, CascadeType.BACKGROUND)
         self.progress("waiting for the previous csi-mock pods to go")
 
         def pods_gone() -> tuple[bool, str]:
-            left = list(self.kube.list(Pod, namespace=DRIVER_NAMESPACE, labels=selector))
+            left = list(self.kube.list(Pod, namespace=namespace, labels=selector))
             return not left, "; ".join(describe_pod(p) for p in left)
 
         wait_for("the csi-mock pods to be gone", pods_gone, timeout=self.timeout, interval=0.5)
@@ -265,21 +339,24 @@ class InClusterDriver:
             self.kube, old_drivers, [n.name for n in self._nodes], timeout=self.timeout
         )
         # Only now: a running provisioner would publish its capacity objects again.
-        for capacity in self.kube.list(CSIStorageCapacity, namespace=DRIVER_NAMESPACE):
-            _delete(self.kube, CSIStorageCapacity, _name(capacity), DRIVER_NAMESPACE)
+        for driver in sorted(old_drivers):
+            for capacity in self.kube.list(
+                CSIStorageCapacity, namespace=namespace, labels={DRIVER_NAME_LABEL: driver}
+            ):
+                _delete(self.kube, CSIStorageCapacity, _name(capacity), namespace)
         for namespaced in (ConfigMap, Secret):
-            for obj in self.kube.list(namespaced, namespace=DRIVER_NAMESPACE, labels=selector):
-                _delete(self.kube, namespaced, _name(obj), DRIVER_NAMESPACE)
+            for obj in self.kube.list(namespaced, namespace=namespace, labels=selector):
+                _delete(self.kube, namespaced, _name(obj), namespace)
         # Immutable fields (attachRequired, parameters): a new deployment recreates them.
         for cluster_wide in (CSIDriver, StorageClass):
-            for cluster_obj in self.kube.list(cluster_wide, labels=selector):
+            for cluster_obj in self._shared_namespace_objects(cluster_wide):
                 _delete(self.kube, cluster_wide, _name(cluster_obj))
 
         def cluster_objects_gone() -> tuple[bool, str]:
             left = [
                 f"{kind.__name__}/{_name(obj)}"
                 for kind in (CSIDriver, StorageClass)
-                for obj in self.kube.list(kind, labels=selector)
+                for obj in self._shared_namespace_objects(kind)
             ]
             return not left, ", ".join(left)
 
@@ -290,9 +367,19 @@ class InClusterDriver:
             interval=0.5,
         )
 
+    def _shared_namespace_objects(self, cluster_wide: Any) -> list[Any]:
+        """The csi-mock objects of kind ``cluster_wide`` (CSIDriver, StorageClass) of
+        the unsuffixed deployments: a suffixed deployment labels its own with its
+        driver name (``incluster_objects.cluster_scoped_objects``)."""
+        return [
+            obj
+            for obj in self.kube.list(cluster_wide, labels={NAME_LABEL: APP})
+            if INSTANCE_LABEL not in ((obj.metadata.labels if obj.metadata else None) or {})
+        ]
+
     def describe_pods(self) -> str:
         """One line per pod of the namespace's csi-mock deployment (for failures)."""
-        pods = list(self.kube.list(Pod, namespace=DRIVER_NAMESPACE, labels={NAME_LABEL: APP}))
+        pods = list(self.kube.list(Pod, namespace=self.namespace, labels={NAME_LABEL: APP}))
         return "\n".join(f"  {describe_pod(p)}" for p in pods) or "  (no csi-mock pods)"
 
     # -- readiness ---------------------------------------------------------------------
@@ -323,7 +410,7 @@ class InClusterDriver:
         return not waiting, "not ready: " + ", ".join(waiting)
 
     def _check_pods(self) -> None:
-        for pod in self.kube.list(Pod, namespace=DRIVER_NAMESPACE, labels=self._selector()):
+        for pod in self.kube.list(Pod, namespace=self.namespace, labels=self._selector()):
             reason = unrecoverable(pod)
             if reason is not None:
                 raise DriverPodsFailed(
@@ -356,9 +443,7 @@ class InClusterDriver:
         return self._components[instance_component(instance)]
 
     def _pods_of(self, component: Component, *, include_terminating: bool = False) -> list[Pod]:
-        pods = self.kube.list(
-            Pod, namespace=DRIVER_NAMESPACE, labels=self._selector(component.role)
-        )
+        pods = self.kube.list(Pod, namespace=self.namespace, labels=self._selector(component.role))
         return [
             pod
             for pod in pods
@@ -386,17 +471,18 @@ class InClusterDriver:
 
     def _deployed_driver_names(self) -> set[str]:
         """Driver names of the deployments in the namespace (from their labels) and of
-        csi-mock's CSIDriver objects: whose CSINode entries must go before a new start."""
+        the unsuffixed deployments' CSIDriver objects: whose CSINode entries must go
+        before a new start."""
         names: set[str] = set()
         for daemonset in self.kube.list(
-            DaemonSet, namespace=DRIVER_NAMESPACE, labels={NAME_LABEL: APP}
+            DaemonSet, namespace=self.namespace, labels={NAME_LABEL: APP}
         ):
             instance = ((daemonset.metadata.labels if daemonset.metadata else None) or {}).get(
                 INSTANCE_LABEL
             )
             if instance:
                 names.add(instance)
-        for driver in self.kube.list(CSIDriver, labels={NAME_LABEL: APP}):
+        for driver in self._shared_namespace_objects(CSIDriver):
             names.add(_name(driver))
         return names
 
@@ -414,6 +500,16 @@ def _is_ready(pod: Pod) -> bool:
 
 def _name(obj: Any) -> str:
     return str(obj.metadata.name)
+
+
+def _exists(kube: Client, resource: Any, name: str) -> bool:
+    try:
+        kube.get(resource, name)
+    except ApiError as exc:
+        if exc.status.code == 404:
+            return False
+        raise
+    return True
 
 
 def _delete(

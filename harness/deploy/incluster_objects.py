@@ -1,10 +1,10 @@
 """The Kubernetes objects of csi-mock deployed into a cluster (kind or any other).
 
 ``render_objects`` is a pure function from a ``DriverDeployment`` and the nodes to the
-objects of one deployment in the ``csi-mock`` namespace:
+objects of one deployment in the spec's namespace (``csi-mock`` + its suffix):
 
-* the Namespace and RBAC of ``deploy/kubernetes/``, the CSIDriver and StorageClasses
-  as ``harness.deploy.spec`` makes them;
+* the Namespace and RBAC of ``deploy/kubernetes/`` moved to that namespace, the
+  CSIDriver and StorageClasses as ``harness.deploy.spec`` makes them;
 * a ConfigMap with one csi-mock configuration per instance (``controller.yaml``,
   ``node-<node>.yaml``) and a Secret with the admin API token;
 * the node DaemonSet: csi-mock (node mode; distributed: mode all) registering itself
@@ -19,6 +19,12 @@ Deployment scaled to zero, or its node taken out of its DaemonSet, see
 ``excluding_nodes``) while the csi-mock instances keep their volumes, fault rules and
 journal, as the local provider stops a single process. A sidecar container in the
 controller's pod could only be removed by replacing the pod, which loses all three.
+
+Deployments with suffixes (and names) of their own share nothing, so they can run side
+by side: each has its namespace, its cluster-scoped objects (RBAC, CSIDriver,
+StorageClasses) named after it and labelled with its driver name
+(``cluster_scoped_objects``), and its host directories (``host_dir_name``). The
+unsuffixed deployment renders as ``deploy/kubernetes/`` names things.
 """
 
 from __future__ import annotations
@@ -30,11 +36,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+from lightkube.codecs import from_dict
+from lightkube.core.resource import GlobalResource
 
 from harness.cluster import ClusterNode
 from harness.deploy.sidecars import DISTRIBUTED_PROVISIONER_FLAGS, attacher_flags, provisioner_flags
 from harness.deploy.spec import (
-    DRIVER_NAMESPACE,
     DriverDeployment,
     ProvisionerMode,
     csidriver_object,
@@ -45,7 +52,8 @@ from harness.deploy.spec import (
 
 NAME_LABEL = "app.kubernetes.io/name"
 INSTANCE_LABEL = "app.kubernetes.io/instance"
-"""The driver name (DriverDeployment.name) of the deployment an object belongs to."""
+"""The driver name (DriverDeployment.name) of the deployment an object belongs to; on
+cluster-scoped objects only a suffixed deployment's (see ``cluster_scoped_objects``)."""
 COMPONENT_LABEL = "app.kubernetes.io/component"
 APP = "csi-mock"
 
@@ -77,7 +85,8 @@ _GENERATION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 
 # Run in the node pod's init container: the host directory of this driver keeps one
 # subdirectory per deployment, and only the current one is needed. The pods of earlier
-# deployments are gone by then (InClusterDriver.remove waits for that).
+# deployments are gone by then (InClusterDriver.deploy waits for that); a suffixed
+# deployment's directory is its own (host_dir_name), so no other's is in it.
 _REMOVE_EARLIER_STATE = """\
 import shutil, sys
 from pathlib import Path
@@ -165,9 +174,65 @@ def node_config_key(node: str) -> str:
     return f"node-{node}.yaml"
 
 
+def host_dir_name(spec: DriverDeployment) -> str:
+    """The name of the deployment's directories on the nodes (its state, its sockets):
+    the driver name, which the kubelets need unique among running drivers anyway, and
+    the suffix, so that no two deployments meet there even with the same name."""
+    return spec.name + spec.suffix
+
+
 def host_driver_dir(spec: DriverDeployment) -> str:
     """The host directory of this driver's state on every node it runs on."""
-    return f"{STATE_DIR}/{spec.name}"
+    return f"{STATE_DIR}/{host_dir_name(spec)}"
+
+
+def is_cluster_scoped(obj: Mapping[str, Any]) -> bool:
+    """Whether the API keeps an object of this kind outside any namespace."""
+    return isinstance(from_dict(dict(obj)), GlobalResource)
+
+
+def namespace_and_rbac(spec: DriverDeployment) -> list[dict[str, Any]]:
+    """The Namespace and RBAC of ``deploy/kubernetes/`` for this deployment: in its
+    namespace, the cluster-scoped roles and bindings named with its suffix, every
+    binding granting to the ServiceAccounts of its namespace."""
+    objects = [*read_manifests("namespace.yaml"), *read_manifests("rbac.yaml")]
+    for obj in objects:
+        metadata = obj["metadata"]
+        if obj["kind"] == "Namespace":
+            metadata["name"] = spec.namespace
+        elif "namespace" in metadata:
+            metadata["namespace"] = spec.namespace
+        else:
+            metadata["name"] += spec.suffix
+        for subject in obj.get("subjects", []):
+            if subject["kind"] == "ServiceAccount":
+                subject["namespace"] = spec.namespace
+        role = obj.get("roleRef")
+        if role is not None and role["kind"] == "ClusterRole":
+            role["name"] += spec.suffix
+    return [_owned(obj, spec) for obj in objects]
+
+
+def cluster_scoped_objects(spec: DriverDeployment) -> list[dict[str, Any]]:
+    """The objects of the deployment that its namespace does not hold, in the order
+    ``render_objects`` applies them: the Namespace itself, the ClusterRoles and
+    ClusterRoleBindings, the CSIDriver (if any) and the StorageClasses. A suffixed
+    deployment labels them with its driver name (INSTANCE_LABEL), which tells them
+    from the unsuffixed deployment's (unlabelled, as ``kubectl apply -k`` makes them)."""
+    return [o for o in namespace_and_rbac(spec) if is_cluster_scoped(o)] + _driver_objects(spec)
+
+
+def _driver_objects(spec: DriverDeployment) -> list[dict[str, Any]]:
+    """The CSIDriver (if any) and the StorageClasses."""
+    objects = [csidriver_object(spec)] if spec.csidriver else []
+    return [_owned(obj, spec) for obj in objects + storage_class_objects(spec)]
+
+
+def _owned(obj: dict[str, Any], spec: DriverDeployment) -> dict[str, Any]:
+    """``obj``, labelled as the suffixed deployment's when it is cluster-scoped."""
+    if spec.suffix and is_cluster_scoped(obj):
+        obj["metadata"].setdefault("labels", {})[INSTANCE_LABEL] = spec.name
+    return obj
 
 
 def controller_node(nodes: Sequence[ClusterNode]) -> str:
@@ -222,14 +287,11 @@ def render_objects(
         raise ValueError(f"sidecar_images has no image for {', '.join(missing)}")
     layout = _Layout(spec, sorted(nodes, key=lambda n: n.name), generation, controller_host)
     objects: list[dict[str, Any]] = [
-        *read_manifests("namespace.yaml"),
-        *read_manifests("rbac.yaml"),
-        _admin_secret(admin_token),
+        *namespace_and_rbac(spec),
+        _admin_secret(spec, admin_token),
         layout.config_map(),
+        *_driver_objects(spec),
     ]
-    if spec.csidriver:
-        objects.append(csidriver_object(spec))
-    objects += storage_class_objects(spec)
     workloads = _Workloads(layout, image, sidecar_images)
     if is_distributed(spec):
         objects += [workloads.node_daemonset(), workloads.distributed_provisioner()]
@@ -248,13 +310,13 @@ def _sidecars_of(spec: DriverDeployment) -> tuple[str, ...]:
     return (PROVISIONER,) if is_distributed(spec) else _CENTRAL_SIDECARS
 
 
-def _admin_secret(token: str) -> dict[str, Any]:
+def _admin_secret(spec: DriverDeployment, token: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {
             "name": ADMIN_SECRET,
-            "namespace": DRIVER_NAMESPACE,
+            "namespace": spec.namespace,
             "labels": {NAME_LABEL: APP},
         },
         "type": "Opaque",
@@ -287,7 +349,7 @@ class _Layout:
 
     @property
     def host_node_socket_dir(self) -> str:
-        return f"{KUBELET_DIR}/plugins/{self.spec.name}"
+        return f"{KUBELET_DIR}/plugins/{host_dir_name(self.spec)}"
 
     def config_map(self) -> dict[str, Any]:
         data = {node_config_key(n.name): _yaml(self.node_config(n)) for n in self.nodes}
@@ -298,7 +360,7 @@ class _Layout:
             "kind": "ConfigMap",
             "metadata": {
                 "name": CONFIG_MAP,
-                "namespace": DRIVER_NAMESPACE,
+                "namespace": self.spec.namespace,
                 "labels": {NAME_LABEL: APP, INSTANCE_LABEL: self.spec.name},
             },
             "data": data,
@@ -433,7 +495,7 @@ class _Workloads:
     # -- workloads ---------------------------------------------------------------------
 
     def _metadata(self, name: str, role: str) -> dict[str, Any]:
-        return {"name": name, "namespace": DRIVER_NAMESPACE, "labels": labels(self.spec, role)}
+        return {"name": name, "namespace": self.spec.namespace, "labels": labels(self.spec, role)}
 
     def _deployment(self, name: str, role: str, pod: dict[str, Any]) -> dict[str, Any]:
         pinned = self.layout.controller_host or controller_node(self.layout.nodes)

@@ -1,4 +1,5 @@
-"""Any cluster by its kubeconfig: which nodes the suites may use, what it cannot do."""
+"""Any cluster by its kubeconfig: which nodes the suites may use, what it cannot do, and
+how drivers are deployed into it side by side (against tests/harness/deploy/fake_api.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,14 @@ from typing import Any
 
 import pytest
 from lightkube.codecs import from_dict
+from lightkube.resources.core_v1 import Namespace
 
 from harness.cluster import ClusterNode, Unsupported
+from harness.deploy.incluster import DriverPodsFailed
+from harness.deploy.spec import DriverDeployment
 from harness.existing import ExistingCluster
+from harness.kube.resources import CSINodeResource
+from tests.harness.deploy.fake_api import FakeApi, ready_status, write_kubeconfig
 
 
 def node(
@@ -101,3 +107,130 @@ def test_scheduler_feature_gates_are_read_from_the_scheduler_pod(
 ) -> None:
     kube = FakeKube([], [scheduler_pod(command)])
     assert cluster(kube).scheduler_feature_gate("StorageCapacityScoring") is expected
+
+
+# -- drivers side by side --------------------------------------------------------------
+
+SIDECARS = {"csi-provisioner": "p:v6", "csi-attacher": "a:v4"}
+
+
+def api_with_nodes(**fields: Any) -> FakeApi:
+    api = FakeApi(nodes=["w1", "w2"], **fields)
+    for name in api.nodes:
+        api.objects[("Node", "", name)] = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {}},
+        }
+    return api
+
+
+def deploying_cluster(api: FakeApi, tmp_path: Path) -> ExistingCluster:
+    existing = ExistingCluster(write_kubeconfig(tmp_path / "kubeconfig"), sidecar_images=SIDECARS)
+    existing._kube = api  # type: ignore[assignment]
+    return existing
+
+
+def own(tag: str) -> DriverDeployment:
+    return DriverDeployment(name=f"{tag}.csi-mock", suffix=f"-{tag}")
+
+
+def settle(api: FakeApi) -> None:
+    """Let the namespace controller and the kubelets finish what they do later."""
+    for _ in range(api.termination_polls + api.deregistration_polls + 1):
+        api.list(Namespace)
+        api.list(CSINodeResource)
+
+
+def drivers_of(api: FakeApi) -> set[str]:
+    return {name for kind, _, name in api.objects if kind == "CSIDriver"}
+
+
+def test_drivers_run_side_by_side(tmp_path: Path) -> None:
+    assert deploying_cluster(api_with_nodes(), tmp_path).concurrent_drivers
+
+
+def test_deploy_driver_deploys_beside_the_clusters_driver_and_remove_driver_removes_it(
+    tmp_path: Path,
+) -> None:
+    api = api_with_nodes()
+    existing = deploying_cluster(api, tmp_path)
+    own_driver = existing.redeploy_driver(DriverDeployment())
+    a = existing.deploy_driver(own("a"))
+    b = existing.deploy_driver(own("b"))
+    assert existing.driver is own_driver
+    assert drivers_of(api) == {"csi-mock.example", "a.csi-mock", "b.csi-mock"}
+    assert [n.name for n in a.nodes] == ["w1", "w2"]
+    existing.remove_driver(a)
+    settle(api)
+    assert existing.driver is own_driver
+    assert drivers_of(api) == {"csi-mock.example", "b.csi-mock"}
+    assert api.namespaced("csi-mock-a") == []
+    assert api.namespaced("csi-mock-b")
+    assert api.registered == {n: {"csi-mock.example", "b.csi-mock"} for n in ("w1", "w2")}
+    existing.remove_driver(b)
+    existing.remove_driver()  # the cluster's own
+    settle(api)
+    assert existing.driver is None
+    assert drivers_of(api) == set()
+    assert {ns for _, ns, _ in api.objects} == {"", "csi-mock"}  # as ``remove`` promises
+    assert api.pods == [] and api.capacities == []
+
+
+def test_deploy_driver_needs_a_suffix_and_a_name_of_its_own(tmp_path: Path) -> None:
+    existing = deploying_cluster(api_with_nodes(), tmp_path)
+    with pytest.raises(ValueError, match="suffix"):
+        existing.deploy_driver(DriverDeployment(name="x.csi-mock"))
+    existing.redeploy_driver(DriverDeployment())
+    with pytest.raises(ValueError, match="name of its own"):
+        existing.deploy_driver(DriverDeployment(suffix="-x"))
+
+
+def test_a_driver_that_cannot_start_is_removed_again(tmp_path: Path) -> None:
+    def status(role: str, node: str) -> dict[str, Any]:
+        if role != "attacher":
+            return ready_status(role, node)
+        waiting = {"reason": "ErrImageNeverPull", "message": "image not present"}
+        return {
+            "phase": "Pending",
+            "containerStatuses": [
+                {
+                    "name": "csi-attacher",
+                    "image": "a:v4",
+                    "imageID": "",
+                    "ready": False,
+                    "restartCount": 0,
+                    "state": {"waiting": waiting},
+                }
+            ],
+        }
+
+    api = api_with_nodes(pod_status=status)
+    existing = deploying_cluster(api, tmp_path)
+    with pytest.raises(DriverPodsFailed, match="ErrImageNeverPull"):
+        existing.deploy_driver(own("a"))
+    settle(api)
+    assert existing.driver is None
+    assert drivers_of(api) == set()
+    assert [key for key in api.objects if key[0] != "Node"] == []
+
+
+def test_admin_instances_are_those_of_the_clusters_own_driver(tmp_path: Path) -> None:
+    existing = deploying_cluster(api_with_nodes(), tmp_path)
+    assert existing.admin_instances() == {}
+    existing.redeploy_driver(DriverDeployment())
+    existing.deploy_driver(own("a"))
+    clients = existing.admin_instances()
+    try:
+        assert sorted(clients) == ["controller", "w1", "w2"]
+        for client in clients.values():
+            assert "/namespaces/csi-mock/pods/" in client.endpoint.base_url
+    finally:
+        for client in clients.values():
+            client.close()
+
+
+def test_a_driver_deployed_elsewhere_is_refused(tmp_path: Path) -> None:
+    existing = deploying_cluster(api_with_nodes(), tmp_path)
+    with pytest.raises(TypeError, match="not deployed by this cluster"):
+        existing.remove_driver(object())  # type: ignore[arg-type]

@@ -4,20 +4,29 @@ how it finds, calls and stops the components of a deployment."""
 
 from __future__ import annotations
 
+import copy
 import time
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
-import yaml
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
 from csi_mock.admin.resources import TOKEN_HEADER
 from harness.cluster import ClusterNode
 from harness.deploy.incluster import DriverPodsFailed, InClusterDriver
 from harness.deploy.spec import NODE_TOPOLOGY_KEY, DriverDeployment
+from harness.kube.resources import CSINodeResource
 from harness.local.waiting import WaitTimeout
-from tests.harness.deploy.fake_api import Event, FakeApi, ready_status
+from tests.harness.deploy.fake_api import (
+    Event,
+    FakeApi,
+    api_error,
+    ready_status,
+    write_kubeconfig,
+)
 
 NODES = [ClusterNode("worker", "zone-a", True), ClusterNode("worker2", "zone-b", True)]
 SIDECARS = {
@@ -44,30 +53,11 @@ def make_driver(
     timeout: float = 10,
     **fields: Any,
 ) -> InClusterDriver:
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        yaml.safe_dump(
-            {
-                "clusters": [
-                    {
-                        "name": "c",
-                        "cluster": {
-                            "server": "https://10.1.2.3:6443",
-                            "insecure-skip-tls-verify": True,
-                        },
-                    }
-                ],
-                "users": [{"name": "u", "user": {"token": "k8s-token"}}],
-                "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-                "current-context": "x",
-            }
-        )
-    )
     return InClusterDriver(
         DriverDeployment(**fields),
         nodes=NODES,
         kube=cast(Any, api),
-        kubeconfig=kubeconfig,
+        kubeconfig=write_kubeconfig(tmp_path / "kubeconfig"),
         kubectl="/opt/kubectl",
         image="csi-mock.local/csi-mock:dev",
         sidecar_images=SIDECARS,
@@ -84,6 +74,37 @@ def api() -> FakeApi:
 
 def verbs(events: list[Event], verb: str) -> list[str]:
     return [f"{e.kind}/{e.name}" for e in events if e.verb == verb]
+
+
+Key = tuple[str, str, str]
+"""(kind, namespace, name) as FakeApi.objects keys them; namespace "" at cluster scope."""
+
+
+def keys(events: list[Event], *verbs: str) -> set[Key]:
+    return {(e.kind, e.namespace or "", e.name) for e in events if e.verb in verbs}
+
+
+def own(tag: str) -> dict[str, str]:
+    """The name and suffix of a deployment beside others, as the pytest plugin makes them."""
+    return {"name": f"{tag}.csi-mock", "suffix": f"-{tag}"}
+
+
+def snapshot(api: FakeApi, which: set[Key]) -> dict[Key, dict[str, Any]]:
+    return {key: copy.deepcopy(api.objects[key]) for key in which if key in api.objects}
+
+
+def deployed(api: FakeApi, driver: InClusterDriver) -> set[Key]:
+    """Deploy ``driver``; what it applied."""
+    api.events.clear()
+    driver.deploy()
+    return keys(api.events, "apply")
+
+
+def settle(api: FakeApi) -> None:
+    """Let the namespace controller and the kubelets finish what they do later."""
+    for _ in range(api.termination_polls + api.deregistration_polls + 1):
+        api.list(Namespace)
+        api.list(CSINodeResource)
 
 
 # -- deploy ----------------------------------------------------------------------------
@@ -123,8 +144,8 @@ def test_deploy_first_removes_the_previous_deployment_and_waits_for_its_deregist
     assert [d for d in deleted if d.startswith("CSIStorageCapacity/")]
     assert not old_pods & set(api.pod_names("node"))
     assert api.registered == {"worker": {"csi-mock.example"}, "worker2": {"csi-mock.example"}}
-    assert api.objects[("CSIDriver", "csi-mock.example")]["spec"]["attachRequired"] is False
-    assert ("CSIDriver", "old.example") not in api.objects
+    assert api.objects[("CSIDriver", "", "csi-mock.example")]["spec"]["attachRequired"] is False
+    assert ("CSIDriver", "", "old.example") not in api.objects
 
 
 def test_a_missing_image_ends_the_wait_at_once_naming_the_container(tmp_path: Path) -> None:
@@ -294,3 +315,141 @@ def test_stopping_a_nodes_provisioner_takes_only_that_node_out(
 def test_an_unknown_component_is_refused_with_the_known_ones(api: FakeApi, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="csi-attacher"):
         make_driver(api, tmp_path, provisioner_mode="distributed").stop_component("csi-attacher")
+
+
+# -- deployments side by side ----------------------------------------------------------
+
+
+def test_suffixed_deployments_run_side_by_side_without_touching_each_other(
+    api: FakeApi, tmp_path: Path
+) -> None:
+    a = deployed(api, make_driver(api, tmp_path, **own("a")))
+    a_objects = snapshot(api, a)
+    a_pods = api.pod_names("node", "csi-mock-a")
+    b = deployed(api, make_driver(api, tmp_path, **own("b")))
+    assert {ns for _, ns, _ in a} == {"", "csi-mock-a"}
+    assert {ns for _, ns, _ in b} == {"", "csi-mock-b"}
+    assert not a & b
+    # b's deploy found nothing of its own to clear, and left a as it was.
+    assert verbs(api.events, "delete") == [] and verbs(api.events, "patch") == []
+    assert snapshot(api, a) == a_objects
+    assert api.pod_names("node", "csi-mock-a") == a_pods
+    assert api.registered == {
+        "worker": {"a.csi-mock", "b.csi-mock"},
+        "worker2": {"a.csi-mock", "b.csi-mock"},
+    }
+    for capacity in api.capacities:
+        driver = capacity["metadata"]["labels"]["csi.storage.k8s.io/drivername"]
+        assert capacity["metadata"]["namespace"] == "csi-mock-" + driver.split(".")[0]
+
+
+def test_removing_a_suffixed_deployment_leaves_nothing_of_it_and_spares_the_others(
+    api: FakeApi, tmp_path: Path
+) -> None:
+    make_driver(api, tmp_path).deploy()
+    a_driver = make_driver(api, tmp_path, **own("a"))
+    a = deployed(api, a_driver)
+    make_driver(api, tmp_path, **own("b")).deploy()
+    others = {k: copy.deepcopy(v) for k, v in api.objects.items() if k not in a}
+    other_pods = [p for p in api.pods if p["metadata"]["namespace"] != "csi-mock-a"]
+    other_capacities = [c for c in api.capacities if c["metadata"]["namespace"] != "csi-mock-a"]
+    api.events.clear()
+    a_driver.remove()
+    assert keys(api.events, "delete", "patch", "apply") <= a
+    # Nothing waited for the kubelets: its names are never used again.
+    assert "a.csi-mock" in api.registered["worker"]
+    settle(api)
+    assert not a & set(api.objects)
+    assert api.namespaced("csi-mock-a") == []
+    assert api.objects == others
+    assert api.pods == other_pods
+    assert api.capacities == other_capacities
+    assert api.registered == {
+        "worker": {"csi-mock.example", "b.csi-mock"},
+        "worker2": {"csi-mock.example", "b.csi-mock"},
+    }
+
+
+def test_the_unsuffixed_deploy_replaces_only_the_deployment_of_the_shared_namespace(
+    api: FakeApi, tmp_path: Path
+) -> None:
+    make_driver(api, tmp_path, name="old.example").deploy()
+    a = deployed(api, make_driver(api, tmp_path, **own("a")))
+    a_objects = snapshot(api, a)
+    a_capacities = [c for c in api.capacities if c["metadata"]["namespace"] == "csi-mock-a"]
+    api.events.clear()
+    make_driver(api, tmp_path).deploy()
+    assert ("CSIDriver", "", "old.example") in keys(api.events, "delete")
+    assert not keys(api.events, "delete", "patch") & a
+    assert snapshot(api, a) == a_objects
+    assert [c for c in api.capacities if c["metadata"]["namespace"] == "csi-mock-a"] == (
+        a_capacities
+    )
+    assert api.registered == {
+        "worker": {"csi-mock.example", "a.csi-mock"},
+        "worker2": {"csi-mock.example", "a.csi-mock"},
+    }
+
+
+def test_a_suffixed_deploy_first_clears_its_own_leftovers_only(
+    api: FakeApi, tmp_path: Path
+) -> None:
+    b = deployed(api, make_driver(api, tmp_path, **own("b")))
+    b_objects = snapshot(api, b)
+    interrupted = deployed(api, make_driver(api, tmp_path, **own("a")))  # never removed
+    api.events.clear()
+    make_driver(api, tmp_path, **own("a")).deploy()
+    first_apply = next(i for i, e in enumerate(api.events) if e.verb == "apply")
+    before = api.events[:first_apply]
+    # Its namespace terminated and its node plugins deregistered before anything new.
+    assert Event("terminated", "Namespace", "csi-mock-a") in before
+    assert {(e.name, e.body) for e in before if e.verb == "deregistered"} == {
+        ("worker", "a.csi-mock"),
+        ("worker2", "a.csi-mock"),
+    }
+    assert keys(before, "delete") <= interrupted
+    assert snapshot(api, b) == b_objects
+    assert api.registered == {
+        "worker": {"a.csi-mock", "b.csi-mock"},
+        "worker2": {"a.csi-mock", "b.csi-mock"},
+    }
+
+
+def test_a_suffixed_deployment_is_reached_in_its_own_namespace(
+    api: FakeApi, tmp_path: Path
+) -> None:
+    runner = RecordingRunner('{"available_capacity": "1"}')
+    driver = make_driver(api, tmp_path, runner=runner, provisioner_mode="distributed", **own("a"))
+    driver.deploy()
+    key = driver.spec.node_topology_key
+    assert driver.get_capacity({key: "worker2"}, {}) == (1, 0)
+    (argv,) = runner.calls
+    assert "--namespace=csi-mock-a" in argv
+    assert argv[argv.index("exec") + 1] in api.pod_names("node", "csi-mock-a")
+    with pytest.raises(ValueError, match=key):
+        driver.get_capacity({NODE_TOPOLOGY_KEY: "worker2"}, {})
+    with driver.admin("worker2") as admin:
+        assert "/api/v1/namespaces/csi-mock-a/pods/csi-mock-node-" in admin.endpoint.base_url
+    api.events.clear()
+    driver.stop_component("csi-provisioner-worker2")
+    assert keys(api.events, "patch") == {("DaemonSet", "csi-mock-a", "csi-mock-provisioner")}
+    assert driver.component_log("csi-provisioner-worker2").startswith("log of ")
+
+
+def test_removal_goes_on_past_a_failed_delete_and_reports_it(
+    api: FakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    driver = make_driver(api, tmp_path, **own("a"))
+    a = deployed(api, driver)
+    delete = api.delete
+
+    def failing(resource: Any, name: str, **kwargs: Any) -> None:
+        if resource.__name__ == "ClusterRole":
+            raise api_error(500, "etcd is unhappy")
+        delete(resource, name, **kwargs)
+
+    monkeypatch.setattr(api, "delete", failing)
+    with pytest.raises(ApiError, match="etcd is unhappy"):
+        driver.remove()
+    settle(api)
+    assert {kind for kind, _, _ in a & set(api.objects)} == {"ClusterRole"}

@@ -17,6 +17,8 @@ from lightkube import codecs
 from csi_mock.config import DriverConfig, Mode, validate_config
 from harness.cluster import ClusterNode
 from harness.deploy.incluster_objects import (
+    INSTANCE_LABEL,
+    cluster_scoped_objects,
     deployment_components,
     excluding_nodes,
     render_objects,
@@ -520,3 +522,110 @@ def test_a_controller_host_takes_the_controller_deployments_and_tolerates_its_ta
     node_plugin = find(objects, "DaemonSet", "csi-mock-node")
     assert allowed_nodes(node_plugin) == {"worker", "worker2"}
     assert "tolerations" not in pod_spec(node_plugin)
+
+
+# -- deployments side by side ----------------------------------------------------------
+
+
+def own(tag: str, **fields: Any) -> dict[str, Any]:
+    """The fields of a deployment beside others, named as the pytest plugin names them."""
+    return {"name": f"{tag}.csi-mock", "suffix": f"-{tag}", **fields}
+
+
+def identities(objects: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    return {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objects}
+
+
+def host_paths(objects: list[dict[str, Any]]) -> set[str]:
+    """Every host directory of the deployment, but the kubelet's own (every node plugin
+    mounts it: the kubelet's pod directories are where volumes are published)."""
+    return {
+        v["hostPath"]["path"]
+        for workload in workloads(objects).values()
+        for v in pod_spec(workload)["volumes"]
+        if "hostPath" in v and v["hostPath"]["path"] != "/var/lib/kubelet"
+    }
+
+
+def nested(a: set[str], b: set[str]) -> set[tuple[str, str]]:
+    return {(x, y) for x in a for y in b if Path(x).is_relative_to(y) or Path(y).is_relative_to(x)}
+
+
+@pytest.mark.parametrize("mode", ["central", "distributed"])
+def test_deployments_with_suffixes_share_no_object_namespace_or_host_directory(mode: str) -> None:
+    a, b = render(**own("a", provisioner_mode=mode)), render(**own("b", provisioner_mode=mode))
+    default = render(provisioner_mode=mode)
+    for one, other in ((a, b), (a, default), (b, default)):
+        assert not identities(one) & identities(other)
+        assert not nested(host_paths(one), host_paths(other))
+    assert {o["metadata"].get("namespace") for o in a} == {None, "csi-mock-a"}
+    assert host_paths(a) >= {
+        "/var/lib/csi-mock/a.csi-mock-a",
+        "/var/lib/kubelet/plugins/a.csi-mock-a",
+    }
+
+
+def test_a_suffixed_node_plugin_registers_the_socket_of_its_own_directory() -> None:
+    objects = render(**own("a"))
+    config = validate_config(configs(objects)["node-worker.yaml"])
+    socket_dir = volume(find(objects, "DaemonSet", "csi-mock-node"), "socket-dir")
+    assert config.node.registration is not None
+    assert config.node.registration.kubelet_endpoint == (
+        Path(socket_dir["hostPath"]["path"]) / config.socket_path.name
+    )
+    assert config.node.segment == {
+        "topology.a.csi-mock/node": "worker",
+        "topology.a.csi-mock/zone": "zone-a",
+    }
+
+
+def test_a_suffixed_deployment_binds_its_roles_to_the_accounts_of_its_namespace() -> None:
+    objects = render(**own("a"))
+    defined = identities(objects)
+    for binding in (o for o in objects if o["kind"] in ("ClusterRoleBinding", "RoleBinding")):
+        for subject in binding["subjects"]:
+            assert ("ServiceAccount", "csi-mock-a", subject["name"]) in defined
+            assert subject["namespace"] == "csi-mock-a"
+        role = binding["roleRef"]
+        scope = "" if role["kind"] == "ClusterRole" else binding["metadata"]["namespace"]
+        assert (role["kind"], scope, role["name"]) in defined
+    for workload in workloads(objects).values():
+        account = pod_spec(workload)["serviceAccountName"]
+        assert ("ServiceAccount", "csi-mock-a", account) in defined
+
+
+def test_a_suffixed_deployments_cluster_scoped_objects_carry_its_suffix_and_driver_name() -> None:
+    spec = DriverDeployment(**own("a"))
+    objects = render(**own("a"))
+    outside = [o for o in objects if "namespace" not in o["metadata"]]
+    assert identities(cluster_scoped_objects(spec)) == identities(outside)
+    assert sorted(o["kind"] for o in outside) == [
+        "CSIDriver",
+        "ClusterRole",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ClusterRoleBinding",
+        "Namespace",
+        "StorageClass",
+        "StorageClass",
+        "StorageClass",
+    ]
+    for obj in outside:
+        assert obj["metadata"]["labels"][INSTANCE_LABEL] == "a.csi-mock"
+        if obj["kind"] != "CSIDriver":
+            assert obj["metadata"]["name"].endswith("-a")
+
+
+def test_the_unsuffixed_deployment_names_things_as_the_manifests_do() -> None:
+    objects = render()
+    outside = [o for o in objects if "namespace" not in o["metadata"]]
+    assert identities(cluster_scoped_objects(DriverDeployment())) == identities(outside)
+    # As ``kubectl apply -k deploy/kubernetes`` makes them: what the unsuffixed
+    # deployment removes before it starts.
+    assert not [o for o in outside if INSTANCE_LABEL in o["metadata"].get("labels", {})]
+    assert {o["metadata"]["name"] for o in outside if o["kind"].startswith("Cluster")} == {
+        "csi-mock-external-provisioner-runner",
+        "csi-mock-external-provisioner",
+        "csi-mock-external-attacher-runner",
+        "csi-mock-external-attacher",
+    }
