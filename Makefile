@@ -22,9 +22,8 @@ CI_KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach
 WORKERS ?= 4
 MISSION_WORKERS ?= $(WORKERS)
 # On kind every test's driver is six pods on four node containers: 3 workers (docs/kind.md).
-# CI keeps its kind part to one test at a time, the path with the longest record.
 KIND_WORKERS ?= 3
-CI_KIND_WORKERS ?= 1
+CI_KIND_WORKERS ?= $(KIND_WORKERS)
 
 .PHONY: install system-deps run test e2e e2e-kind kind-image cluster-up cluster-down lint unit sanity tools doctor bench bench-e2e mission clean
 
