@@ -28,6 +28,7 @@ from csi_mock.admin.client import AdminClient
 from harness.cluster import ClusterNode, Driver, Unsupported
 from harness.deploy.images import DRIVER_IMAGE, default_sidecar_images
 from harness.deploy.incluster import InClusterDriver
+from harness.deploy.readiness import drop_topology_labels
 from harness.deploy.spec import DriverDeployment
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -186,6 +187,7 @@ class ExistingCluster:
             raise TypeError(f"{driver!r} was not deployed by this cluster")
         with contextlib.suppress(ApiError):
             driver.remove()
+        drop_topology_labels(self.kube, driver.spec, [n.name for n in driver.nodes])
 
 
 def _has_no_schedule_taint(node: Any) -> bool:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Collection, Sequence
 from lightkube import Client
 
 from harness.deploy.spec import DriverDeployment, storage_class_objects
+from harness.kube.objects import drop_node_labels
 from harness.kube.resources import CSINodeResource, csinode_drivers
 from harness.kube.waits import capacities
 from harness.local.waiting import wait_for
@@ -115,3 +116,13 @@ def wait_driver_ready(
     expected = expected_capacity(spec, nodes)
     if expected:
         wait_capacity_published(kube, spec, expected, timeout=timeout, check=check)
+
+
+def drop_topology_labels(kube: Client, spec: DriverDeployment, nodes: Sequence[str]) -> None:
+    """After a suffixed driver is removed: take its topology labels off the nodes.
+    Kubelets add a driver's segments as node labels when it registers and never
+    remove them; on a cluster that outlives the session (``--keep-cluster``, an
+    existing one) every test's driver would otherwise leave two labels on every node.
+    The default driver's labels are left alone: they are the cluster's own."""
+    if spec.suffix:
+        drop_node_labels(kube, nodes, [spec.node_topology_key, spec.zone_topology_key])

@@ -1,12 +1,17 @@
-"""Builders of the Kubernetes objects the suites create, as plain mappings, and
-``create`` to submit them."""
+"""Builders of the Kubernetes objects the suites create, as plain mappings,
+``create`` to submit them, and ``drop_node_labels`` to clean labels up."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Collection, Iterable
 from typing import Any, cast
 
 from lightkube import Client
 from lightkube.codecs import from_dict
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.core_v1 import Node
+from lightkube.types import PatchType
 
 from harness.local.config import NODE_TYPE_LABEL
 
@@ -119,3 +124,12 @@ def create(kube: Client, *manifests: dict[str, Any]) -> None:
     """Create each manifest (a mapping as built above) in order."""
     for manifest in manifests:
         kube.create(cast(Any, from_dict(manifest)))
+
+
+def drop_node_labels(kube: Client, nodes: Iterable[str], keys: Collection[str]) -> None:
+    """Remove the label ``keys`` from ``nodes`` (a JSON merge patch with nulls); a node
+    that is gone, or an API error, is left as it is: this is clean-up."""
+    body = {"metadata": {"labels": dict.fromkeys(keys)}}
+    for node in nodes:
+        with contextlib.suppress(ApiError):
+            kube.patch(Node, node, body, patch_type=PatchType.MERGE)

@@ -32,7 +32,7 @@ from lightkube.resources.core_v1 import Node, ServiceAccount
 from csi_mock.admin.client import AdminClient
 from harness.cluster import ClusterNode, Driver
 from harness.deploy.local import DriverNode, LocalDriver
-from harness.deploy.readiness import wait_deregistered, wait_driver_ready
+from harness.deploy.readiness import drop_topology_labels, wait_deregistered, wait_driver_ready
 from harness.deploy.spec import DriverDeployment
 from harness.local import components as c
 from harness.local.config import (
@@ -331,6 +331,7 @@ class LocalCluster:
             raise TypeError(f"{driver!r} was not deployed by this cluster")
         driver.stop()
         driver.remove_objects()
+        drop_topology_labels(driver.kube, driver.spec, [n.name for n in driver.nodes])
         shutil.rmtree(driver.root, ignore_errors=True)
 
     def redeploy_driver(self, spec: DriverDeployment) -> LocalDriver:

@@ -3,6 +3,7 @@ up, which they leave running with the driver it had."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from lightkube import Client, KubeConfig
+from lightkube.resources.core_v1 import Node
 
 from harness.kube.resources import CSINodeResource, csinode_drivers
 from harness.local.config import LocalClusterConfig
@@ -92,6 +94,14 @@ def test_suites_run_against_a_running_cluster_and_leave_its_driver(
     # The suites' drivers were stopped; their kubelets (simulated or not) drop their
     # CSINode entries when the registration sockets go.
     wait_for("only the cluster's driver in CSINode", only_the_default_registered, timeout=30)
+    # ... and their topology labels were taken off the nodes (the kubelets never do).
+    left = {
+        key
+        for node in kube.list(Node)
+        for key in ((node.metadata.labels if node.metadata else None) or {})
+        if re.match(r"topology\.d[0-9a-f]{6}\.csi-mock/", key)
+    }
+    assert left == set(), left
     after = RunState.load(kubeconfig.parent)
     assert after is not None
     for name in ("etcd", "kube-apiserver", "kube-scheduler", "kubelet-node-1"):

@@ -150,6 +150,16 @@ def test_drivers_run_side_by_side(tmp_path: Path) -> None:
     assert deploying_cluster(api_with_nodes(), tmp_path).concurrent_drivers
 
 
+def label_patches(api: Any) -> dict[str, list[dict[str, Any]]]:
+    """Node -> the label changes patched onto it, in order."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for event in api.events:
+        if event.verb == "patch" and event.kind == "Node":
+            body, _ = event.body
+            found.setdefault(event.name, []).append(body["metadata"]["labels"])
+    return found
+
+
 def test_deploy_driver_deploys_beside_the_clusters_driver_and_remove_driver_removes_it(
     tmp_path: Path,
 ) -> None:
@@ -165,12 +175,16 @@ def test_deploy_driver_deploys_beside_the_clusters_driver_and_remove_driver_remo
     settle(api)
     assert existing.driver is own_driver
     assert drivers_of(api) == {"csi-mock.example", "b.csi-mock"}
+    # Its topology labels are taken off every node; no other driver's.
+    keys = {"topology.a.csi-mock/node": None, "topology.a.csi-mock/zone": None}
+    assert label_patches(api) == {"w1": [keys], "w2": [keys]}
     assert api.namespaced("csi-mock-a") == []
     assert api.namespaced("csi-mock-b")
     assert api.registered == {n: {"csi-mock.example", "b.csi-mock"} for n in ("w1", "w2")}
     existing.remove_driver(b)
-    existing.remove_driver()  # the cluster's own
+    existing.remove_driver()  # the cluster's own: its labels are the cluster's
     settle(api)
+    assert [len(patches) for patches in label_patches(api).values()] == [2, 2]
     assert existing.driver is None
     assert drivers_of(api) == set()
     assert {ns for _, ns, _ in api.objects} == {"", "csi-mock"}  # as ``remove`` promises
