@@ -89,6 +89,16 @@ class MountMode(enum.Enum):
     """No mounts: target directories are created and recorded (unprivileged runs)."""
 
 
+class BlockDeviceMode(enum.Enum):
+    AUTO = "auto"
+    """Loop devices when mounts are real and /dev/loop-control is usable, else files."""
+    LOOP = "loop"
+    """Publish a raw block volume as a loop device node over its backing file (what
+    container runtimes and the kubelet's block teardown need)."""
+    FILE = "file"
+    """Publish the backing file itself (enough for csi-sanity and unprivileged runs)."""
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -146,6 +156,7 @@ class NodeConfig(_Model):
     segment: Segment | None = None
     """Topology labels NodeGetInfo reports; default: {node_topology_key: id}."""
     mount: MountMode = MountMode.AUTO
+    block_device: BlockDeviceMode = BlockDeviceMode.AUTO
     stage_unstage: bool = True
     materialize_missing_volumes: bool = False
     """Create a volume's backing directory on first use when the controller's backend

@@ -14,11 +14,12 @@ import grpc
 from csi_mock.admin.server import AdminServer
 from csi_mock.backend.controller import Controller
 from csi_mock.backend.node import Node
-from csi_mock.config import ConfigError, DriverConfig, MountMode
+from csi_mock.config import BlockDeviceMode, ConfigError, DriverConfig, MountMode
 from csi_mock.control.faults import FaultEngine
 from csi_mock.control.journal import Journal
 from csi_mock.control.metrics import Metrics
 from csi_mock.host.backing import BackingStore
+from csi_mock.host.loop import KernelLoopDevices, LoopDevices
 from csi_mock.host.mounts import BindMounter, DirectoryMounter, Mounter
 from csi_mock.host.paths import remove_stale_socket
 from csi_mock.observe.calls import JsonLogSink, RecordSink
@@ -42,6 +43,21 @@ def choose_mounter(mode: MountMode) -> Mounter:
     return DirectoryMounter()
 
 
+def choose_loop_devices(mode: BlockDeviceMode, mounter: Mounter) -> LoopDevices | None:
+    """Loop devices for raw block volumes, or None to publish their backing files."""
+    if mode is BlockDeviceMode.FILE:
+        return None
+    if mode is BlockDeviceMode.LOOP:
+        if not mounter.real:
+            raise ConfigError("node.block_device: loop needs real mounts (node.mount: bind)")
+        if not KernelLoopDevices.available():
+            raise ConfigError(
+                "node.block_device: loop needs read-write access to /dev/loop-control"
+            )
+        return KernelLoopDevices()
+    return KernelLoopDevices() if mounter.real and KernelLoopDevices.available() else None
+
+
 @dataclass
 class Driver:
     """A configured driver: its state and behaviour, before or while it serves."""
@@ -60,12 +76,17 @@ class Driver:
     @classmethod
     def open(cls, config: DriverConfig, mounter: Mounter | None = None) -> Driver:
         config.state_dir.mkdir(parents=True, exist_ok=True)
+        loops = None
+        if config.mode.node:
+            mounter = mounter or choose_mounter(config.node.mount)
+            loops = choose_loop_devices(config.node.block_device, mounter)
         store = StateStore(config.state_dir / "state.db")
-        backing = BackingStore(config.volumes_dir)
+        backing = BackingStore(config.volumes_dir, loops)
         controller = Controller(config, store, backing) if config.mode.controller else None
         node = None
         if config.mode.node:
-            node = Node(config, store, backing, mounter or choose_mounter(config.node.mount))
+            assert mounter is not None
+            node = Node(config, store, backing, mounter, loops)
         driver = cls(
             config=config,
             store=store,
@@ -85,6 +106,9 @@ class Driver:
         try:
             if self.controller is not None:
                 self.controller.load()
+            if self.node is not None:
+                for problem in self.node.load():
+                    log.warning("block publication not restored: %s", problem)
         except Exception as error:
             self.readiness.failure = f"loading state failed: {error}"
             raise

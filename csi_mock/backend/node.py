@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 from csi_mock.backend.controller import PUBLISH_CONTEXT_NODE, VOLUME_CONTEXT_SIZE
 from csi_mock.config import EPHEMERAL_CONTEXT_KEY, DriverConfig
 from csi_mock.host.backing import BackingStore, Usage, remove_tree, usage_of
+from csi_mock.host.loop import LoopDevices
 from csi_mock.host.mounts import Mounter
 from csi_mock.host.paths import checked_path, is_driver_volume_id, opaque_id_component
 from csi_mock.model.errors import (
@@ -50,6 +52,8 @@ class VolumeStats:
     total_inodes: int
     abnormal: str | None
     """Why the volume is unhealthy, or None."""
+    block: bool = False
+    """A raw block volume: inode counts mean nothing for it."""
 
 
 class Node:
@@ -61,6 +65,7 @@ class Node:
         store: StateStore,
         backing: BackingStore,
         mounter: Mounter,
+        loops: LoopDevices | None = None,
     ) -> None:
         assert config.node.id is not None
         self.config = config
@@ -68,12 +73,45 @@ class Node:
         self.store = store
         self.backing = backing
         self.mounter = mounter
+        self.loops = loops
+        """Publishes block volumes as loop device nodes; None: as their backing file."""
         self.max_volumes_per_node = config.node.max_volumes_per_node
         self.ephemeral_root = config.state_dir / "ephemeral"
         self.ephemeral_root.mkdir(parents=True, exist_ok=True)
 
     def info(self) -> NodeInfo:
         return NodeInfo(self.node_id, self.max_volumes_per_node, self.config.node_segment())
+
+    def load(self) -> list[str]:
+        """Make the host agree with the recorded block publications after a restart.
+
+        Loop devices backed by our volumes that no publication needs (a publish or
+        unpublish cut short by a crash) are torn down; recorded block publications
+        whose device or mount is gone (a reboot) are set up again. Returns one line
+        per publication that could not be restored; those stay recorded, so the
+        kubelet's NodeUnpublishVolume still finds and clears them.
+        """
+        if self.loops is None:
+            return []
+        needed = {
+            os.path.realpath(p.data_path)
+            for p in self.store.publications()
+            if p.capability.access_type is AccessType.BLOCK
+        }
+        root = os.path.realpath(self.backing.root) + os.sep
+        for backing in set(self.loops.attached().values()):
+            path = str(backing)
+            if path.startswith(root) and path not in needed:
+                self.loops.detach(backing)
+        problems = []
+        for publication in self.store.publications():
+            if publication.capability.access_type is not AccessType.BLOCK:
+                continue
+            try:
+                self._ensure_published(publication)
+            except OSError as error:
+                problems.append(f"{publication.volume_id} at {publication.target_path}: {error}")
+        return problems
 
     # -- staging -----------------------------------------------------------------------
 
@@ -268,13 +306,18 @@ class Node:
 
     def _ensure_published(self, publication: Publication) -> None:
         target = publication.target_path
+        source = publication.staging_path
         if publication.capability.access_type is AccessType.BLOCK:
             if not os.path.exists(target):
                 Path(target).touch()
+            if self.loops is not None:
+                source = self.loops.attach(Path(publication.data_path))
+                if self.mounter.is_mounted(target) and not _same_file(target, source):
+                    self.mounter.unmount(target)  # A device of before a crash or reboot.
         else:
             os.makedirs(target, exist_ok=True)
         if not self.mounter.is_mounted(target):
-            self.mounter.bind(publication.staging_path, target, readonly=publication.readonly)
+            self.mounter.bind(source, target, readonly=publication.readonly)
 
     def unpublish(self, volume_id: str, target_path: str) -> None:
         if not volume_id:
@@ -292,6 +335,13 @@ class Node:
             remove_tree(Path(publication.data_path))
         with self.store.transaction():
             self.store.remove_publication(volume_id, target_path)
+        # After the commit: a crash before this leaves a device that load() tears down.
+        if (
+            self.loops is not None
+            and publication.capability.access_type is AccessType.BLOCK
+            and not self.store.publications_of_volume(volume_id)
+        ):
+            self.loops.detach(Path(publication.data_path))
 
     # -- stats and expansion ------------------------------------------------------------
 
@@ -303,8 +353,10 @@ class Node:
             raise NotFound(f"volume_path {volume_path} does not exist")
         data_path = Path(record.data_path)
         total = self._size_of(record)
+        block = record.capability.access_type is AccessType.BLOCK
         if not data_path.exists():
-            return VolumeStats(total, 0, total, 0, 0, f"backing data {data_path} is missing")
+            missing = f"backing data {data_path} is missing"
+            return VolumeStats(total, 0, total, 0, 0, missing, block=block)
         usage: Usage = usage_of(data_path)
         fs = os.statvfs(data_path)
         return VolumeStats(
@@ -314,6 +366,7 @@ class Node:
             used_inodes=usage.used_inodes,
             total_inodes=fs.f_files,
             abnormal=None,
+            block=block,
         )
 
     def expand(self, volume_id: str, volume_path: str, required: int, limit: int) -> int:
@@ -331,6 +384,8 @@ class Node:
             path = Path(record.data_path)
             if path.is_file() and path.stat().st_size < required:
                 os.truncate(path, required)
+                if self.loops is not None:
+                    self.loops.refresh_size(path)
         if required > self._size_of(record):
             with self.store.transaction():
                 self.store.set_node_volume_size(volume_id, required)
@@ -372,6 +427,13 @@ class Node:
         staging = self.store.staging(volume_id)
         if staging is not None and staging.staging_path == path:
             return staging
+        # The kubelet asks for a block volume's stats at its own bind mount of our
+        # published node (<global map path>/<pod UID>): the same device, another path.
+        for other in self.store.publications_of_volume(volume_id):
+            if other.capability.access_type is AccessType.BLOCK and _same_file(
+                path, other.target_path
+            ):
+                return other
         if self.store.publications_of_volume(volume_id) or staging is not None:
             raise NotFound(f"volume {volume_id} is not published or staged at {path}")
         raise NotFound(f"volume {volume_id!r} is not staged or published on this node")
@@ -413,6 +475,21 @@ def _lookup_path(path: str) -> str:
 
 def _recorded_path(record: Staging | Publication) -> str:
     return record.target_path if isinstance(record, Publication) else record.staging_path
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two paths show the same device node, or the same file."""
+    try:
+        first, second = os.stat(a), os.stat(b)
+    except OSError:
+        return False
+    if stat.S_ISBLK(first.st_mode) or stat.S_ISBLK(second.st_mode):
+        return (
+            stat.S_ISBLK(first.st_mode)
+            and stat.S_ISBLK(second.st_mode)
+            and (first.st_rdev == second.st_rdev)
+        )
+    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
 
 
 def _remove_mount_point(path: str) -> None:

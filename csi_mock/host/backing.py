@@ -7,6 +7,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from csi_mock.host.loop import LoopDevices
 from csi_mock.model.volume import AccessType
 
 
@@ -22,8 +23,10 @@ class BackingStore:
     IDs are validated by the caller; this class never joins untrusted names.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, loops: LoopDevices | None = None) -> None:
         self.root = root
+        self.loops = loops
+        """Loop devices over block volumes' files, kept in step on resize and removal."""
         root.mkdir(parents=True, exist_ok=True)
 
     def path(self, volume_id: str) -> Path:
@@ -47,9 +50,14 @@ class BackingStore:
         path = self.path(volume_id)
         if path.is_file() and path.stat().st_size < size:
             os.truncate(path, size)
+            if self.loops is not None:
+                self.loops.refresh_size(path)
 
     def remove(self, volume_id: str) -> None:
-        remove_tree(self.path(volume_id))
+        path = self.path(volume_id)
+        if self.loops is not None and path.is_file():
+            self.loops.detach(path)  # Else the kernel keeps the deleted file's blocks.
+        remove_tree(path)
 
     def ids(self) -> set[str]:
         return {entry.name for entry in os.scandir(self.root)}

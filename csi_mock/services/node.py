@@ -67,21 +67,25 @@ class NodeServicer(pb_grpc.NodeServicer):
     ) -> pb.NodeGetVolumeStatsResponse:
         stats = self._node.stats(request.volume_id, request.volume_path)
         Unit = pb.VolumeUsage.Unit
-        return pb.NodeGetVolumeStatsResponse(
-            usage=[
-                pb.VolumeUsage(
-                    unit=Unit.BYTES,
-                    total=stats.total_bytes,
-                    used=stats.used_bytes,
-                    available=stats.available_bytes,
-                ),
+        usage = [
+            pb.VolumeUsage(
+                unit=Unit.BYTES,
+                total=stats.total_bytes,
+                used=stats.used_bytes,
+                available=stats.available_bytes,
+            )
+        ]
+        if not stats.block:  # A raw device has no inodes of its own.
+            usage.append(
                 pb.VolumeUsage(
                     unit=Unit.INODES,
                     total=stats.total_inodes,
                     used=stats.used_inodes,
                     available=max(0, stats.total_inodes - stats.used_inodes),
-                ),
-            ],
+                )
+            )
+        return pb.NodeGetVolumeStatsResponse(
+            usage=usage,
             volume_condition=pb.VolumeCondition(
                 abnormal=stats.abnormal is not None, message=stats.abnormal or "healthy"
             ),

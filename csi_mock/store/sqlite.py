@@ -337,6 +337,11 @@ class StateStore:
         rows = self._db.execute("SELECT * FROM publications WHERE volume_id=?", (volume_id,))
         return [_publication(row) for row in rows]
 
+    def publications(self) -> list[Publication]:
+        """Every publication on this node, in the order they were made."""
+        rows = self._db.execute("SELECT * FROM publications ORDER BY rowid")
+        return [_publication(row) for row in rows]
+
     def add_publication(self, publication: Publication) -> None:
         self._db.execute(
             "INSERT INTO publications(volume_id, target_path, staging_path, readonly,"

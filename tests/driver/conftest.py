@@ -90,6 +90,18 @@ async def start_driver(tmp_path: Path) -> AsyncIterator[StartDriver]:
 
 
 @pytest.fixture
+def staging(tmp_path: Path) -> Path:
+    return tmp_path / "staging"
+
+
+@pytest.fixture
+def target(tmp_path: Path) -> Path:
+    # The CO creates the parent of target_path; the plugin creates target_path itself.
+    (tmp_path / "pods").mkdir()
+    return tmp_path / "pods" / "target"
+
+
+@pytest.fixture
 async def csi(start_driver: StartDriver) -> RunningDriver:
     """The default driver: combined mode, two node pools, striped and mirrored kinds."""
     return await start_driver()
@@ -120,6 +132,23 @@ def no_leftover_mounts(tmp_path: Path) -> Iterator[None]:
             subprocess.run(["umount", "-l", point], check=True)
     if leftovers:
         pytest.fail(f"the test left mounts behind (now detached): {sorted(set(leftovers))}")
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_loop_devices(tmp_path: Path) -> Iterator[None]:
+    """Safety net as above, for loop devices over files below tmp_path."""
+    yield
+    from csi_mock.host.loop import KernelLoopDevices
+
+    if not KernelLoopDevices.available():
+        return
+    loops = KernelLoopDevices()
+    root = os.path.realpath(tmp_path) + os.sep
+    leftovers = sorted({str(f) for f in loops.attached().values() if str(f).startswith(root)})
+    for backing in leftovers:
+        loops.detach(Path(backing))
+    if leftovers:
+        pytest.fail(f"the test left loop devices behind (now detached) over {leftovers}")
 
 
 @pytest.fixture

@@ -128,16 +128,6 @@ async def test_node_capabilities_omit_expand_volume_when_expansion_is_off(
 # -- NodeGetVolumeStats -----------------------------------------------------------------
 
 
-@pytest.fixture
-def staging(tmp_path: Path) -> Path:
-    return tmp_path / "staging"
-
-
-@pytest.fixture
-def target(tmp_path: Path) -> Path:
-    return tmp_path / "target"
-
-
 async def test_stats_of_a_published_volume_report_bytes_inodes_and_a_healthy_condition(
     csi: RunningDriver, staging: Path, target: Path
 ) -> None:

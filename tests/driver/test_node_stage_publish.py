@@ -40,18 +40,6 @@ from tests.driver.csi_helpers import (
 BYTES = pb.VolumeUsage.Unit.BYTES
 
 
-@pytest.fixture
-def staging(tmp_path: Path) -> Path:
-    return tmp_path / "staging"
-
-
-@pytest.fixture
-def target(tmp_path: Path) -> Path:
-    # The CO creates the parent of target_path; the plugin creates target_path itself.
-    (tmp_path / "pods").mkdir()
-    return tmp_path / "pods" / "target"
-
-
 # -- NodeStageVolume ---------------------------------------------------------------------
 
 
@@ -733,15 +721,15 @@ async def test_bind_readonly_publish_still_shows_the_data(
 
 
 @pytest.mark.root
-async def test_bind_block_volume_is_published_as_a_file_of_the_volume_size(
-    bind_csi: RunningDriver, staging: Path, target: Path
+async def test_bind_block_volume_in_file_mode_is_published_as_a_file_of_the_volume_size(
+    start_driver: StartDriver, staging: Path, target: Path
 ) -> None:
-    volume = await create_volume(bind_csi, "pvc-blk", 4 * MiB, capabilities=[block_capability()])
+    csi = await start_driver(node={"id": "node-1", "mount": "bind", "block_device": "file"})
+    volume = await create_volume(csi, "pvc-blk", 4 * MiB, capabilities=[block_capability()])
 
-    async with staged_and_published(
-        bind_csi, volume.volume_id, staging, target, block_capability()
-    ):
+    async with staged_and_published(csi, volume.volume_id, staging, target, block_capability()):
         assert is_mount_point(target)
+        assert target.is_file()
         assert target.stat().st_size == 4 * MiB
 
 
