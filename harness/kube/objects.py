@@ -18,7 +18,10 @@ from harness.local.config import NODE_TYPE_LABEL
 BUSYBOX = "csi-mock.local/busybox:1"
 
 
-def claim(name: str, namespace: str, size: str, storage_class: str) -> dict[str, Any]:
+def claim(
+    name: str, namespace: str, size: str, storage_class: str, *, block: bool = False
+) -> dict[str, Any]:
+    """A ReadWriteOnce claim; ``block``: a raw block volume (volumeMode Block)."""
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
@@ -26,6 +29,7 @@ def claim(name: str, namespace: str, size: str, storage_class: str) -> dict[str,
         "spec": {
             "accessModes": ["ReadWriteOnce"],
             "storageClassName": storage_class,
+            "volumeMode": "Block" if block else "Filesystem",
             "resources": {"requests": {"storage": size}},
         },
     }
@@ -36,16 +40,19 @@ def pod(
     namespace: str,
     *,
     claims: list[str] = (),  # type: ignore[assignment]
+    devices: list[str] = (),  # type: ignore[assignment]
     ephemeral: list[tuple[str, str, str]] = (),  # type: ignore[assignment]
     inline: list[dict[str, str]] = (),  # type: ignore[assignment]
     csi_driver: str | None = None,
     nodes: list[str] | None = None,
     preferred_node: str | None = None,
     node_type: str | None = None,
+    command: list[str] | None = None,
 ) -> dict[str, Any]:
-    """A pod that sleeps with the given volumes mounted.
+    """A pod that sleeps (or runs ``command``, once) with the given volumes mounted.
 
-    ``claims``: PVC names; ``ephemeral``: (volume name, size, storage class) generic
+    ``claims``: PVC names; ``devices``: names of raw block PVCs, seen in the
+    container as ``/dev/block-<i>``; ``ephemeral``: (volume name, size, storage class) generic
     ephemeral volumes; ``inline``: volumeAttributes of CSI inline ephemeral volumes
     of ``csi_driver``;
     ``nodes``: required node names; ``preferred_node``: a node preferred over the
@@ -72,22 +79,29 @@ def pod(
                 "csi": {"driver": csi_driver, "volumeAttributes": attributes},
             }
         )
+    container: dict[str, Any] = {
+        "name": "app",
+        "image": BUSYBOX,
+        "imagePullPolicy": "Never",
+        "command": command or ["sleep", "3600"],
+        "volumeMounts": [{"name": v["name"], "mountPath": f"/mnt/{v['name']}"} for v in volumes],
+    }
+    if devices:
+        container["volumeDevices"] = [
+            {"name": f"device-{i}", "devicePath": f"/dev/block-{i}"} for i in range(len(devices))
+        ]
+        volumes += [
+            {"name": f"device-{i}", "persistentVolumeClaim": {"claimName": c}}
+            for i, c in enumerate(devices)
+        ]
     spec: dict[str, Any] = {
         "automountServiceAccountToken": False,
         "terminationGracePeriodSeconds": 0,
-        "containers": [
-            {
-                "name": "app",
-                "image": BUSYBOX,
-                "imagePullPolicy": "Never",
-                "command": ["sleep", "3600"],
-                "volumeMounts": [
-                    {"name": v["name"], "mountPath": f"/mnt/{v['name']}"} for v in volumes
-                ],
-            }
-        ],
+        "containers": [container],
         "volumes": volumes,
     }
+    if command is not None:
+        spec["restartPolicy"] = "Never"
     affinity: dict[str, Any] = {}
     if nodes is not None:
         # A metadata.name field selector takes one value: one (ORed) term per node.

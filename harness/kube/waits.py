@@ -40,6 +40,7 @@ __all__ = [
     "capacities",
     "events",
     "pv_topology",
+    "termination_message",
     "volume_attachments",
     "wait_bound_volume",
     "wait_capacity",
@@ -47,6 +48,7 @@ __all__ = [
     "wait_for",
     "wait_pod_running",
     "wait_pod_scheduled",
+    "wait_pod_succeeded",
     "wait_pod_unschedulable",
     "wait_volume_attachment",
     "wait_volume_attachments_gone",
@@ -115,6 +117,42 @@ def wait_pod_running(kube: Kube, name: str, namespace: str, timeout: float = 90)
         kube, name, namespace, check, what=f"pod {namespace}/{name} to run", timeout=timeout
     )
     return pod
+
+
+def wait_pod_succeeded(kube: Kube, name: str, namespace: str, timeout: float = 90) -> Pod:
+    """Wait until the pod has run to completion; a failed pod fails the wait at once,
+    with its containers' termination messages."""
+
+    def check(pod: Pod) -> tuple[bool, Any]:
+        phase = pod.status.phase if pod.status else None
+        if phase == "Failed":
+            raise AssertionError(f"pod {namespace}/{name} failed: {_terminations(pod)}")
+        return phase == "Succeeded", pod if phase == "Succeeded" else _describe(pod)
+
+    pod: Pod = _watch_pod(
+        kube, name, namespace, check, what=f"pod {namespace}/{name} to succeed", timeout=timeout
+    )
+    return pod
+
+
+def termination_message(pod: Pod, container: str = "app") -> str:
+    """What a finished container wrote to its termination log."""
+    for status in (pod.status.containerStatuses or []) if pod.status else []:
+        if status.name == container and status.state and status.state.terminated:
+            return status.state.terminated.message or ""
+    raise AssertionError(f"container {container} of pod {pod.metadata.name} has not finished")  # type: ignore[union-attr]
+
+
+def _terminations(pod: Pod) -> str:
+    finished = []
+    for status in (pod.status.containerStatuses or []) if pod.status else []:
+        terminated = status.state.terminated if status.state else None
+        if terminated is not None:
+            finished.append(
+                f"{status.name}: exit {terminated.exitCode} {terminated.reason}:"
+                f" {(terminated.message or '').strip()}"
+            )
+    return "; ".join(finished) or _describe(pod)
 
 
 def wait_pod_unschedulable(

@@ -1,0 +1,124 @@
+"""Raw block volumes (volumeMode: Block) in a real kubelet and container runtime.
+
+The container runtime needs a device node to hand the pod, and the kubelet tears a
+block mapping down only when the published path is one: csi-mock publishes a loop
+device over the volume's backing file. A pod writes through the device, another
+reads it back, and when both are gone the driver has unpublished the volume and,
+once the claim is deleted, deleted it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from lightkube import Client
+from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim, Pod
+
+from csi_mock.admin.client import AdminClient
+from harness.cluster import Driver, Unsupported, pick_nodes
+from harness.kube import objects
+from harness.kube.waits import (
+    termination_message,
+    wait_bound_volume,
+    wait_for,
+    wait_pod_succeeded,
+)
+
+pytestmark = [pytest.mark.e2e]
+
+FEATURE = "raw block volumes"
+OFFSET = 1 << 20
+"""Where the pods write and read: past the first MiB, so a zeroed start proves nothing."""
+TEXT = "written-through-a-loop-device"
+
+
+@pytest.fixture
+def pod_node(driver: Driver) -> str:
+    try:
+        (node,) = pick_nodes(driver.nodes, 1, runs_pods=True)
+    except Unsupported as unsupported:
+        pytest.skip(str(unsupported))
+    return node.name
+
+
+def shell(script: str) -> list[str]:
+    return ["sh", "-c", f"set -e; {script}"]
+
+
+def run_to_completion(kube: Client, namespace: str, name: str, node: str, script: str) -> str:
+    objects.create(
+        kube,
+        objects.pod(name, namespace, devices=["data"], nodes=[node], command=shell(script)),
+    )
+    pod = wait_pod_succeeded(kube, name, namespace, timeout=120)
+    return termination_message(pod)
+
+
+def node_calls(driver: Driver, node: str, method: str, volume_id: str) -> list[str]:
+    with driver.admin(node) as admin:
+        return [
+            str(r.request.get("target_path"))
+            for r in admin.journal(method=method)
+            if r.request.get("volume_id") == volume_id
+        ]
+
+
+@pytest.mark.scenario(FEATURE, "a pod writes a raw block device, another reads it back")
+def test_a_raw_block_volume_keeps_what_a_pod_wrote_for_the_next_pod(
+    kube: Client, namespace: str, driver: Driver, admin: AdminClient, pod_node: str
+) -> None:
+    objects.create(
+        kube, objects.claim("data", namespace, "64Mi", driver.spec.storage_class(), block=True)
+    )
+    # Block size 1 keeps dd exact; the device must be a block device in the container.
+    writer = (
+        "test -b /dev/block-0;"
+        f" printf {TEXT} | dd of=/dev/block-0 bs=1 seek={OFFSET} conv=notrunc,fsync 2>/dev/null;"
+        " echo written > /dev/termination-log"
+    )
+    assert run_to_completion(kube, namespace, "writer", pod_node, writer).strip() == "written"
+    kube.delete(Pod, "writer", namespace=namespace, grace_period=0)
+
+    reader = (
+        f"dd if=/dev/block-0 bs=1 skip={OFFSET} count={len(TEXT)} 2>/dev/null"
+        " > /dev/termination-log"
+    )
+    assert run_to_completion(kube, namespace, "reader", pod_node, reader) == TEXT
+
+    pv = wait_bound_volume(kube, "data", namespace)
+    assert pv.spec is not None and pv.spec.volumeMode == "Block"
+
+
+@pytest.mark.scenario(FEATURE, "deleting the pod unpublishes, deleting the claim deletes")
+def test_a_raw_block_volume_is_unpublished_with_its_pod_and_deleted_with_its_claim(
+    kube: Client, namespace: str, driver: Driver, admin: AdminClient, pod_node: str
+) -> None:
+    objects.create(
+        kube, objects.claim("data", namespace, "16Mi", driver.spec.storage_class(), block=True)
+    )
+    run_to_completion(kube, namespace, "user", pod_node, "test -b /dev/block-0")
+    pv = wait_bound_volume(kube, "data", namespace)
+    assert pv.spec is not None and pv.spec.csi is not None
+    volume_id = pv.spec.csi.volumeHandle
+    published = node_calls(driver, pod_node, "NodePublishVolume", volume_id)
+    assert published, "the kubelet never published the volume"
+
+    kube.delete(Pod, "user", namespace=namespace, grace_period=0)
+
+    def unpublished() -> tuple[bool, list[str]]:
+        seen = node_calls(driver, pod_node, "NodeUnpublishVolume", volume_id)
+        return published[-1] in seen, seen
+
+    wait_for(f"NodeUnpublishVolume of {volume_id} at {published[-1]}", unpublished, timeout=90)
+
+    kube.delete(PersistentVolumeClaim, "data", namespace=namespace)
+
+    def volume_gone() -> tuple[bool, str]:
+        deleted = [
+            r.code
+            for r in admin.journal(method="DeleteVolume")
+            if r.request.get("volume_id") == volume_id
+        ]
+        names = {str(p.metadata.name) for p in kube.list(PersistentVolume)}  # type: ignore[union-attr]
+        return "OK" in deleted and pv.metadata.name not in names, f"DeleteVolume {deleted}"  # type: ignore[union-attr]
+
+    wait_for(f"volume {volume_id} and its PV to be deleted", volume_gone, timeout=90)
