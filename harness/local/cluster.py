@@ -679,6 +679,8 @@ def _summary(report: TeardownReport) -> str:
     if report.stray_processes:
         parts.append(f"{report.stray_processes} stray processes left")
     parts.append(f"{report.unmounted} mounts removed")
+    if report.loop_devices:
+        parts.append(f"{report.loop_devices} loop devices detached")
     parts += report.problems
     parts.append(f"{report.seconds:.1f}s")
     return "; ".join(parts)

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from csi_mock.host.loop import KernelLoopDevices
 from csi_mock.host.mounts import mount_points
 from harness.local.processes import process_start_time, stop_processes
 from harness.local.state import RunState
@@ -49,6 +50,9 @@ class TeardownReport:
     killed: list[str] = field(default_factory=list)
     stray_processes: int = 0
     unmounted: int = 0
+    loop_devices: int = 0
+    """Loop devices over files of the run (csi-mock's raw block volumes, or the
+    kubelet's own over a block volume's path) torn down."""
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -79,6 +83,7 @@ def teardown(run_dir: Path, state: RunState | None) -> TeardownReport:
     report.stray_processes += _kill_processes_naming(run_dir)
     extra = [Path(d) for d in state.extra_dirs] if state is not None else []
     report.unmounted = sum(_unmount_below(d, report) for d in [run_dir, *extra])
+    report.loop_devices = sum(_detach_loops_below(d, report) for d in [run_dir, *extra])
     if state is not None and state.cgroup_root:
         _remove_cgroups(state.cgroup_root, report)
     if state is not None and state.bridge:
@@ -181,6 +186,25 @@ def _unmount_below(run_dir: Path, report: TeardownReport) -> int:
                 errno = ctypes.get_errno()
                 if errno not in (22, 2):  # EINVAL: not a mount point (any more); ENOENT
                     report.problems.append(f"umount {target}: {os.strerror(errno)}")
+    return count
+
+
+def _detach_loops_below(run_dir: Path, report: TeardownReport) -> int:
+    """Tear down loop devices backed by files of the run: after a crash, or when the
+    kubelet's block-volume teardown did not finish, nothing else would."""
+    if not KernelLoopDevices.available():
+        return 0
+    loops = KernelLoopDevices()
+    prefix = os.path.realpath(run_dir).rstrip("/") + "/"
+    # A deleted backing file shows as "<path> (deleted)": still ours by its path.
+    backing = {str(f) for f in loops.attached().values() if str(f).startswith(prefix)}
+    count = 0
+    for path in sorted(backing):
+        try:
+            loops.detach(Path(path))
+            count += 1
+        except OSError as exc:
+            report.problems.append(f"detach loop device over {path}: {exc}")
     return count
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from csi_mock.host.loop import KernelLoopDevices
 from csi_mock.host.mounts import mount_points
 from harness.local.processes import Supervisor, is_running, process_start_time
 from harness.local.state import ProcessRecord, RunState
@@ -178,6 +179,30 @@ def test_teardown_unmounts_a_bind_mount_in_the_run_dir_and_keeps_its_source(
     finally:
         if str(target) in mount_points():
             subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+@pytest.mark.skipif(not KernelLoopDevices.available(), reason="no read-write /dev/loop-control")
+def test_teardown_detaches_loop_devices_over_files_of_the_run_and_no_others(
+    tmp_path: Path, run_dir: Path, state: RunState
+) -> None:
+    loops = KernelLoopDevices()
+    ours = run_dir / "driver" / "backend" / "vol-1"
+    ours.parent.mkdir(parents=True)
+    ours.write_bytes(b"\0" * 4096)
+    outside = tmp_path / "not-the-runs"
+    outside.write_bytes(b"\0" * 4096)
+    loops.attach(ours)
+    loops.attach(outside)
+    try:
+        report = teardown(run_dir, state)
+        assert report.loop_devices == 1
+        assert report.problems == []
+        backing = {str(f) for f in loops.attached().values()}
+        assert not any(f.startswith(str(run_dir)) for f in backing)
+        assert str(outside) in backing
+    finally:
+        loops.detach(outside)
+        loops.detach(ours)
 
 
 def test_teardown_spares_processes_of_a_run_dir_whose_name_extends_this_one(
