@@ -27,7 +27,8 @@ NICE="${CSI_MOCK_TOOLS_NICE:-10}"
 RECIPE=1
 # Build order: csi-sanity first (CI needs it fast), then sidecars, etcd, Kubernetes, the rest.
 UNITS=(csi-sanity csi-provisioner csi-attacher node-driver-registrar livenessprobe
-       etcd kubernetes containerd runc cni-plugins crictl kind hostpathplugin)
+       csi-resizer etcd kubernetes containerd runc cni-plugins crictl kind hostpathplugin
+       ginkgo e2e)
 
 export GOTOOLCHAIN=local GOWORK=off
 export GOFLAGS="-mod=readonly -buildvcs=false"
@@ -36,11 +37,11 @@ die() { echo "tools.sh: $*" >&2; exit 1; }
 
 GOVERSION=$(go env GOVERSION 2>/dev/null) || die "go not found in PATH"
 
-# load_unit UNIT: sets MODULE VERSION PACKAGES BINARIES CGO LDFLAGS TAGS UNAVAILABLE
+# load_unit UNIT: sets MODULE VERSION PACKAGES TESTPACKAGES BINARIES CGO LDFLAGS TAGS UNAVAILABLE
 load_unit() {
   local f="$TOOLS_SRC/$1/build.env"
   [[ -f $f ]] || die "unknown unit $1 (no $f)"
-  MODULE= VERSION= PACKAGES= BINARIES= CGO=0 LDFLAGS= TAGS= UNAVAILABLE=
+  MODULE= VERSION= PACKAGES= TESTPACKAGES= BINARIES= CGO=0 LDFLAGS= TAGS= UNAVAILABLE=
   # shellcheck disable=SC1090
   source "$f"
 }
@@ -142,6 +143,14 @@ build_unit() {
     CGO_ENABLED=$CGO nice -n "$NICE" go build -trimpath ${TAGS:+-tags "$TAGS"} \
       -ldflags "$ld" -o "$tmp/" "${pkgs[@]}"
   ) || { cleanup; FAILED+=("$u"); echo "[$i/$n] $u: BUILD FAILED" >&2; return 0; }
+  # A test package becomes <last path element>.test (e2e.test), as `go test -c` names it.
+  for p in $TESTPACKAGES; do
+    (
+      cd "$TOOLS_SRC/$u"
+      CGO_ENABLED=$CGO nice -n "$NICE" go test -c -trimpath ${TAGS:+-tags "$TAGS"} \
+        -ldflags "$ld" -o "$tmp/${p##*/}.test" "$MODULE/$p"
+    ) || { cleanup; FAILED+=("$u"); echo "[$i/$n] $u: TEST BINARY BUILD FAILED ($p)" >&2; return 0; }
+  done
   t1=$(date +%s)
   for b in $BINARIES; do
     [[ -x $tmp/$b ]] || { cleanup; FAILED+=("$u"); echo "[$i/$n] $u: $b missing after build" >&2; return 0; }

@@ -127,6 +127,10 @@ def main():
     if not os.path.exists(gosum):
         open(gosum, "w").close()
     go(["mod", "tidy"], cwd=unit_dir, capture=False)
+    # `go mod tidy` records what the wrapper's tools import, not the imports of an
+    # upstream package's tests; listing them with -mod=mod adds their go.sum lines.
+    for p in env.get("TESTPACKAGES", "").split():
+        go(["list", "-test", "-deps", f"{module}/{p}"], cwd=unit_dir)
     print(
         f"genwrap: wrote {gomod} ({len(replaces)} replace, {len(excludes)} exclude,"
         f" {len(tools)} tool)"
