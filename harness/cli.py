@@ -7,6 +7,9 @@ csi-harness cluster down
 csi-harness cluster up --provider kind [--name NAME] [--kind-config FILE]
                        [--node-image IMAGE] [--reuse]
 csi-harness cluster down --provider kind [--name NAME]
+csi-harness upstream [--procs N] [--focus RE] [--skip RE] [--report-dir DIR] [--keep]
+                           Kubernetes' External Storage e2e suites (e2e.test) against
+                           csi-mock on a local cluster without simulated nodes
 csi-harness kind image     build (or find) the offline kind node image; print its tag
 csi-harness kind prepare --name NAME
                            make a kind cluster made by hand ready for --cluster existing:
@@ -127,6 +130,18 @@ def _parser() -> argparse.ArgumentParser:
             )
             sub.add_argument("--node-image", help="kind node image of your own (default: built)")
             sub.add_argument("--reuse", action="store_true", help="keep a running kind cluster")
+    upstream = commands.add_parser(
+        "upstream", help="Kubernetes' External Storage e2e suites on a local cluster"
+    )
+    upstream.add_argument(
+        "--report-dir", default="reports/upstream", help="JUnit, summary.md, ginkgo.log"
+    )
+    upstream.add_argument("--procs", type=int, default=4, help="ginkgo processes (4)")
+    upstream.add_argument("--focus", help="ginkgo --focus (default External.Storage)")
+    upstream.add_argument("--skip", help="ginkgo --skip (default \\[Disruptive\\])")
+    upstream.add_argument("--timeout", type=int, default=60, help="minutes for the suites")
+    upstream.add_argument("--name", default="csi-upstream", help="cluster name")
+    upstream.add_argument("--keep", action="store_true", help="leave the cluster running")
     kind = commands.add_parser("kind", help="kind node image")
     kind_actions = kind.add_subparsers(dest="action", required=True)
     kind_actions.add_parser("image", help="build the offline node image (cached); print its tag")
@@ -186,8 +201,40 @@ def _kind_main(args: argparse.Namespace) -> int:
         return 1
 
 
+def _upstream_main(args: argparse.Namespace) -> int:
+    from harness.upstream.run import FOCUS, SKIP, UpstreamRun, run_on_local_cluster
+
+    if args.procs < 1:
+        print("csi-harness: --procs must be at least 1", file=sys.stderr)
+        return 2
+    run = UpstreamRun(
+        report_dir=Path(args.report_dir).resolve(),
+        procs=args.procs,
+        focus=args.focus or FOCUS,
+        skip=args.skip or SKIP,
+        timeout_minutes=args.timeout,
+    )
+
+    def progress(message: str) -> None:
+        print(f"csi-harness: {message}", file=sys.stderr, flush=True)
+
+    try:
+        summary = run_on_local_cluster(run, name=args.name, keep=args.keep, progress=progress)
+    except (ClusterUpFailed, ToolsMissing, RuntimeError, LookupError) as exc:
+        print(f"csi-harness: {exc}", file=sys.stderr)
+        return 1
+    counts = summary.counts()
+    progress(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
+    if not summary.results:
+        progress("no External Storage spec ran: check --focus and ginkgo.log")
+        return 1
+    return 1 if summary.failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "upstream":
+        return _upstream_main(args)
     if args.command == "kind" or getattr(args, "provider", "local") == "kind":
         return _kind_main(args)
     try:

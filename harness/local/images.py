@@ -116,19 +116,46 @@ def build_pause_image(cache_dir: Path | None = None, *, compiler: str = "gcc") -
 
 
 def build_busybox_image(
-    cache_dir: Path | None = None, *, busybox: Path = DEFAULT_BUSYBOX
+    cache_dir: Path | None = None,
+    *,
+    busybox: Path = DEFAULT_BUSYBOX,
+    tags: Sequence[str] = BUSYBOX_TAGS,
 ) -> LocalImage:
     """The busybox image: ``/bin/busybox``, one ``/bin/<applet>`` symlink per applet, ``sh``."""
     binary = _read_static_busybox(busybox)
-    key = content_key("busybox", binary, "\n".join(BUSYBOX_TAGS).encode())
+    key = content_key("busybox", binary, "\n".join(tags).encode())
 
     def build() -> bytes:
         layer = layer_tar(_busybox_entries(binary, _busybox_applets(busybox)))
-        return image_archive(layer, BUSYBOX_TAGS, cmd=["sh"])
+        return image_archive(layer, tags, cmd=["sh"])
 
-    return LocalImage(
-        "busybox", BUSYBOX_TAGS, cached_archive(resolve_cache_dir(cache_dir), "busybox", key, build)
-    )
+    archive = cached_archive(resolve_cache_dir(cache_dir), "busybox", key, build)
+    return LocalImage("busybox", tuple(tags), archive)
+
+
+def build_agnhost_image(
+    agnhost: Path,
+    tags: Sequence[str],
+    cache_dir: Path | None = None,
+    *,
+    busybox: Path = DEFAULT_BUSYBOX,
+) -> LocalImage:
+    """Kubernetes' e2e test image: ``/agnhost`` (entrypoint, built from
+    k8s.io/kubernetes/test/images/agnhost) over the busybox layer, which gives the
+    ``sh``, ``nsenter``, ``mount``, ``dd`` ... the storage specs run in it."""
+    binary = agnhost.read_bytes()
+    if not _is_static_elf(binary):
+        raise ImageBuildError(f"{agnhost} is not a statically linked ELF binary")
+    shell = _read_static_busybox(busybox)
+    key = content_key("agnhost", binary, shell, "\n".join(tags).encode())
+
+    def build() -> bytes:
+        entries = _busybox_entries(shell, _busybox_applets(busybox))
+        layer = layer_tar([*entries, LayerEntry("agnhost", 0o755, binary)])
+        return image_archive(layer, tags, entrypoint=["/agnhost"], cmd=["pause"])
+
+    archive = cached_archive(resolve_cache_dir(cache_dir), "agnhost", key, build)
+    return LocalImage("agnhost", tuple(tags), archive)
 
 
 def ensure_images(cache_dir: Path | None = None) -> list[LocalImage]:

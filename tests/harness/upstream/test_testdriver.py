@@ -1,0 +1,48 @@
+from pathlib import Path
+
+import yaml
+
+from harness.deploy.spec import DriverDeployment
+from harness.upstream.run import MAX_VOLUME_SIZE, upstream_driver, write_testdriver
+from harness.upstream.testdriver import STORAGE_CLASS, driver_definition
+
+COMMITTED = Path(__file__).resolve().parents[3] / "deploy" / "e2e" / "testdriver.yaml"
+
+
+def test_the_committed_testdriver_is_what_the_default_deployment_generates() -> None:
+    committed = yaml.safe_load(COMMITTED.read_text())
+
+    assert committed == driver_definition(DriverDeployment(), max_size=MAX_VOLUME_SIZE)
+
+
+def test_both_topology_keys_are_declared() -> None:
+    spec = DriverDeployment(name="d1.csi-mock")
+
+    keys = driver_definition(spec, max_size="1Gi")["DriverInfo"]["TopologyKeys"]
+
+    assert keys == ["topology.d1.csi-mock/node", "topology.d1.csi-mock/zone"]
+
+
+def test_block_is_declared_and_capacity_follows_the_csidriver() -> None:
+    with_capacity = driver_definition(DriverDeployment(), max_size="1Gi")["DriverInfo"]
+    no_capacity = DriverDeployment(storage_capacity=False)
+    without = driver_definition(no_capacity, max_size="1Gi")["DriverInfo"]
+
+    assert with_capacity["Capabilities"]["block"] is True
+    assert with_capacity["Capabilities"]["capacity"] is True
+    assert without["Capabilities"]["capacity"] is False
+
+
+def test_the_written_storage_class_is_the_deployments_wait_for_first_consumer_class(
+    tmp_path: Path,
+) -> None:
+    spec = upstream_driver()
+
+    driver_file = write_testdriver(spec, tmp_path)
+
+    definition = yaml.safe_load(driver_file.read_text())
+    storage_class = yaml.safe_load(Path(definition["StorageClass"]["FromFile"]).read_text())
+    assert storage_class["metadata"]["name"] == spec.storage_class(STORAGE_CLASS)
+    assert storage_class["provisioner"] == spec.name
+    assert storage_class["volumeBindingMode"] == "WaitForFirstConsumer"
+    assert storage_class["allowVolumeExpansion"] is True
