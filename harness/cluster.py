@@ -67,7 +67,8 @@ class Driver(Protocol):
     def components(self) -> list[str]:
         """What ``component_log`` and ``stop_component`` take: "csi-mock-controller"
         (unless distributed), "csi-mock-node-<node>", "csi-provisioner" (distributed:
-        "csi-provisioner-<node>", one per node), "csi-attacher" (unless distributed)."""
+        "csi-provisioner-<node>", one per node), "csi-attacher" and "csi-resizer"
+        (unless distributed)."""
         ...
 
     def component_log(self, component: str) -> str:

@@ -65,6 +65,7 @@ LOG_ORDER = (
     "csi-mock-node-",
     "csi-provisioner",
     "csi-attacher",
+    "csi-resizer",
     "kube-scheduler",
     "kube-controller-manager",
     "kubelet-",

@@ -27,7 +27,7 @@ from harness.local.tools import REPO_ROOT, TOOLS_SCRIPT, Tools
 
 DRIVER_IMAGE = "csi-mock.local/csi-mock:dev"
 BASE_IMAGE = "csi-mock.local/python-base:bookworm"
-SIDECARS = ("csi-provisioner", "csi-attacher")
+SIDECARS = ("csi-provisioner", "csi-attacher", "csi-resizer")
 
 
 class DriverImageError(RuntimeError):

@@ -9,16 +9,18 @@ objects of one deployment in the spec's namespace (``csi-mock`` + its suffix):
   ``node-<node>.yaml``) and a Secret with the admin API token;
 * the node DaemonSet: csi-mock (node mode; distributed: mode all) registering itself
   with the kubelet, as no node-driver-registrar or livenessprobe image exists here;
-* central provisioning: the csi-mock controller, external-provisioner and
-  external-attacher as three Deployments pinned to one node, sharing the
-  controller's CSI socket through a directory on that node; distributed: an
-  external-provisioner DaemonSet sharing each node's socket directory.
+* central provisioning: the csi-mock controller, external-provisioner,
+  external-attacher and external-resizer as four Deployments pinned to one node,
+  sharing the controller's CSI socket through a directory on that node; distributed:
+  an external-provisioner DaemonSet sharing each node's socket directory, and no
+  resizer (it has no per-node mode: each node's copy would act on every claim of the
+  driver and ask an instance that knows only its own node's volumes).
 
 Every sidecar is a workload of its own so that one of them can be stopped (its
 Deployment scaled to zero, or its node taken out of its DaemonSet, see
 ``excluding_nodes``) while the csi-mock instances keep their volumes, fault rules and
 journal, as the local provider stops a single process. A sidecar container in the
-controller's pod could only be removed by replacing the pod, which loses all three.
+controller's pod could only be removed by replacing the pod, which loses them all.
 
 Deployments with suffixes (and names) of their own share nothing, so they can run side
 by side: each has its namespace, its cluster-scoped objects (RBAC, CSIDriver,
@@ -40,7 +42,12 @@ from lightkube.codecs import from_dict
 from lightkube.core.resource import GlobalResource
 
 from harness.cluster import ClusterNode
-from harness.deploy.sidecars import DISTRIBUTED_PROVISIONER_FLAGS, attacher_flags, provisioner_flags
+from harness.deploy.sidecars import (
+    DISTRIBUTED_PROVISIONER_FLAGS,
+    attacher_flags,
+    provisioner_flags,
+    resizer_flags,
+)
 from harness.deploy.spec import (
     DriverDeployment,
     ProvisionerMode,
@@ -61,6 +68,7 @@ CONTROLLER_DEPLOYMENT = "csi-mock-controller"
 PROVISIONER_WORKLOAD = "csi-mock-provisioner"
 """A Deployment (central) or a DaemonSet (distributed)."""
 ATTACHER_DEPLOYMENT = "csi-mock-attacher"
+RESIZER_DEPLOYMENT = "csi-mock-resizer"
 NODE_DAEMONSET = "csi-mock-node"
 CONFIG_MAP = "csi-mock-config"
 ADMIN_SECRET = "csi-mock-admin"
@@ -68,7 +76,8 @@ ADMIN_SECRET = "csi-mock-admin"
 DRIVER_CONTAINER = "csi-mock"
 PROVISIONER = "csi-provisioner"
 ATTACHER = "csi-attacher"
-_CENTRAL_SIDECARS = (PROVISIONER, ATTACHER)
+RESIZER = "csi-resizer"
+_CENTRAL_SIDECARS = (PROVISIONER, ATTACHER, RESIZER)
 
 ADMIN_PORT = 9809
 CSI_SOCKET_DIR = "/csi"
@@ -163,6 +172,7 @@ def deployment_components(spec: DriverDeployment, nodes: Sequence[str]) -> dict[
             Component(PROVISIONER, "Deployment", PROVISIONER_WORKLOAD, "provisioner", PROVISIONER)
         )
         found.append(Component(ATTACHER, "Deployment", ATTACHER_DEPLOYMENT, "attacher", ATTACHER))
+        found.append(Component(RESIZER, "Deployment", RESIZER_DEPLOYMENT, "resizer", RESIZER))
     return {component.name: component for component in found}
 
 
@@ -300,13 +310,15 @@ def render_objects(
             workloads.controller(),
             workloads.central_provisioner(),
             workloads.attacher(),
+            workloads.resizer(),
             workloads.node_daemonset(),
         ]
     return objects
 
 
 def _sidecars_of(spec: DriverDeployment) -> tuple[str, ...]:
-    # Distributed provisioning has no attacher: the spec refuses attach_required there.
+    # Distributed provisioning has no attacher (the spec refuses attach_required there)
+    # and no resizer (see the module's docstring).
     return (PROVISIONER,) if is_distributed(spec) else _CENTRAL_SIDECARS
 
 
@@ -579,6 +591,14 @@ class _Workloads:
             "volumes": [self._controller_socket_dir()],
         }
         return self._deployment(ATTACHER_DEPLOYMENT, "attacher", pod)
+
+    def resizer(self) -> dict[str, Any]:
+        pod = {
+            "serviceAccountName": "csi-mock-controller",
+            "containers": [self._sidecar(RESIZER, resizer_flags(), [])],
+            "volumes": [self._controller_socket_dir()],
+        }
+        return self._deployment(RESIZER_DEPLOYMENT, "resizer", pod)
 
     def distributed_provisioner(self) -> dict[str, Any]:
         # Owner: Pod -> this DaemonSet, so a node's objects outlive its stopped provisioner.

@@ -1,11 +1,12 @@
 """The driver on the local provider: csi-mock processes and the real CSI sidecars.
 
 * central mode: one csi-mock controller (``mode: controller``) with
-  external-provisioner (``--enable-capacity``) and external-attacher, and one
-  csi-mock node instance per node;
+  external-provisioner (``--enable-capacity``), external-attacher and
+  external-resizer, and one csi-mock node instance per node;
 * distributed mode (node-local storage): no controller instance; every node's
   csi-mock serves controller and node of that node's pool (``mode: all``), with an
-  external-provisioner of its own (``--node-deployment``);
+  external-provisioner of its own (``--node-deployment``), and no external-resizer
+  (it has no per-node mode, see ``_start_sidecars``);
 * every node instance serves its CSI socket in the node's kubelet directory and
   registers through the node's ``plugins_registry`` (csi-mock serves the kubelet's
   plugin-registration service itself);
@@ -38,6 +39,12 @@ from lightkube.types import CascadeType
 from csi_mock.admin.client import DEFAULT_TIMEOUT, AdminClient
 from csi_mock.proto import csi_pb2, csi_pb2_grpc
 from harness.cluster import ClusterNode
+from harness.deploy.sidecars import (
+    DISTRIBUTED_PROVISIONER_FLAGS,
+    attacher_flags,
+    provisioner_flags,
+    resizer_flags,
+)
 from harness.deploy.spec import (
     DriverDeployment,
     ProvisionerMode,
@@ -164,7 +171,7 @@ class LocalDriver:
         instances = [_instance_component(i) for i in self.instances()]
         if self.distributed:
             return [*instances, *(f"csi-provisioner-{node}" for node in nodes)]
-        return [*instances, "csi-provisioner", "csi-attacher"]
+        return [*instances, "csi-provisioner", "csi-attacher", "csi-resizer"]
 
     def component_log(self, component: str) -> str:
         """The component's log file from where it was when this deployment started it
@@ -359,58 +366,48 @@ class LocalDriver:
         config["node"]["registration"] = {"plugins_registry": str(node.plugins_registry)}
         return self._csi_mock(node.name, config, node.csi_socket)
 
-    def _provisioner_argv(self, csi_socket: Path) -> list[str]:
+    def _sidecar_argv(self, sidecar: str, csi_socket: Path, flags: list[str]) -> list[str]:
         return [
-            self.tools["csi-provisioner"],
+            self.tools[sidecar],
             f"--csi-address={csi_socket}",
             f"--kubeconfig={self.kubeconfig}",
-            "--leader-election=false",
-            "--enable-capacity",
-            # No pod owns these processes: CSIStorageCapacity objects get no owner.
-            "--capacity-ownerref-level=-1",
-            f"--capacity-poll-interval={self.spec.capacity_poll_interval}",
-            "--kube-api-capacity-qps=50",
-            "--kube-api-capacity-burst=100",
-            "--extra-create-metadata",
-            *(["--strict-topology"] if self.spec.strict_topology else []),
-            "--timeout=15s",
-            "--retry-interval-start=500ms",
-            "--retry-interval-max=5s",
-            "--v=4",
+            *flags,
         ]
 
     def _start_sidecars(self) -> None:
         env = {"NAMESPACE": self.spec.namespace}
+        # No pod owns these processes: CSIStorageCapacity objects get no owner.
+        provisioner = provisioner_flags(self.spec, capacity_ownerref_level=-1)
         if self.distributed:
             for node in self.driver_nodes:
-                argv = self._provisioner_argv(node.csi_socket)
-                argv += ["--node-deployment", "--node-deployment-immediate-binding=false"]
+                argv = self._sidecar_argv(
+                    "csi-provisioner",
+                    node.csi_socket,
+                    provisioner + DISTRIBUTED_PROVISIONER_FLAGS,
+                )
                 self._start_process(
                     f"csi-provisioner-{node.name}", argv, env={**env, "NODE_NAME": node.name}
                 )
             # No attacher: the spec refuses attach_required with distributed provisioning.
+            # No resizer: external-resizer has no --node-deployment, so one per node would
+            # act on every claim of the driver and ask its own node's instance, which
+            # knows only its own pool's volumes (NotFound, which the resizer takes as
+            # infeasible); one central resizer has no controller to ask.
         else:
-            self._start_central_sidecars(env)
+            socket = self.controller_socket
+            self._start_process(
+                "csi-provisioner",
+                self._sidecar_argv("csi-provisioner", socket, provisioner),
+                env=env,
+            )
+            self._start_process(
+                "csi-attacher", self._sidecar_argv("csi-attacher", socket, attacher_flags())
+            )
+            self._start_process(
+                "csi-resizer", self._sidecar_argv("csi-resizer", socket, resizer_flags())
+            )
         time.sleep(0.2)
         self.check_alive()
-
-    def _start_central_sidecars(self, env: dict[str, str]) -> None:
-        self._start_process(
-            "csi-provisioner", self._provisioner_argv(self.controller_socket), env=env
-        )
-        self._start_process(
-            "csi-attacher",
-            [
-                self.tools["csi-attacher"],
-                f"--csi-address={self.controller_socket}",
-                f"--kubeconfig={self.kubeconfig}",
-                "--leader-election=false",
-                "--timeout=15s",
-                "--retry-interval-start=500ms",
-                "--retry-interval-max=5s",
-                "--v=4",
-            ],
-        )
 
 
 def _instance_component(instance: str) -> str:

@@ -44,3 +44,11 @@ claims whose selected node is its own."""
 def attacher_flags() -> list[str]:
     """external-attacher's flags besides --csi-address and --kubeconfig."""
     return ["--leader-election=false", *_RETRIES, "--v=4"]
+
+
+def resizer_flags() -> list[str]:
+    """external-resizer's flags besides --csi-address and --kubeconfig.
+
+    It has no per-node mode: it runs next to the central controller only. Its
+    --timeout bounds ControllerExpandVolume as well as the wait for the socket."""
+    return ["--leader-election=false", *_RETRIES, "--v=4"]

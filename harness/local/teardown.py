@@ -33,6 +33,7 @@ _MNT_DETACH = 2
 STOP_ORDER = (
     "csi-provisioner",
     "csi-attacher",
+    "csi-resizer",
     "node-simulator",
     "kube-scheduler",
     "kube-controller-manager",

@@ -25,6 +25,7 @@ REQUIRED = (
     "loopback",
     "csi-provisioner",
     "csi-attacher",
+    "csi-resizer",
 )
 
 
@@ -58,6 +59,6 @@ class Tools:
             raise ToolsMissing(
                 f"missing in {bin_dir}: {', '.join(missing)}; build them with "
                 '`make tools TOOLS="kubernetes etcd containerd runc cni-plugins '
-                'csi-provisioner csi-attacher"`'
+                'csi-provisioner csi-attacher csi-resizer"`'
             )
         return cls(bin_dir)

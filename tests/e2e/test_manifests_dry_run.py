@@ -1,6 +1,8 @@
 """The API server accepts every in-cluster manifest (deploy/kubernetes/): each object in a
 server-side apply dry run (admission, defaulting and schema validation, nothing
 stored), and the whole kustomization through kubectl with strict field validation.
+So does every object the harness renders for an in-cluster deployment
+(``harness.deploy.incluster_objects``), in either provisioning mode.
 
 Objects the local cluster already has (the csi-mock namespace, the CSIDriver, the
 StorageClasses) must pass too: the apply takes their fields over (force) in the dry
@@ -20,7 +22,9 @@ from lightkube.core.resource import NamespacedResource
 from lightkube.resources.apps_v1 import DaemonSet, Deployment
 from lightkube.resources.core_v1 import ConfigMap, Namespace
 
-from harness.deploy.spec import DRIVER_NAMESPACE, MANIFEST_DIR
+from harness.cluster import ClusterNode
+from harness.deploy.incluster_objects import RESIZER_DEPLOYMENT, render_objects
+from harness.deploy.spec import DRIVER_NAMESPACE, MANIFEST_DIR, DriverDeployment
 from harness.kind.provider import CONTROLLER_DEPLOYMENT, NODE_DAEMONSET, tool_path
 from harness.local.cluster import LocalCluster
 
@@ -71,6 +75,33 @@ def test_server_side_apply_dry_run_accepts_every_object(
         assert applied.metadata.name == obj.metadata.name
         if isinstance(obj, NamespacedResource):
             assert applied.metadata.namespace == driver_namespace
+
+
+@pytest.mark.parametrize("mode", ["central", "distributed"])
+def test_server_side_apply_dry_run_accepts_every_rendered_in_cluster_object(
+    kube: Client, driver_namespace: str, mode: str
+) -> None:
+    rendered = render_objects(
+        DriverDeployment(provisioner_mode=mode),
+        [ClusterNode("worker", "zone-a", True), ClusterNode("worker2", "zone-b", True)],
+        image="csi-mock.local/csi-mock:dev",
+        sidecar_images={
+            sidecar: f"csi-mock.local/{sidecar}:v0"
+            for sidecar in ("csi-provisioner", "csi-attacher", "csi-resizer")
+        },
+        admin_token="dry-run-token",
+        generation="1",
+    )
+    applied = set()
+    for raw in rendered:
+        obj = codecs.from_dict(raw)
+        try:
+            kube.apply(obj, dry_run=True, field_manager=FIELD_MANAGER, force=True)
+        except ApiError as exc:
+            pytest.fail(f"{raw['kind']}/{raw['metadata']['name']} refused: {exc.status.message}")
+        applied.add((raw["kind"], raw["metadata"]["name"]))
+    # The resizer has no per-node mode: it runs with the central controller only.
+    assert (("Deployment", RESIZER_DEPLOYMENT) in applied) == (mode == "central")
 
 
 @pytest.mark.parametrize(

@@ -52,12 +52,18 @@ def rbac(kube: Client) -> Iterator[None]:
 def allowed(
     kube: Client, account: str, verb: str, resource: str, group: str = "", namespace: str = ""
 ) -> bool:
+    """``resource`` may name a subresource: "persistentvolumeclaims/status"."""
+    resource, _, subresource = resource.partition("/")
     review = SubjectAccessReview(
         spec=SubjectAccessReviewSpec(
             user=f"system:serviceaccount:{DRIVER_NAMESPACE}:{account}",
             groups=["system:serviceaccounts", f"system:serviceaccounts:{DRIVER_NAMESPACE}"],
             resourceAttributes=ResourceAttributes(
-                verb=verb, group=group, resource=resource, namespace=namespace or None
+                verb=verb,
+                group=group,
+                resource=resource,
+                subresource=subresource or None,
+                namespace=namespace or None,
             ),
         )
     )
@@ -83,6 +89,14 @@ def allowed(
         # external-attacher
         ("patch", "volumeattachments", "storage.k8s.io", ""),
         ("patch", "volumeattachments/status", "storage.k8s.io", ""),
+        # external-resizer
+        ("patch", "persistentvolumes", "", ""),
+        ("watch", "persistentvolumeclaims", "", "default"),
+        ("patch", "persistentvolumeclaims/status", "", "default"),
+        ("list", "pods", "", "default"),
+        ("watch", "pods", "", "default"),
+        ("patch", "events", "", "default"),
+        ("watch", "volumeattributesclasses", "storage.k8s.io", ""),
     ],
 )
 def test_controller_sidecars_are_allowed(
@@ -98,6 +112,10 @@ def test_controller_sidecars_are_allowed(
         (CONTROLLER, "create", "csistoragecapacities", "storage.k8s.io", "default"),
         (CONTROLLER, "create", "leases", "coordination.k8s.io", "default"),
         (CONTROLLER, "list", "secrets", "", DRIVER_NAMESPACE),
+        # The resizer patches a claim's status, never rewrites it, nor touches pods.
+        (CONTROLLER, "update", "persistentvolumeclaims/status", "", "default"),
+        (CONTROLLER, "patch", "pods", "", "default"),
+        (NODE, "patch", "persistentvolumeclaims/status", "", "default"),
         (NODE, "list", "nodes", "", ""),
         (NODE, "get", "pods", "", DRIVER_NAMESPACE),
     ],

@@ -111,7 +111,7 @@ def test_scheduler_feature_gates_are_read_from_the_scheduler_pod(
 
 # -- drivers side by side --------------------------------------------------------------
 
-SIDECARS = {"csi-provisioner": "p:v6", "csi-attacher": "a:v4"}
+SIDECARS = {"csi-provisioner": "p:v6", "csi-attacher": "a:v4", "csi-resizer": "r:v1"}
 
 
 def api_with_nodes(**fields: Any) -> FakeApi:

@@ -32,6 +32,7 @@ NODES = [ClusterNode("worker", "zone-a", True), ClusterNode("worker2", "zone-b",
 SIDECARS = {
     "csi-provisioner": "csi-mock.local/csi-provisioner:v6",
     "csi-attacher": "csi-mock.local/csi-attacher:v4",
+    "csi-resizer": "csi-mock.local/csi-resizer:v1",
 }
 
 
@@ -213,6 +214,7 @@ def test_instances_and_components_follow_the_provisioning_mode(
     central = make_driver(api, tmp_path)
     assert central.instances() == ["controller", "worker", "worker2"]
     assert "csi-attacher" in central.components()
+    assert "csi-resizer" in central.components()
     distributed = make_driver(api, tmp_path, provisioner_mode="distributed")
     assert distributed.instances() == ["worker", "worker2"]
     assert "csi-provisioner-worker2" in distributed.components()

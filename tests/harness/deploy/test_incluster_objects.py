@@ -34,6 +34,7 @@ NODES = [ClusterNode("worker2", "zone-b", True), ClusterNode("worker", "zone-a",
 SIDECAR_IMAGES = {
     "csi-provisioner": "csi-mock.local/csi-provisioner:v6.3.0",
     "csi-attacher": "csi-mock.local/csi-attacher:v4.13.0",
+    "csi-resizer": "csi-mock.local/csi-resizer:v1.14.0",
 }
 IMAGE = "csi-mock.local/csi-mock:dev"
 TOKEN = "admin-token-0123456789abcdef"
@@ -120,10 +121,11 @@ def test_central_deployment_runs_controller_sidecars_and_node_plugin() -> None:
         "Deployment/csi-mock-attacher",
         "Deployment/csi-mock-controller",
         "Deployment/csi-mock-provisioner",
+        "Deployment/csi-mock-resizer",
     ]
 
 
-def test_distributed_deployment_has_no_controller_and_no_attacher() -> None:
+def test_distributed_deployment_has_no_controller_attacher_or_resizer() -> None:
     assert sorted(workloads(render(provisioner_mode="distributed"))) == [
         "DaemonSet/csi-mock-node",
         "DaemonSet/csi-mock-provisioner",
@@ -147,6 +149,8 @@ def test_rbac_comes_from_the_manifests() -> None:
     objects = render()
     find(objects, "ClusterRole", "csi-mock-external-provisioner-runner")
     find(objects, "ClusterRole", "csi-mock-external-attacher-runner")
+    find(objects, "ClusterRole", "csi-mock-external-resizer-runner")
+    find(objects, "Role", "csi-mock-external-resizer-cfg")
     find(objects, "ServiceAccount", "csi-mock-controller")
 
 
@@ -245,7 +249,7 @@ def test_nodes_bind_mount_and_register_themselves_at_the_socket_the_kubelet_sees
 def test_no_registrar_or_livenessprobe_anywhere() -> None:
     for obj in workloads(render()).values():
         for cont in pod_spec(obj)["containers"]:
-            assert cont["name"] in ("csi-mock", "csi-provisioner", "csi-attacher")
+            assert cont["name"] in ("csi-mock", "csi-provisioner", "csi-attacher", "csi-resizer")
             assert "registrar" not in cont["image"] and "livenessprobe" not in cont["image"]
             assert "livenessProbe" not in cont
 
@@ -278,6 +282,7 @@ def test_central_sidecars_reach_the_controller_socket_on_the_same_node() -> None
     for name, sidecar in (
         ("csi-mock-provisioner", "csi-provisioner"),
         ("csi-mock-attacher", "csi-attacher"),
+        ("csi-mock-resizer", "csi-resizer"),
     ):
         workload = find(objects, "Deployment", name)
         cont = container(workload, sidecar)
@@ -308,6 +313,16 @@ def test_central_provisioner_runs_in_cluster_with_the_local_flags() -> None:
             "csi-provisioner",
         )["args"]
     )
+
+
+def test_central_resizer_runs_in_cluster_with_the_local_flags() -> None:
+    workload = find(render(), "Deployment", "csi-mock-resizer")
+    args = container(workload, "csi-resizer")["args"]
+    assert not [a for a in args if a.startswith("--kubeconfig")]
+    assert flag(args, "--leader-election") == "false"
+    assert flag(args, "--timeout") == "15s"
+    # rbac.yaml binds the resizer's roles to this account.
+    assert pod_spec(workload)["serviceAccountName"] == "csi-mock-controller"
 
 
 def test_central_deployments_never_run_twice_at_once() -> None:
@@ -344,7 +359,7 @@ def test_images_are_never_pulled_and_are_the_ones_given() -> None:
 
 
 def test_missing_sidecar_image_is_named() -> None:
-    with pytest.raises(ValueError, match="csi-attacher"):
+    with pytest.raises(ValueError, match="csi-attacher, csi-resizer"):
         render_objects(
             DriverDeployment(),
             NODES,
@@ -353,7 +368,7 @@ def test_missing_sidecar_image_is_named() -> None:
             admin_token=TOKEN,
             generation="1",
         )
-    # Distributed has no attacher, so it needs no attacher image.
+    # Distributed has no attacher and no resizer, so it needs neither image.
     render_objects(
         DriverDeployment(provisioner_mode="distributed"),
         NODES,
@@ -456,6 +471,7 @@ def test_components_are_named_as_the_driver_interface_says() -> None:
         "csi-mock-node-worker2",
         "csi-provisioner",
         "csi-attacher",
+        "csi-resizer",
     ]
     distributed = deployment_components(
         DriverDeployment(provisioner_mode="distributed"), ["worker", "worker2"]
@@ -504,7 +520,12 @@ def test_a_controller_host_takes_the_controller_deployments_and_tolerates_its_ta
         generation="7-abc",
         controller_host="kind-control-plane",
     )
-    for name in ("csi-mock-controller", "csi-mock-provisioner", "csi-mock-attacher"):
+    for name in (
+        "csi-mock-controller",
+        "csi-mock-provisioner",
+        "csi-mock-attacher",
+        "csi-mock-resizer",
+    ):
         workload = find(objects, "Deployment", name)
         assert allowed_nodes(workload) == set()  # none of the driver's nodes
         terms = pod_spec(workload)["affinity"]["nodeAffinity"][
@@ -603,6 +624,8 @@ def test_a_suffixed_deployments_cluster_scoped_objects_carry_its_suffix_and_driv
         "CSIDriver",
         "ClusterRole",
         "ClusterRole",
+        "ClusterRole",
+        "ClusterRoleBinding",
         "ClusterRoleBinding",
         "ClusterRoleBinding",
         "Namespace",
@@ -628,4 +651,6 @@ def test_the_unsuffixed_deployment_names_things_as_the_manifests_do() -> None:
         "csi-mock-external-provisioner",
         "csi-mock-external-attacher-runner",
         "csi-mock-external-attacher",
+        "csi-mock-external-resizer-runner",
+        "csi-mock-external-resizer",
     }

@@ -62,6 +62,7 @@ def test_central_deployment_has_a_controller_and_an_instance_per_node(root: Path
         "csi-mock-node-node-2",
         "csi-provisioner",
         "csi-attacher",
+        "csi-resizer",
     ]
 
 
@@ -106,6 +107,52 @@ def test_component_log_starts_where_this_deployment_started_the_component(root: 
     text = driver.component_log("csi-attacher")
     assert "previous" not in text
     assert text.startswith("=== ") and "sh -c echo this one" in text
+
+
+class _RecordingSupervisor(Supervisor):
+    """Records what would be started instead of starting it."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(RunState(run_dir=root), root / "logs")
+        self.started: dict[str, list[str]] = {}
+
+    def start(self, name: str, argv: Any, **_: Any) -> Any:
+        self.started[name] = list(argv)
+
+    def check_alive(self, names: Any = None) -> None:
+        pass
+
+
+def started_sidecars(root: Path, **fields: Any) -> dict[str, list[str]]:
+    driver = local_driver(root, **fields)
+    supervisor = _RecordingSupervisor(root)
+    driver.supervisor = supervisor
+    driver._start_sidecars()
+    assert sorted(supervisor.started) == sorted(
+        driver.process(c) for c in driver.components() if not c.startswith("csi-mock")
+    )
+    return supervisor.started
+
+
+def test_central_resizer_dials_the_controller_socket_with_the_sidecars_credentials(
+    root: Path,
+) -> None:
+    started = started_sidecars(root, suffix="-abc")
+    resizer = started["csi-resizer-abc"]
+    assert resizer[0] == str(root / "bin" / "csi-resizer")
+    assert f"--csi-address={root / 'controller' / 'csi.sock'}" in resizer
+    assert f"--kubeconfig={root / 'kubeconfig'}" in resizer
+    assert "--leader-election=false" in resizer
+    for sidecar in ("csi-provisioner-abc", "csi-attacher-abc"):
+        assert started[sidecar][1:3] == resizer[1:3]
+
+
+def test_distributed_deployment_starts_no_resizer(root: Path) -> None:
+    started = started_sidecars(root, provisioner_mode="distributed")
+    assert sorted(started) == ["csi-provisioner-node-1", "csi-provisioner-node-2"]
+    socket = root / "kubelet-node-2" / "plugins" / "csi-mock" / "csi.sock"
+    assert f"--csi-address={socket}" in started["csi-provisioner-node-2"]
+    assert "--node-deployment" in started["csi-provisioner-node-2"]
 
 
 class _Controller(csi_pb2_grpc.ControllerServicer):

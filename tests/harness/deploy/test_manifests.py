@@ -36,6 +36,7 @@ CONFIG_KEY = "csi-mock.yaml"
 SIDECARS = {
     "registry.k8s.io/sig-storage/csi-provisioner": "csi-provisioner",
     "registry.k8s.io/sig-storage/csi-attacher": "csi-attacher",
+    "registry.k8s.io/sig-storage/csi-resizer": "csi-resizer",
     "registry.k8s.io/sig-storage/csi-node-driver-registrar": "node-driver-registrar",
     "registry.k8s.io/sig-storage/livenessprobe": "livenessprobe",
 }
@@ -284,7 +285,7 @@ def test_controller_sidecars_dial_the_drivers_socket_in_a_shared_emptydir() -> N
     driver = container(pod, "csi-mock")
     assert Path(socket).parent == Path(mount_path(driver, "socket-dir"))
     assert "emptyDir" in volume(pod, "socket-dir")
-    for name in ("csi-provisioner", "csi-attacher"):
+    for name in ("csi-provisioner", "csi-attacher", "csi-resizer"):
         sidecar = container(pod, name)
         env = {e["name"]: e.get("value") for e in sidecar["env"]}
         assert flag(sidecar["args"], "csi-address") == "$(ADDRESS)"
@@ -440,6 +441,26 @@ def test_attacher_may_attach(verb: str, resource: str) -> None:
     assert allowed(controller_pod()["serviceAccountName"], verb, resource, "storage.k8s.io")
 
 
+@pytest.mark.parametrize(
+    ("verb", "resource"),
+    [
+        ("patch", "persistentvolumes"),
+        ("watch", "persistentvolumeclaims"),
+        ("patch", "persistentvolumeclaims/status"),
+        ("watch", "pods"),
+        ("create", "events"),
+    ],
+)
+def test_resizer_may_expand_claims_cluster_wide(verb: str, resource: str) -> None:
+    assert allowed(controller_pod()["serviceAccountName"], verb, resource, "", "any")
+
+
+def test_resizer_runs_next_to_the_controller_with_leader_election() -> None:
+    resizer = container(controller_pod(), "csi-resizer")
+    assert "--leader-election" in resizer["args"]
+    assert not [a for a in resizer["args"] if a.startswith("--kubeconfig")]
+
+
 @pytest.mark.parametrize("verb", ["get", "create", "update", "delete"])
 def test_sidecars_may_hold_leader_election_leases_in_the_driver_namespace(verb: str) -> None:
     account = controller_pod()["serviceAccountName"]
@@ -463,16 +484,17 @@ def test_every_binding_refers_to_a_defined_role_and_service_account() -> None:
         assert ("ServiceAccount", pod["serviceAccountName"]) in defined
 
 
-def upstream_rbac(module: str, version: str) -> list[dict[str, Any]]:
-    """deploy/kubernetes/rbac.yaml of a sidecar, from the Go module cache that
-    `scripts/tools.sh build` fills; skips when it is not there."""
+def upstream_rbac(module_version: str) -> list[dict[str, Any]]:
+    """deploy/kubernetes/rbac.yaml of a sidecar (``module@version`` as the Go module
+    cache names its directory), from the cache that `scripts/tools.sh build` fills;
+    skips when it is not there."""
     go = shutil.which("go")
     if go is None:
         pytest.skip("go not installed: no module cache to compare with")
     cache = subprocess.run(
         [go, "env", "GOMODCACHE"], capture_output=True, text=True, check=False
     ).stdout.strip()
-    path = Path(cache) / module / version / "deploy" / "kubernetes" / "rbac.yaml"
+    path = Path(cache) / module_version / "deploy" / "kubernetes" / "rbac.yaml"
     if not path.exists():
         pytest.skip(f"{path} not in the module cache (make tools fetches it)")
     return documents(path)
@@ -489,24 +511,26 @@ def rule_set(role: dict[str, Any]) -> set[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize(
-    ("module", "version", "upstream_names"),
+    ("module_version", "upstream_names"),
     [
         (
-            "github.com/kubernetes-csi/external-provisioner",
-            "v6@v6.3.0",
+            "github.com/kubernetes-csi/external-provisioner/v6@v6.3.0",
             ("external-provisioner-runner", "external-provisioner-cfg"),
         ),
         (
-            "github.com/kubernetes-csi/external-attacher",
-            "v4@v4.13.0",
+            "github.com/kubernetes-csi/external-attacher/v4@v4.13.0",
             ("external-attacher-runner", "external-attacher-cfg"),
+        ),
+        (
+            "github.com/kubernetes-csi/external-resizer@v1.14.0",
+            ("external-resizer-runner", "external-resizer-cfg"),
         ),
     ],
 )
 def test_sidecar_roles_grant_exactly_what_upstream_grants(
-    module: str, version: str, upstream_names: tuple[str, str]
+    module_version: str, upstream_names: tuple[str, str]
 ) -> None:
-    upstream = {o["metadata"]["name"]: o for o in upstream_rbac(module, version) if "rules" in o}
+    upstream = {o["metadata"]["name"]: o for o in upstream_rbac(module_version) if "rules" in o}
     ours = {o["metadata"]["name"]: o for o in rbac_objects() if "rules" in o}
     for name in upstream_names:
         assert rule_set(ours[f"csi-mock-{name}"]) == rule_set(upstream[name]), name

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from lightkube.resources.core_v1 import Event, PersistentVolumeClaim
+from lightkube.resources.core_v1 import Event, PersistentVolume, PersistentVolumeClaim
 from lightkube.resources.storage_v1 import CSIStorageCapacity, VolumeAttachment
 
 from harness.deploy.spec import DriverDeployment
@@ -15,11 +15,15 @@ from harness.kube.waits import (
     DRIVER_NAME_LABEL,
     SELECTED_NODE,
     AnnotationHistory,
+    claim_conditions,
     wait_capacity,
+    wait_claim,
+    wait_claim_capacity,
     wait_event,
     wait_pod_scheduled,
     wait_volume_attachment,
     wait_volume_attachments_gone,
+    wait_volume_capacity,
 )
 from harness.kube.watching import Selection
 from harness.local.waiting import WaitTimeout, wait_for
@@ -69,6 +73,85 @@ def claim(version: str, node: str | None = None) -> Any:
     return PersistentVolumeClaim.from_dict(
         {"metadata": {"name": "data", "resourceVersion": version, "annotations": annotations}}
     )
+
+
+def resizing_claim(version: str, capacity: str, **status: Any) -> Any:
+    """Claim "data" asking for 2Gi, with the given status.capacity."""
+    return PersistentVolumeClaim.from_dict(
+        {
+            "metadata": {"name": "data", "namespace": "ns", "resourceVersion": version},
+            "spec": {"resources": {"requests": {"storage": "2Gi"}}},
+            "status": {"phase": "Bound", "capacity": {"storage": capacity}, **status},
+        }
+    )
+
+
+def volume(name: str, version: str, capacity: str) -> Any:
+    return PersistentVolume.from_dict(
+        {
+            "metadata": {"name": name, "resourceVersion": version},
+            "spec": {"capacity": {"storage": capacity}},
+        }
+    )
+
+
+PENDING = {
+    "allocatedResourceStatuses": {"storage": "NodeResizePending"},
+    "conditions": [
+        {"type": "FileSystemResizePending", "status": "True", "message": "Waiting for user"}
+    ],
+}
+
+
+def test_wait_claim_capacity_ends_when_the_status_reaches_the_size() -> None:
+    api = FakeApi(
+        lists=[([resizing_claim("5", "1Gi")], "10")],
+        watches=[
+            [
+                ("MODIFIED", resizing_claim("11", "1Gi", **PENDING)),
+                ("MODIFIED", resizing_claim("12", "2Gi")),
+            ]
+        ],
+    )
+
+    found = wait_claim_capacity(api, "data", "ns", 2 * GI, timeout=5)
+
+    assert found.metadata is not None and found.metadata.resourceVersion == "12"
+    assert api.listed == [Selection(PersistentVolumeClaim, "ns", None, {"metadata.name": "data"})]
+
+
+def test_wait_claim_times_out_describing_the_resize_state() -> None:
+    api = FakeApi(lists=[([resizing_claim("5", "1Gi", **PENDING)], "10")])
+
+    with pytest.raises(WaitTimeout) as failure:
+        wait_claim(api, "data", "ns", lambda _: False, what="something", timeout=0.1)
+
+    assert str(failure.value).endswith(
+        "waiting for claim ns/data: something; last seen: phase=Bound, requested=2147483648,"
+        " capacity=1073741824, resize={'storage': 'NodeResizePending'},"
+        " FileSystemResizePending(Waiting for user)"
+    )
+
+
+def test_claim_conditions_are_by_type() -> None:
+    pending = resizing_claim("5", "1Gi", **PENDING)
+    assert claim_conditions(pending) == {"FileSystemResizePending": "Waiting for user"}
+    assert claim_conditions(resizing_claim("5", "1Gi")) == {}
+
+
+def test_wait_volume_capacity_follows_the_one_volume() -> None:
+    api = FakeApi(
+        lists=[([volume("pv-1", "5", "1Gi")], "10")],
+        watches=[[("MODIFIED", volume("pv-1", "11", "3Gi"))]],
+    )
+
+    found = wait_volume_capacity(api, "pv-1", 3 * GI, timeout=5)
+
+    assert found.metadata is not None and found.metadata.resourceVersion == "11"
+    with pytest.raises(WaitTimeout, match=r"last seen: capacity=1073741824$"):
+        wait_volume_capacity(
+            FakeApi(lists=[([volume("pv-1", "5", "1Gi")], "10")]), "pv-1", 3 * GI, timeout=0.1
+        )
 
 
 def test_wait_capacity_follows_the_drivers_own_objects_by_its_node_key() -> None:
