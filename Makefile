@@ -18,15 +18,20 @@ KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach.py
 CI_KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach.py \
 	tests/e2e/test_volume_limits.py
 
+# What `make e2e-upstream` (and CI) needs besides: Kubernetes' e2e.test and ginkgo.
+UPSTREAM_TOOLS ?= e2e ginkgo
+# ginkgo processes of the upstream External Storage run (docs/upstream-e2e.md).
+UPSTREAM_PROCS ?= 4
+
 # pytest-xdist workers: tests at the same time, e2e ones on one shared local cluster
 # (docs/benchmarks.md: 4 on 2 cores; most of an e2e test is waiting for Kubernetes).
 WORKERS ?= 4
 MISSION_WORKERS ?= $(WORKERS)
-# On kind every test's driver is six pods on four node containers: 3 workers (docs/kind.md).
+# On kind every test's driver is seven pods on four node containers: 3 workers (docs/kind.md).
 KIND_WORKERS ?= 3
 CI_KIND_WORKERS ?= $(KIND_WORKERS)
 
-.PHONY: install system-deps run test e2e e2e-kind kind-image cluster-up cluster-down lint unit sanity tools doctor bench bench-e2e mission clean
+.PHONY: install system-deps run test e2e e2e-kind e2e-upstream e2e-upstream-run kind-image cluster-up cluster-down lint unit sanity tools doctor bench bench-e2e mission clean
 
 install:  ## install csi-mock and its development dependencies
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
@@ -50,10 +55,11 @@ tools:  ## build every pinned external tool into the cache (subset: TOOLS="csi-s
 doctor:  ## list every pinned tool: version, present or missing
 	bash scripts/tools.sh doctor
 
-test: install system-deps lint  ## everything CI runs: lint, unit, driver, crash, csi-sanity, e2e on a local cluster, then on kind
-	bash scripts/tools.sh build $(TEST_TOOLS) $(KIND_TOOLS)
+test: install system-deps lint  ## everything CI runs: lint, unit, driver, crash, csi-sanity, e2e on a local cluster, upstream External Storage suites, then kind
+	bash scripts/tools.sh build $(TEST_TOOLS) $(UPSTREAM_TOOLS) $(KIND_TOOLS)
 	mkdir -p $(REPORTS)
 	$(PYTHON) -m pytest -ra -n $(WORKERS) --junitxml=$(REPORTS)/junit.xml
+	$(MAKE) --no-print-directory e2e-upstream-run
 	$(MAKE) --no-print-directory e2e-kind-run KIND_SUITES='$(CI_KIND_SUITES)' \
 		KIND_WORKERS=$(CI_KIND_WORKERS)
 
@@ -66,6 +72,13 @@ e2e-kind-run:
 	mkdir -p $(REPORTS)/kind
 	$(PYTHON) -m pytest -ra -m e2e --cluster kind --junitxml=$(REPORTS)/kind/junit.xml \
 		$(if $(filter-out 1,$(KIND_WORKERS)),-n $(KIND_WORKERS)) $(KIND_SUITES)
+
+e2e-upstream: install system-deps  ## Kubernetes' External Storage e2e suites (e2e.test) on a local cluster; summary in reports/upstream
+	bash scripts/tools.sh build $(TEST_TOOLS) $(UPSTREAM_TOOLS)
+	$(MAKE) --no-print-directory e2e-upstream-run
+
+e2e-upstream-run:
+	csi-harness upstream --procs $(UPSTREAM_PROCS) --report-dir $(REPORTS)/upstream
 
 kind-image: install system-deps  ## the offline kind node image (cached; prints its tag)
 	bash scripts/tools.sh build $(TEST_TOOLS) $(KIND_TOOLS)

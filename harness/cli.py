@@ -225,6 +225,8 @@ def _upstream_main(args: argparse.Namespace) -> int:
         return 1
     counts = summary.counts()
     progress(f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped")
+    for reason in summary.unexplained():
+        progress(f"skip reason not explained in harness/upstream/run.py: {reason}")
     if not summary.results:
         progress("no External Storage spec ran: check --focus and ginkgo.log")
         return 1

@@ -94,7 +94,7 @@ class LocalCluster:
         self, config: LocalClusterConfig, progress: Callable[[str], None] | None = None
     ) -> None:
         self.config = config
-        self.layout = c.Layout(config.effective_run_dir)
+        self.layout = c.Layout(config.effective_run_dir, config.kubelet_root_dir)
         self.progress = progress or (lambda message: print(message, file=sys.stderr, flush=True))
         self.network = c.PodNetwork.for_cluster(config.name)
         self.driver: LocalDriver | None = None
@@ -527,7 +527,18 @@ class LocalCluster:
         layout = self.layout
         cgroup_root = f"{state.cgroup_root}/{node.name}"
         _create_cgroup(cgroup_root)
-        layout.kubelet_root(node.name).mkdir(parents=True, exist_ok=True)
+        root = layout.kubelet_root(node.name)
+        if self.config.kubelet_root_dir is not None:
+            # Outside the run directory: refuse another kubelet's, and remove it with us.
+            # Every kubelet makes /var/lib/kubelet/device-plugins, whatever its root.
+            if root.exists() and any(p.name != "device-plugins" for p in root.iterdir()):
+                raise ClusterUpFailed(
+                    f"kubelet_root_dir {root} is not empty: another kubelet's, or a run"
+                    " that was not removed (`csi-harness cluster down`)"
+                )
+            state.extra_dirs.append(str(root))
+            state.save()
+        root.mkdir(parents=True, exist_ok=True)
         (layout.configs / f"kubelet-{node.name}.yaml").write_text(
             yaml.safe_dump(
                 c.kubelet_configuration(

@@ -57,6 +57,8 @@ class Layout:
     """Paths inside one run directory."""
 
     root: Path
+    kubelet_root_dir: Path | None = None
+    """The real kubelet's root directory when it is not inside the run directory."""
 
     @property
     def pki(self) -> Path:
@@ -83,7 +85,7 @@ class Layout:
         return self.configs / f"{name}.kubeconfig"
 
     def kubelet_root(self, node: str) -> Path:
-        return self.root / node / "kubelet"
+        return self.kubelet_root_dir or self.root / node / "kubelet"
 
     def plugins_registry(self, node: str) -> Path:
         return self.kubelet_root(node) / "plugins_registry"

@@ -46,6 +46,10 @@ class LocalClusterConfig(BaseModel):
     """Where everything of this cluster lives; default /var/lib/csi-harness/<name>."""
     kubelet_nodes: int = Field(1, ge=1, le=1)
     """Real kubelets. One: a second needs its own containerd and cgroup root (not yet)."""
+    kubelet_root_dir: Path | None = None
+    """The real kubelet's --root-dir; default <run dir>/<node>/kubelet. Kubernetes'
+    e2e specs that look at the node through a host-exec pod assume /var/lib/kubelet.
+    Removed with the cluster, so it must not be another kubelet's."""
     simulated_nodes: int = Field(2, ge=0, le=50)
     zones: list[str] = Field(default_factory=lambda: ["zone-a", "zone-b"])
     """Node i is in zones[i % len(zones)]; empty: no zone labels."""

@@ -158,6 +158,54 @@ def build_agnhost_image(
     return LocalImage("agnhost", tuple(tags), archive)
 
 
+def build_gnu_tools_image(
+    tags: Sequence[str],
+    tools: Sequence[Path],
+    cache_dir: Path | None = None,
+    *,
+    busybox: Path = DEFAULT_BUSYBOX,
+) -> LocalImage:
+    """The busybox image with some of its applets replaced by the host's GNU programs
+    (``tools``, e.g. /bin/dd for ``oflag=nocache``), copied with the shared libraries
+    and loader they need, at the same paths."""
+    shell = _read_static_busybox(busybox)
+    files: dict[str, bytes] = {}
+    for tool in tools:
+        files[f"bin/{tool.name}"] = tool.read_bytes()
+        for library in _shared_libraries(tool):
+            files[str(library).lstrip("/")] = library.read_bytes()
+    inputs = [shell, "\n".join(tags).encode()]
+    inputs += [name.encode() + b"\0" + data for name, data in sorted(files.items())]
+    key = content_key("gnu-tools", *inputs)
+
+    def build() -> bytes:
+        entries = {e.path: e for e in _busybox_entries(shell, _busybox_applets(busybox))}
+        for name, data in files.items():
+            for parent in list(Path(name).parents)[:-1]:
+                entries.setdefault(str(parent), LayerEntry(str(parent), 0o755, directory=True))
+            entries[name] = LayerEntry(name, 0o755, data)
+        return image_archive(layer_tar(entries.values()), tags, cmd=["sh"])
+
+    archive = cached_archive(resolve_cache_dir(cache_dir), "gnu-tools", key, build)
+    return LocalImage("gnu-tools", tuple(tags), archive)
+
+
+def _shared_libraries(program: Path) -> list[Path]:
+    """The loader and libraries ``ldd`` says ``program`` loads (symlinks resolved)."""
+    result = subprocess.run(
+        ["ldd", str(program)], capture_output=True, text=True, check=False, timeout=30
+    )
+    if result.returncode != 0:
+        raise ImageBuildError(f"ldd {program} failed: {result.stderr.strip()}")
+    found = []
+    for line in result.stdout.splitlines():
+        words = line.split()
+        path = words[2] if "=>" in words and len(words) > 2 else words[0] if words else ""
+        if path.startswith("/"):
+            found.append(Path(path))
+    return found
+
+
 def ensure_images(cache_dir: Path | None = None) -> list[LocalImage]:
     """Every image the local cluster needs, built or taken from the cache."""
     return [build_pause_image(cache_dir), build_busybox_image(cache_dir)]

@@ -11,12 +11,14 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 _PATTERN = re.compile(r"\[Testpattern: (?P<pattern>[^\]]+)\]\s*(?P<suite>\S+)")
 _EXTERNAL = "External Storage"
 _NOISE = re.compile(r"\s+")
+UNEXPLAINED = "**not explained**"
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,10 @@ class RunSummary:
             table.setdefault(result.row, Counter())[result.state] += 1
         return dict(sorted(table.items()))
 
+    def unexplained(self) -> list[str]:
+        """Skip reasons nobody has said are right for csi-mock."""
+        return sorted(set(self.skip_reasons()) - set(self.explanations))
+
     def skip_reasons(self) -> Counter[str]:
         return Counter(_reason(r.message) for r in self.results if r.state == "skipped")
 
@@ -80,14 +86,20 @@ class RunSummary:
             lines += ["", "## Why specs were skipped", ""]
             lines += ["| specs | reason | why |", "|---:|---|---|"]
             for reason, count in reasons.most_common():
-                why = self.explanations.get(reason, "")
+                why = self.explanations.get(reason, UNEXPLAINED)
                 lines.append(f"| {count} | {reason.replace('|', '/')} | {why} |")
         return "\n".join(lines) + "\n"
 
 
-def read_junit(path: Path) -> RunSummary:
+NOT_SELECTED = "not selected"
+"""ginkgo's message for a spec it did not run: filtered out, or never reached."""
+
+
+def read_junit(path: Path, skips: Sequence[str] = ()) -> RunSummary:
     """The External Storage specs of a ginkgo JUnit report (other specs, and the suite's
-    setup nodes, are left out)."""
+    setup nodes, are left out). ``skips``: the regular expressions the run's ``--skip``
+    joined, so specs they excluded are told apart from those the suites skipped."""
+    excluded = [re.compile(pattern) for pattern in skips]
     root = ET.parse(path).getroot()
     results = []
     for case in root.iter("testcase"):
@@ -103,7 +115,14 @@ def read_junit(path: Path) -> RunSummary:
             message = failure.get("message") or (failure.text or "")
             results.append(SpecResult(name, "failed", message, seconds))
         elif skipped is not None:
-            results.append(SpecResult(name, "skipped", skipped.get("message") or "", seconds))
+            message = skipped.get("message") or ""
+            if message.strip() == "skipped":  # Not run at all.
+                matched = [p.pattern for p in excluded if p.search(name)]
+                if matched:
+                    message = f"excluded by --skip {matched[0]}"
+                else:
+                    message = f"{NOT_SELECTED} (filtered out, or the run ended first)"
+            results.append(SpecResult(name, "skipped", message, seconds))
         else:
             results.append(SpecResult(name, "passed", "", seconds))
     return RunSummary(results)

@@ -60,3 +60,21 @@ def test_markdown_lists_failures_and_explained_skips(tmp_path: Path) -> None:
     assert "| Dynamic PV (default fs) | provisioning | 0 | 1 | 0 |" in text
     assert "timed out waiting for the condition" in text
     assert "| 1 | Driver csi-mock.example doesn't support exec -- skipping | by design |" in text
+    assert summary.unexplained() == []
+
+
+def test_specs_excluded_by_the_runs_skip_expression_say_so(tmp_path: Path) -> None:
+    path = tmp_path / "junit.xml"
+    path.write_text(
+        '<testsuites><testsuite><testcase name="External Storage [Testpattern: x] disruptive'
+        ' kills the kubelet [Disruptive]"><skipped message="skipped"/></testcase>'
+        '<testcase name="External Storage [Testpattern: x] volumes never reached">'
+        '<skipped message="skipped"/></testcase></testsuite></testsuites>'
+    )
+
+    reasons = read_junit(path, skips=[r"\[Disruptive\]"]).skip_reasons()
+
+    assert reasons == {
+        r"excluded by --skip \[Disruptive\]": 1,
+        "not selected (filtered out, or the run ended first)": 1,
+    }
