@@ -138,7 +138,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     upstream.add_argument("--procs", type=int, default=4, help="ginkgo processes (4)")
     upstream.add_argument("--focus", help="ginkgo --focus (default External.Storage)")
-    upstream.add_argument("--skip", help="ginkgo --skip (default \\[Disruptive\\])")
+    upstream.add_argument(
+        "--skip", help="ginkgo --skip (default: harness/upstream/run.py SKIPS, with causes)"
+    )
+    upstream.add_argument(
+        "--provider",
+        choices=["local", "kind"],
+        default="local",
+        help="local (no Docker) or kind (needs scripts/docker/engine.sh start)",
+    )
     upstream.add_argument("--timeout", type=int, default=60, help="minutes for the suites")
     upstream.add_argument("--name", default="csi-upstream", help="cluster name")
     upstream.add_argument("--keep", action="store_true", help="leave the cluster running")
@@ -202,16 +210,26 @@ def _kind_main(args: argparse.Namespace) -> int:
 
 
 def _upstream_main(args: argparse.Namespace) -> int:
-    from harness.upstream.run import FOCUS, SKIP, UpstreamRun, run_on_local_cluster
+    from harness.upstream.run import (
+        FOCUS,
+        LOCAL_SKIPS,
+        SKIPS,
+        UpstreamRun,
+        run_on_kind_cluster,
+        run_on_local_cluster,
+    )
 
     if args.procs < 1:
         print("csi-harness: --procs must be at least 1", file=sys.stderr)
         return 2
+    local = args.provider == "local"
     run = UpstreamRun(
         report_dir=Path(args.report_dir).resolve(),
         procs=args.procs,
         focus=args.focus or FOCUS,
-        skip=args.skip or SKIP,
+        skips=(args.skip,)
+        if args.skip
+        else tuple(SKIPS if args.provider == "kind" else LOCAL_SKIPS),
         timeout_minutes=args.timeout,
     )
 
@@ -219,7 +237,8 @@ def _upstream_main(args: argparse.Namespace) -> int:
         print(f"csi-harness: {message}", file=sys.stderr, flush=True)
 
     try:
-        summary = run_on_local_cluster(run, name=args.name, keep=args.keep, progress=progress)
+        runner = run_on_local_cluster if local else run_on_kind_cluster
+        summary = runner(run, name=args.name, keep=args.keep, progress=progress)
     except (ClusterUpFailed, ToolsMissing, RuntimeError, LookupError) as exc:
         print(f"csi-harness: {exc}", file=sys.stderr)
         return 1

@@ -34,15 +34,18 @@ SKIPS = {
     " (systemctl); the local provider's kubelet is a process of the harness, not a service",
     r"any volume data source": "deploys hello-populator and volume-data-source-validator"
     " from registry.k8s.io/sig-storage images, which are not built here",
+}
+"""Specs left out (``ginkgo --skip``) on every provider, each with why."""
+LOCAL_SKIPS = {
+    **SKIPS,
     r"should not mount / map unused volumes in a pod": "looks at the node through a"
     " host-exec pod that runs nsenter --mount=/rootfs/proc/1/ns/mnt; this machine's PID 1"
     " cannot be entered, not even by root on the host (docs/upstream-e2e.md)",
 }
-"""Specs left out (``ginkgo --skip``), each with why."""
-SKIP = "|".join(SKIPS)
+"""... and on the local provider, whose node is this machine."""
 SKIP_EXPLANATIONS: dict[str, str] = {
     # Reasons as reported -> why that is right for csi-mock here.
-    **{f"excluded by --skip {pattern}": why for pattern, why in SKIPS.items()},
+    **{f"excluded by --skip {pattern}": why for pattern, why in LOCAL_SKIPS.items()},
     "Driver csi-mock.example only supports singleNodeVolume -- skipping": "volumes live"
     " in one node's pool, as with hostpath",
     "Driver csi-mock.example doesn't support RWX -- skipping": "one node's pool cannot"
@@ -54,7 +57,9 @@ SKIP_EXPLANATIONS: dict[str, str] = {
     " suite's own de-duplication",
     'Driver "csi-mock.example" has no configured VolumeAttributesClass - skipping': "no"
     " ControllerModifyVolume yet: issue 17",
-    'Driver "csi-mock.example" does not support populating data from snapshot - skipping': "snapshots: issue 17",
+    'Driver "csi-mock.example" does not support populating data from snapshot - skipping': (
+        "snapshots: issue 17"
+    ),
     "VolumeBindingMode immediate is not compatible with a multi-topology environment.": "the"
     " suite's rule: csi-mock reports a segment per node",
     "Not enough topologies in cluster -- skipping": "one node, one zone: these specs need"
@@ -90,7 +95,8 @@ class UpstreamRun:
     report_dir: Path
     procs: int = 4
     focus: str = FOCUS
-    skip: str = SKIP
+    skips: tuple[str, ...] = tuple(LOCAL_SKIPS)
+    """Regular expressions of specs to leave out (joined for ginkgo --skip)."""
     timeout_minutes: int = 60
 
 
@@ -169,7 +175,7 @@ def ginkgo_argv(tools: Tools, run: UpstreamRun, kubeconfig: Path, driver_file: P
         tools["ginkgo"],
         f"--procs={run.procs}",
         f"--focus={run.focus}",
-        f"--skip={run.skip}",
+        f"--skip={'|'.join(run.skips)}",
         f"--timeout={run.timeout_minutes}m",
         f"--output-dir={run.report_dir}",
         "--junit-report=junit.xml",
@@ -212,13 +218,47 @@ def run_external_storage(
     junit = run.report_dir / "junit.xml"
     if not junit.exists():
         raise RuntimeError(f"ginkgo exited {finished.returncode} without a JUnit report; see {log}")
-    summary = read_junit(junit, list(SKIPS) if run.skip == SKIP else [run.skip])
+    summary = read_junit(junit, run.skips)
     summary.explanations.update(SKIP_EXPLANATIONS)
     title = f"External Storage suites against {spec.name}: ginkgo exit {finished.returncode}"
     text = summary.markdown(title) + f"\nWall time {seconds:.0f} s with {run.procs} processes.\n"
     (run.report_dir / "summary.md").write_text(text)
     progress(f"summary written to {run.report_dir / 'summary.md'}")
     return summary
+
+
+def run_on_kind_cluster(
+    run: UpstreamRun,
+    *,
+    name: str = "csi-upstream",
+    keep: bool = False,
+    progress: Callable[[str], None],
+) -> RunSummary:
+    """The same on a kind cluster (kind-config/suites.yaml: a control plane and three
+    workers in two zones), csi-mock deployed in-cluster; needs the Docker engine
+    (scripts/docker/engine.sh start)."""
+    from harness.kind.cluster import KindCluster
+    from harness.kind.provider import ImageArchive
+
+    tools = Tools.locate()
+    require_tools(tools)
+    images = e2e_images(tools)
+    spec = upstream_driver()
+    cluster = KindCluster(name, tools=tools, progress=progress)
+    try:
+        cluster.up()
+        for image in images:
+            cluster.cli.load_image(ImageArchive(image.tarball))
+        progress(f"e2e images loaded: {', '.join(t for i in images for t in i.tags)}")
+        cluster.deploy_driver(spec)
+        return run_external_storage(tools, spec, cluster.kubeconfig, run, progress)
+    finally:
+        if keep:
+            cluster.release()
+            progress(f"kind cluster {name!r} kept; KUBECONFIG={cluster.kubeconfig}")
+        else:
+            cluster.down()
+            progress(f"kind cluster {name!r} deleted")
 
 
 def run_on_local_cluster(

@@ -357,3 +357,12 @@ def test_pod_network_node_ip_is_the_gateway_of_its_subnet() -> None:
     prefix = network.cidr.removesuffix("0/24")
     assert network.node_ip == prefix + "1"
     assert 0 <= network.subnet_index <= 255
+
+
+def test_the_kubelet_root_is_in_the_run_dir_unless_given(tmp_path: Path) -> None:
+    inside = Layout(tmp_path / "run")
+    given = Layout(tmp_path / "run", Path("/var/lib/kubelet"))
+
+    assert inside.kubelet_root("node-1") == tmp_path / "run" / "node-1" / "kubelet"
+    assert given.kubelet_root("node-1") == Path("/var/lib/kubelet")
+    assert given.plugins_registry("node-1") == Path("/var/lib/kubelet/plugins_registry")
