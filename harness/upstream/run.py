@@ -250,7 +250,7 @@ def run_on_kind_cluster(
         for image in images:
             cluster.cli.load_image(ImageArchive(image.tarball))
         progress(f"e2e images loaded: {', '.join(t for i in images for t in i.tags)}")
-        cluster.deploy_driver(spec)
+        cluster.redeploy_driver(spec)  # The cluster's own (unsuffixed) driver.
         return run_external_storage(tools, spec, cluster.kubeconfig, run, progress)
     finally:
         if keep:
