@@ -80,17 +80,14 @@ class KernelLoopDevices:
         try:
             for _ in range(_FREE_DEVICE_ATTEMPTS):
                 device = self._free_device()
-                device_fd = os.open(device, os.O_RDWR | os.O_CLOEXEC)
                 try:
-                    fcntl.ioctl(device_fd, LOOP_SET_FD, backing_fd)
+                    _device_ioctl(device, os.O_RDWR, LOOP_SET_FD, backing_fd)
                 except OSError as error:
                     if error.errno == errno.EBUSY:
                         continue  # Taken by someone else since GET_FREE.
                     raise LoopDeviceError(
                         error.errno, f"attaching {backing} to {device}: {error.strerror}"
                     ) from None
-                finally:
-                    os.close(device_fd)
                 log.info("loop device %s attached to %s", device, backing)
                 return device
         finally:
@@ -100,27 +97,19 @@ class KernelLoopDevices:
     def detach(self, backing: Path) -> None:
         for device in self._devices_of(backing):
             try:
-                fd = os.open(device, os.O_RDONLY | os.O_CLOEXEC)
+                _device_ioctl(device, os.O_RDONLY, LOOP_CLR_FD, 0)
             except FileNotFoundError:
                 continue
-            try:
-                fcntl.ioctl(fd, LOOP_CLR_FD, 0)
             except OSError as error:
                 if error.errno != errno.ENXIO:  # ENXIO: already detached.
                     raise LoopDeviceError(
                         error.errno, f"detaching {device} from {backing}: {error.strerror}"
                     ) from None
-            finally:
-                os.close(fd)
             log.info("loop device %s detached from %s", device, backing)
 
     def refresh_size(self, backing: Path) -> None:
         for device in self._devices_of(backing):
-            fd = os.open(device, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                fcntl.ioctl(fd, LOOP_SET_CAPACITY, 0)
-            finally:
-                os.close(fd)
+            _device_ioctl(device, os.O_RDONLY, LOOP_SET_CAPACITY, 0)
 
     def attached(self) -> dict[str, Path]:
         found: dict[str, Path] = {}
@@ -186,3 +175,11 @@ def _device_number(index: int) -> int:
         return os.makedev(int(major), int(minor))
     except (OSError, ValueError):
         return os.makedev(LOOP_MAJOR, index)
+
+
+def _device_ioctl(device: str, mode: int, request: int, argument: int) -> None:
+    fd = os.open(device, mode | os.O_CLOEXEC)
+    try:
+        fcntl.ioctl(fd, request, argument)
+    finally:
+        os.close(fd)

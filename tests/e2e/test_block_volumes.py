@@ -14,7 +14,7 @@ from lightkube import Client
 from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim, Pod
 
 from csi_mock.admin.client import AdminClient
-from harness.cluster import Driver, Unsupported, pick_nodes
+from harness.cluster import Driver
 from harness.kube import objects
 from harness.kube.waits import (
     termination_message,
@@ -29,15 +29,6 @@ FEATURE = "raw block volumes"
 OFFSET = 1 << 20
 """Where the pods write and read: past the first MiB, so a zeroed start proves nothing."""
 TEXT = "written-through-a-loop-device"
-
-
-@pytest.fixture
-def pod_node(driver: Driver) -> str:
-    try:
-        (node,) = pick_nodes(driver.nodes, 1, runs_pods=True)
-    except Unsupported as unsupported:
-        pytest.skip(str(unsupported))
-    return node.name
 
 
 def shell(script: str) -> list[str]:

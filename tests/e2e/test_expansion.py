@@ -19,7 +19,7 @@ from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim,
 
 from csi_mock.admin.client import AdminClient
 from csi_mock.observe.calls import CallRecord
-from harness.cluster import Driver, Unsupported, pick_nodes
+from harness.cluster import Driver
 from harness.kube import objects
 from harness.kube.waits import (
     claim_conditions,
@@ -44,15 +44,6 @@ RESIZE_FAILED = "VolumeResizeFailed"
 RESIZE_CONDITIONS = {"Resizing", FS_RESIZE_PENDING, "ControllerResizeError", "NodeResizeError"}
 """The claim conditions of an expansion under way or failed (others, such as
 Kubernetes 1.37's Unused, say nothing about it)."""
-
-
-@pytest.fixture
-def pod_node(driver: Driver) -> str:
-    try:
-        (node,) = pick_nodes(driver.nodes, 1, runs_pods=True)
-    except Unsupported as unsupported:
-        pytest.skip(str(unsupported))
-    return node.name
 
 
 def request_size(kube: Client, claim: str, namespace: str, size: str) -> None:

@@ -18,7 +18,7 @@ from lightkube.resources.storage_v1 import CSIDriver
 from lightkube.types import PatchType
 
 from csi_mock.admin.client import AdminClient
-from harness.cluster import Driver, Unsupported, pick_nodes
+from harness.cluster import Driver
 from harness.deploy.spec import DriverDeployment, csidriver_object
 from harness.kube import objects
 from harness.kube.waits import (
@@ -29,26 +29,11 @@ from harness.kube.waits import (
     wait_volume_attachment,
     wait_volume_attachments_gone,
 )
+from tests.e2e.conftest import picked_node
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 
 FEATURE = "skip attach"
-
-
-def picked_node(driver: Driver, *, runs_pods: bool) -> str:
-    """A node that runs pods, or one that does not; the test is skipped when the
-    cluster has none."""
-    try:
-        (node,) = pick_nodes(driver.nodes, 1, runs_pods=runs_pods)
-    except Unsupported as unsupported:
-        pytest.skip(str(unsupported))
-    return node.name
-
-
-@pytest.fixture
-def pod_node(driver: Driver) -> str:
-    """The node the test's running pods are pinned to."""
-    return picked_node(driver, runs_pods=True)
 
 
 def run_pod_with_claim(

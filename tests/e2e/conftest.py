@@ -1,0 +1,25 @@
+"""Fixtures the end-to-end suites share (the cluster, driver and namespace fixtures
+come from the pytest plugin, harness/pytest_plugin.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.cluster import Driver, Unsupported, pick_nodes
+
+
+def picked_node(driver: Driver, *, runs_pods: bool) -> str:
+    """A node that runs pods, or one that does not; the test is skipped when the
+    cluster has none."""
+    try:
+        (node,) = pick_nodes(driver.nodes, 1, runs_pods=runs_pods)
+    except Unsupported as unsupported:
+        pytest.skip(str(unsupported))
+    return node.name
+
+
+@pytest.fixture
+def pod_node(driver: Driver) -> str:
+    """The node the test's running pods are pinned to (on the local provider the one
+    with a real kubelet)."""
+    return picked_node(driver, runs_pods=True)
