@@ -31,7 +31,7 @@ MISSION_WORKERS ?= $(WORKERS)
 KIND_WORKERS ?= 3
 CI_KIND_WORKERS ?= $(KIND_WORKERS)
 
-.PHONY: install system-deps run test e2e e2e-kind e2e-upstream e2e-upstream-run kind-image cluster-up cluster-down lint unit sanity tools doctor bench bench-e2e mission clean
+.PHONY: install system-deps run test e2e e2e-kind e2e-upstream e2e-upstream-run e2e-upstream-kind kind-image cluster-up cluster-down lint unit sanity tools doctor bench bench-e2e mission clean
 
 install:  ## install csi-mock and its development dependencies
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
@@ -79,6 +79,11 @@ e2e-upstream: install system-deps  ## Kubernetes' External Storage e2e suites (e
 
 e2e-upstream-run:
 	csi-harness upstream --procs $(UPSTREAM_PROCS) --report-dir $(REPORTS)/upstream
+
+e2e-upstream-kind: install system-deps  ## the same External Storage suites on a kind cluster (csi-mock in-cluster)
+	bash scripts/tools.sh build $(TEST_TOOLS) $(UPSTREAM_TOOLS) $(KIND_TOOLS)
+	bash scripts/docker/engine.sh start
+	csi-harness upstream --provider kind --procs $(UPSTREAM_PROCS) --report-dir $(REPORTS)/upstream-kind
 
 kind-image: install system-deps  ## the offline kind node image (cached; prints its tag)
 	bash scripts/tools.sh build $(TEST_TOOLS) $(KIND_TOOLS)

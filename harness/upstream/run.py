@@ -30,8 +30,8 @@ from harness.upstream.testdriver import driver_definition, dump, storage_class_m
 UPSTREAM_TOOLS = ("e2e.test", "ginkgo", "agnhost")
 FOCUS = r"External.Storage"
 SKIPS = {
-    r"\[Disruptive\]": "stops or restarts the kubelet through the node's service manager"
-    " (systemctl); the local provider's kubelet is a process of the harness, not a service",
+    r"\[Disruptive\]": "stops and restarts the kubelet over SSH or systemctl: the local"
+    " provider's kubelet is a process of the harness, kind nodes have no SSH",
     r"any volume data source": "deploys hello-populator and volume-data-source-validator"
     " from registry.k8s.io/sig-storage images, which are not built here",
 }
