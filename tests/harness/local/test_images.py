@@ -276,3 +276,22 @@ def test_import_passes_the_snapshotter(tmp_path: Path) -> None:
     ctr, log = fake_ctr(tmp_path, listed=image.tags)
     import_images(ctr, "unix:///c.sock", [image], namespace="ns", snapshotter="native")
     assert "--snapshotter native" in log.read_text().splitlines()[0]
+
+
+def test_gnu_tools_image_replaces_applets_with_the_host_programs_and_their_loader(
+    busybox: LocalImage, cache: Path
+) -> None:
+    dd = Path("/bin/dd")
+    if not dd.is_file():
+        pytest.skip("no /bin/dd on this host")
+
+    image = images.build_gnu_tools_image(("example/gnu-tools:1",), [dd], cache)
+
+    entry, _, layer = read_archive(image.tarball)
+    members = layer_members(layer)
+    assert entry["RepoTags"] == ["example/gnu-tools:1"]
+    assert members["bin/dd"].isfile()
+    assert layer_file(layer, "bin/dd") == dd.read_bytes()
+    assert members["bin/sh"].issym()  # Still busybox where not replaced.
+    loaders = [name for name in members if "ld-linux" in name]
+    assert loaders and all(members[name].isfile() for name in loaders)
