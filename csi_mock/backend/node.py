@@ -93,20 +93,17 @@ class Node:
         """
         if self.loops is None:
             return []
-        needed = {
-            os.path.realpath(p.data_path)
-            for p in self.store.publications()
-            if p.capability.access_type is AccessType.BLOCK
-        }
+        block = [
+            p for p in self.store.publications() if p.capability.access_type is AccessType.BLOCK
+        ]
+        needed = {os.path.realpath(p.data_path) for p in block}
         root = os.path.realpath(self.backing.root) + os.sep
         for backing in set(self.loops.attached().values()):
             path = str(backing)
             if path.startswith(root) and path not in needed:
                 self.loops.detach(backing)
         problems = []
-        for publication in self.store.publications():
-            if publication.capability.access_type is not AccessType.BLOCK:
-                continue
+        for publication in block:
             try:
                 self._ensure_published(publication)
             except OSError as error:
@@ -307,16 +304,18 @@ class Node:
     def _ensure_published(self, publication: Publication) -> None:
         target = publication.target_path
         source = publication.staging_path
+        mounted = self.mounter.is_mounted(target)
         if publication.capability.access_type is AccessType.BLOCK:
             if not os.path.exists(target):
                 Path(target).touch()
             if self.loops is not None:
                 source = self.loops.attach(Path(publication.data_path))
-                if self.mounter.is_mounted(target) and not _same_file(target, source):
+                if mounted and not _same_file(target, source):
                     self.mounter.unmount(target)  # A device of before a crash or reboot.
+                    mounted = False
         else:
             os.makedirs(target, exist_ok=True)
-        if not self.mounter.is_mounted(target):
+        if not mounted:
             self.mounter.bind(source, target, readonly=publication.readonly)
 
     def unpublish(self, volume_id: str, target_path: str) -> None:

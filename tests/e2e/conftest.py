@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from csi_mock.observe.calls import CallRecord
 from harness.cluster import Driver, Unsupported, pick_nodes
 
 
@@ -23,3 +24,9 @@ def pod_node(driver: Driver) -> str:
     """The node the test's running pods are pinned to (on the local provider the one
     with a real kubelet)."""
     return picked_node(driver, runs_pods=True)
+
+
+def node_calls(driver: Driver, node: str, method: str, volume_id: str) -> list[CallRecord]:
+    """The journal of ``node``'s csi-mock instance: ``method`` calls for the volume."""
+    with driver.admin(node) as node_admin:
+        return node_admin.journal(method=method, volume=volume_id)

@@ -22,6 +22,7 @@ from harness.kube.waits import (
     wait_for,
     wait_pod_succeeded,
 )
+from tests.e2e.conftest import node_calls
 
 pytestmark = [pytest.mark.e2e]
 
@@ -44,13 +45,9 @@ def run_to_completion(kube: Client, namespace: str, name: str, node: str, script
     return termination_message(pod)
 
 
-def node_calls(driver: Driver, node: str, method: str, volume_id: str) -> list[str]:
-    with driver.admin(node) as admin:
-        return [
-            str(r.request.get("target_path"))
-            for r in admin.journal(method=method)
-            if r.request.get("volume_id") == volume_id
-        ]
+def node_targets(driver: Driver, node: str, method: str, volume_id: str) -> list[str]:
+    """The target paths of ``node``'s ``method`` calls for the volume."""
+    return [str(r.request.get("target_path")) for r in node_calls(driver, node, method, volume_id)]
 
 
 @pytest.mark.scenario(FEATURE, "a pod writes a raw block device, another reads it back")
@@ -90,13 +87,13 @@ def test_a_raw_block_volume_is_unpublished_with_its_pod_and_deleted_with_its_cla
     pv = wait_bound_volume(kube, "data", namespace)
     assert pv.spec is not None and pv.spec.csi is not None
     volume_id = pv.spec.csi.volumeHandle
-    published = node_calls(driver, pod_node, "NodePublishVolume", volume_id)
+    published = node_targets(driver, pod_node, "NodePublishVolume", volume_id)
     assert published, "the kubelet never published the volume"
 
     kube.delete(Pod, "user", namespace=namespace, grace_period=0)
 
     def unpublished() -> tuple[bool, list[str]]:
-        seen = node_calls(driver, pod_node, "NodeUnpublishVolume", volume_id)
+        seen = node_targets(driver, pod_node, "NodeUnpublishVolume", volume_id)
         return published[-1] in seen, seen
 
     wait_for(f"NodeUnpublishVolume of {volume_id} at {published[-1]}", unpublished, timeout=90)
@@ -104,11 +101,7 @@ def test_a_raw_block_volume_is_unpublished_with_its_pod_and_deleted_with_its_cla
     kube.delete(PersistentVolumeClaim, "data", namespace=namespace)
 
     def volume_gone() -> tuple[bool, str]:
-        deleted = [
-            r.code
-            for r in admin.journal(method="DeleteVolume")
-            if r.request.get("volume_id") == volume_id
-        ]
+        deleted = [r.code for r in admin.journal(method="DeleteVolume", volume=volume_id)]
         names = {str(p.metadata.name) for p in kube.list(PersistentVolume)}  # type: ignore[union-attr]
         return "OK" in deleted and pv.metadata.name not in names, f"DeleteVolume {deleted}"  # type: ignore[union-attr]
 

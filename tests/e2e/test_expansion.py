@@ -33,6 +33,7 @@ from harness.kube.waits import (
     wait_pod_running,
     wait_volume_capacity,
 )
+from tests.e2e.conftest import node_calls
 
 pytestmark = [pytest.mark.e2e]
 
@@ -63,11 +64,6 @@ def pv_name(pv: PersistentVolume) -> str:
 
 def calls(admin: AdminClient, method: str, volume_id: str) -> list[CallRecord]:
     return admin.journal(method=method, volume=volume_id)
-
-
-def node_calls(driver: Driver, node: str, method: str, volume_id: str) -> list[CallRecord]:
-    with driver.admin(node) as node_admin:
-        return calls(node_admin, method, volume_id)
 
 
 def expanded_to(admin: AdminClient, volume_id: str) -> list[tuple[str, int]]:
