@@ -126,11 +126,14 @@ class Supervisor:
                 raise ComponentFailed(name, f"pid {record.pid} is gone", Path(record.log))
 
     def stop(self, name: str, timeout: float = 5.0) -> None:
-        record = self.state.processes.get(name)
+        # The record goes first: a process another worker attaching at this moment
+        # finds in the run state is one meant to run, never one being stopped (an
+        # attach checks that every recorded process is alive). A process whose stop
+        # fails is still killed by teardown, which finds it by the run directory.
+        with self.state.locked() as state:
+            record = state.processes.pop(name, None)
         if record is not None:
             stop_processes([record], timeout=timeout)
-            with self.state.locked() as state:
-                state.processes.pop(name, None)
         child = self._children.pop(name, None)
         if child is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
