@@ -10,6 +10,12 @@ csi-harness cluster down --provider kind [--name NAME]
 csi-harness upstream [--procs N] [--focus RE] [--skip RE] [--report-dir DIR] [--keep]
                            Kubernetes' External Storage e2e suites (e2e.test) against
                            csi-mock on a local cluster without simulated nodes
+csi-harness scale kep1472|scoring [--nodes N] [--pool SIZE] [--pods N] [--size SIZE|LOW-HIGH[/STEP]]
+                           [--seed N] [--deadline S] [--stall S] [--report-dir DIR]
+                           the same burst of pods on fresh local clusters with simulated
+                           nodes, once per variant (docs/scale.md)
+csi-harness scale nodes [--counts 10,50,100,200] [--report-dir DIR]
+                           bring-up time, memory and idle CPU per simulated node count
 csi-harness kind image     build (or find) the offline kind node image; print its tag
 csi-harness kind prepare --name NAME
                            make a kind cluster made by hand ready for --cluster existing:
@@ -150,12 +156,54 @@ def _parser() -> argparse.ArgumentParser:
     upstream.add_argument("--timeout", type=int, default=60, help="minutes for the suites")
     upstream.add_argument("--name", default="csi-upstream", help="cluster name")
     upstream.add_argument("--keep", action="store_true", help="leave the cluster running")
+    _add_scale_parser(commands)
     kind = commands.add_parser("kind", help="kind node image")
     kind_actions = kind.add_subparsers(dest="action", required=True)
     kind_actions.add_parser("image", help="build the offline node image (cached); print its tag")
     prepare = kind_actions.add_parser("prepare", help="ready a hand-made cluster for the suites")
     prepare.add_argument("--name", required=True, help="the kind cluster's name")
     return parser
+
+
+def _add_scale_parser(commands: Any) -> None:
+    scale = commands.add_parser("scale", help="scale experiments on local clusters (docs/scale.md)")
+    experiments = scale.add_subparsers(dest="experiment", required=True)
+    for name, text in (
+        ("kep1472", "capacity tracking on and off (KEP-1472)"),
+        ("scoring", "StorageCapacityScoring off, on, inverted (KEP-4049)"),
+    ):
+        sub = experiments.add_parser(name, help=text)
+        sub.add_argument("--nodes", type=int, default=50, help="simulated nodes (50)")
+        sub.add_argument("--pool", default="10Gi", help="pool size of every node (10Gi)")
+        sub.add_argument("--pods", type=int, default=450, help="pods in the burst (450)")
+        sub.add_argument(
+            "--size", default="1Gi", help="volume size, or LOW-HIGH[/STEP] drawn by --seed (1Gi)"
+        )
+        sub.add_argument("--seed", type=int, default=1, help="seed of the sizes (1)")
+        sub.add_argument(
+            "--deadline", type=float, default=240, help="seconds before a run is stuck (240)"
+        )
+        sub.add_argument(
+            "--stall", type=float, default=60, help="seconds without a binding: stuck (60)"
+        )
+        sub.add_argument("--variants", help="comma-separated subset of the comparison's variants")
+        sub.add_argument("--report-dir", help=f"default reports/scale/{name}")
+    nodes = experiments.add_parser("nodes", help="what N simulated nodes cost")
+    nodes.add_argument("--counts", default="10,50,100,200", help="node counts (10,50,100,200)")
+    nodes.add_argument("--report-dir", default="reports/scale/nodes")
+
+
+def _scale_main(args: argparse.Namespace, argv: list[str]) -> int:
+    from harness.scale import cli as scale_cli
+
+    try:
+        return scale_cli.run(args, "csi-harness " + " ".join(argv))
+    except scale_cli.ScaleUsageError as exc:
+        print(f"csi-harness: {exc}", file=sys.stderr)
+        return 2
+    except (ClusterUpFailed, ToolsMissing) as exc:
+        print(f"csi-harness: {exc}", file=sys.stderr)
+        return 1
 
 
 def _kind_main(args: argparse.Namespace) -> int:
@@ -253,7 +301,10 @@ def _upstream_main(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
+    if args.command == "scale":
+        return _scale_main(args, argv)
     if args.command == "upstream":
         return _upstream_main(args)
     if args.command == "kind" or getattr(args, "provider", "local") == "kind":

@@ -270,7 +270,7 @@ class LocalCluster:
         # service account (it comes a few seconds after start; the driver meanwhile).
         wait_for(
             "the default service account",
-            partial(_service_account_exists, kube, "default", "default"),
+            partial(service_account_exists, kube, "default", "default"),
             timeout=config.timeout_seconds,
             interval=0.2,
             check=supervisor.check_alive,
@@ -621,7 +621,7 @@ class _ApiProbe:
         return response.status_code == 200, f"HTTP {response.status_code}: {response.text[-300:]}"
 
 
-def _service_account_exists(kube: Client, namespace: str, name: str) -> tuple[bool, str]:
+def service_account_exists(kube: Client, namespace: str, name: str) -> tuple[bool, str]:
     try:
         kube.get(ServiceAccount, name, namespace=namespace)
     except ApiError as exc:

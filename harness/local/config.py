@@ -14,6 +14,8 @@ from harness.deploy.spec import DriverDeployment
 DEFAULT_RUN_ROOT = Path("/var/lib/csi-harness")
 NODE_TYPE_LABEL = "harness.csi-mock.example/node-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
+MAX_SIMULATED_NODES = 250
+"""What `csi-harness scale nodes` measured the local provider at (docs/scale.md)."""
 
 
 class Component(enum.StrEnum):
@@ -50,7 +52,7 @@ class LocalClusterConfig(BaseModel):
     """The real kubelet's --root-dir; default <run dir>/<node>/kubelet. Kubernetes'
     e2e specs that look at the node through a host-exec pod assume /var/lib/kubelet.
     Removed with the cluster, so it must not be another kubelet's."""
-    simulated_nodes: int = Field(2, ge=0, le=50)
+    simulated_nodes: int = Field(2, ge=0, le=MAX_SIMULATED_NODES)
     zones: list[str] = Field(default_factory=lambda: ["zone-a", "zone-b"])
     """Node i is in zones[i % len(zones)]; empty: no zone labels."""
     feature_gates: dict[str, bool] = Field(default_factory=dict)

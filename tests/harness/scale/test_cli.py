@@ -1,0 +1,59 @@
+"""``csi-harness scale``: bad arguments are refused with the option named, exit 2,
+before any cluster is touched."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import cli
+from harness.scale import cli as scale_cli
+from harness.scale import comparisons
+
+
+@pytest.fixture(autouse=True)
+def no_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("went past argument validation")
+
+    monkeypatch.setattr(scale_cli, "run_comparison", refuse)
+    monkeypatch.setattr(scale_cli, "measure", refuse)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--nodes", "0"], "--nodes: 0 is not in 1..250"),
+        (["--nodes", "251"], "--nodes: 251"),
+        (["--pods", "0"], "--pods: 0 is not a positive number"),
+        (["--pool", "ten"], "--pool: 'ten' is not a quantity"),
+        (["--size", "2Gi-1Gi"], "--size: '2Gi-1Gi': the upper bound is below"),
+        (["--size", "20Gi"], "--size: '20Gi' does not fit a pool of 10Gi"),
+        (["--deadline", "0"], "--deadline: 0.0 is not a positive number"),
+        (["--variants", "tracking,bogus"], "--variants: bogus not among tracking, no-tracking"),
+    ],
+)
+def test_bad_arguments_exit_2_naming_the_option(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["scale", "kep1472", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_node_counts_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["scale", "nodes", "--counts", "10,x"]) == 2
+    assert "--counts" in capsys.readouterr().err
+    assert cli.main(["scale", "nodes", "--counts", "0"]) == 2
+
+
+def test_variants_select_a_subset_in_the_given_order() -> None:
+    picked = scale_cli.selected(comparisons.SCORING, "scoring-inverted,scoring-off")
+    assert [v.name for v in picked.variants] == ["scoring-inverted", "scoring-off"]
+
+
+def test_both_kep1472_runs_keep_scoring_off_and_differ_only_in_tracking() -> None:
+    tracking, no_tracking = comparisons.KEP1472.variants
+    assert (
+        tracking.scheduler_gates == no_tracking.scheduler_gates == {"StorageCapacityScoring": False}
+    )
+    assert (tracking.storage_capacity, no_tracking.storage_capacity) == (True, False)
+    assert tracking.scheduler == no_tracking.scheduler == {}
