@@ -31,7 +31,7 @@ MISSION_WORKERS ?= $(WORKERS)
 KIND_WORKERS ?= 3
 CI_KIND_WORKERS ?= $(KIND_WORKERS)
 
-.PHONY: install system-deps run test e2e e2e-kind e2e-upstream e2e-upstream-run e2e-upstream-kind kind-image cluster-up cluster-down lint unit sanity tools doctor bench bench-e2e mission clean
+.PHONY: install system-deps run test e2e e2e-kind e2e-upstream e2e-upstream-run e2e-upstream-kind kind-image cluster-up cluster-down lint unit sanity tools doctor bench bench-e2e mission scale scale-nodes clean
 
 install:  ## install csi-mock and its development dependencies
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
@@ -113,6 +113,15 @@ bench: install  ## RPC benchmarks over the unix socket (results: docs/benchmarks
 bench-e2e: install system-deps  ## time to verdict of the mission suites, RUNS sessions from no cluster (docs/benchmarks.md)
 	bash scripts/tools.sh build $(TEST_TOOLS)
 	$(PYTHON) benchmarks/bench_e2e.py --runs $(or $(RUNS),3) --pytest-args "-n $(MISSION_WORKERS) $(PYTEST_ARGS)"
+
+scale: install system-deps  ## KEP-1472 and capacity scoring bursts at 50 simulated nodes; reports/scale (docs/scale.md)
+	bash scripts/tools.sh build $(TEST_TOOLS)
+	csi-harness scale kep1472 $(SCALE_ARGS)
+	csi-harness scale scoring $(SCALE_ARGS)
+
+scale-nodes: install system-deps  ## bring-up time, memory and idle CPU at 10, 50, 100, 200 simulated nodes
+	bash scripts/tools.sh build $(TEST_TOOLS)
+	csi-harness scale nodes $(if $(COUNTS),--counts $(COUNTS))
 
 clean:
 	rm -rf $(REPORTS) .pytest_cache .mypy_cache .ruff_cache

@@ -186,6 +186,12 @@ def _add_scale_parser(commands: Any) -> None:
         sub.add_argument(
             "--stall", type=float, default=60, help="seconds without a binding: stuck (60)"
         )
+        sub.add_argument(
+            "--provisioner-qps",
+            type=float,
+            default=50,
+            help="external-provisioner --kube-api-qps (50; 0: its own default, 5)",
+        )
         sub.add_argument("--variants", help="comma-separated subset of the comparison's variants")
         sub.add_argument("--report-dir", help=f"default reports/scale/{name}")
     nodes = experiments.add_parser("nodes", help="what N simulated nodes cost")

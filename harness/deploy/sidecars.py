@@ -30,6 +30,14 @@ def provisioner_flags(spec: DriverDeployment, *, capacity_ownerref_level: int) -
         "--kube-api-capacity-qps=50",
         "--kube-api-capacity-burst=100",
         "--extra-create-metadata",
+        *(
+            [
+                f"--kube-api-qps={spec.provisioner_api_qps:g}",
+                f"--kube-api-burst={2 * spec.provisioner_api_qps:g}",
+            ]
+            if spec.provisioner_api_qps is not None
+            else []
+        ),
         *(["--strict-topology"] if spec.strict_topology else []),
         *_RETRIES,
         "--v=4",

@@ -66,6 +66,10 @@ class DriverDeployment(BaseModel):
     requisite topology is that node's segment only, as node-local storage needs;
     without it the driver may place the volume elsewhere and binding then fails."""
     capacity_poll_interval: str = "2s"
+    provisioner_api_qps: float | None = Field(None, gt=0)
+    """external-provisioner --kube-api-qps (burst twice that); None: its default, 5
+    QPS. Every provisioned volume costs it about three API writes (the PV and two
+    events), so the default caps one central provisioner at ~2 volumes a second."""
     storage_classes: list[str] | None = None
     """Names from deploy/kubernetes/storageclasses.yaml to create; None: all."""
     overrides: dict[str, Any] = Field(default_factory=dict)

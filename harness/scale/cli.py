@@ -50,7 +50,10 @@ def setup_of(args: argparse.Namespace) -> Setup:
         raise ScaleUsageError(str(exc)) from exc
     if sizes.high > pool:
         raise ScaleUsageError(f"--size: {args.size!r} does not fit a pool of {args.pool}")
+    if args.provisioner_qps < 0:
+        raise ScaleUsageError(f"--provisioner-qps: {args.provisioner_qps} is negative")
     return Setup(
+        provisioner_api_qps=args.provisioner_qps or None,
         nodes=args.nodes,
         pool=args.pool,
         pods=args.pods,

@@ -64,6 +64,9 @@ class Setup:
     stall_seconds: float = 60.0
     """A run in which no claim was bound for this long is called stuck early."""
     capacity_poll_interval: str = "2s"
+    provisioner_api_qps: float | None = 50.0
+    """external-provisioner's API rate; None: its default (5 QPS), which caps the
+    burst at about two provisioned volumes a second (sidecars.py)."""
     bring_up_timeout: float = 300.0
 
 
@@ -132,6 +135,7 @@ def cluster_config(setup: Setup, variant: Variant) -> LocalClusterConfig:
         max_volumes_per_node=0,
         storage_classes=["csi-mock"],
         capacity_poll_interval=setup.capacity_poll_interval,
+        provisioner_api_qps=setup.provisioner_api_qps,
         overrides={"admin": {"journal_size": JOURNAL_SIZE}},
     )
     return LocalClusterConfig(

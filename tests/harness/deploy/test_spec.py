@@ -5,6 +5,7 @@ import pytest
 from pydantic import ValidationError
 
 from csi_mock.config import Mode, validate_config
+from harness.deploy.sidecars import provisioner_flags
 from harness.deploy.spec import (
     NODE_TOPOLOGY_KEY,
     ZONE_TOPOLOGY_KEY,
@@ -301,3 +302,15 @@ def test_the_default_deployment_keeps_the_published_names() -> None:
 def test_a_suffix_that_cannot_end_a_name_is_refused(suffix: str) -> None:
     with pytest.raises(ValueError, match="suffix"):
         DriverDeployment(suffix=suffix)
+
+
+def test_provisioner_keeps_its_own_api_rate_unless_one_is_given() -> None:
+    default = provisioner_flags(DriverDeployment(), capacity_ownerref_level=-1)
+    assert not [f for f in default if f.startswith("--kube-api-qps")]
+    raised = provisioner_flags(DriverDeployment(provisioner_api_qps=50), capacity_ownerref_level=-1)
+    assert "--kube-api-qps=50" in raised and "--kube-api-burst=100" in raised
+
+
+def test_provisioner_api_qps_must_be_positive() -> None:
+    with pytest.raises(ValidationError, match="provisioner_api_qps"):
+        DriverDeployment(provisioner_api_qps=0)
