@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import grpc
+import httpx2
 from lightkube import AsyncClient, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.coordination_v1 import Lease
@@ -59,6 +60,9 @@ STATUS_EVERY = 10.0
 attached volume mounted until the node's status says otherwise (no volumesInUse)."""
 WATCH_EVERY = 0.25
 ALLOCATABLE_POLL_EVERY = 1.0
+API_FAILURES = (ApiError, httpx2.HTTPError)
+"""What a request to an API server under load may end with (a 429 or 5xx, a read
+timeout): the kubelet logs it and tries again later, and so does the simulator."""
 NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid"
 ATTACH_DETACH_ANNOTATION = "volumes.kubernetes.io/controller-managed-attach-detach"
 
@@ -213,7 +217,7 @@ class Simulator:
                     await self.update_status(node)
                     since_status = 0.0
             except Exception as exc:  # keep heartbeating through apiserver hiccups
-                log.warning("heartbeat of %s failed: %s", node.name, exc)
+                log.warning("heartbeat of %s failed: %s: %s", node.name, type(exc).__name__, exc)
 
     async def watch_plugins(self, node: SimulatedNode, stop: asyncio.Event) -> None:
         node.plugins_registry.mkdir(parents=True, exist_ok=True)
@@ -241,6 +245,14 @@ class Simulator:
         except grpc.aio.AioRpcError as exc:
             # The kubelet retries a socket it cannot talk to; so do we (next poll).
             log.warning("%s: registration via %s failed: %s", node.name, socket, exc.details())
+            return
+        except API_FAILURES as exc:
+            # Not registered: the next poll tries again. Raised, it would end this
+            # node's plugin watch, and the driver would never be registered here (seen
+            # with 50 nodes registering at once: a read timeout of the apiserver).
+            log.warning(
+                "%s: registration via %s failed: %s: %s", node.name, socket, type(exc).__name__, exc
+            )
             return
         if error is None:
             node.registered[socket] = info.name
@@ -303,7 +315,7 @@ class Simulator:
                     node.allocatable_checked[driver] = loop.time()
                     try:
                         await self._refresh_count(node, driver, endpoint)
-                    except (grpc.aio.AioRpcError, ApiError) as exc:
+                    except (grpc.aio.AioRpcError, *API_FAILURES) as exc:
                         log.warning(
                             "%s: allocatable refresh of %s failed: %s", node.name, driver, exc
                         )
