@@ -27,7 +27,7 @@ from harness.local.cluster import LocalCluster, service_account_exists
 from harness.local.config import Component, LocalClusterConfig
 from harness.local.waiting import wait_for
 from harness.scale.timeline import ClaimTimeline, ClaimWatcher
-from harness.scale.workload import Burst, SizeRange
+from harness.scale.workload import VOLUME, Burst, SizeRange
 
 NAMESPACE = "scale"
 JOURNAL_SIZE = 1_000_000
@@ -106,6 +106,9 @@ class RunResult:
     claims_rescheduled: int = 0
     most_reschedules: int = 0
     watch_errors: int = 0
+    unbound_reasons: dict[str, int] = field(default_factory=dict)
+    """Why the pods of unbound claims were not scheduled at the end (kube-scheduler's
+    PodScheduled message, without its preemption part), with how many pods say so."""
     pool_used: dict[str, int] = field(default_factory=dict)
     """Bytes used in each simulated node's pool at the end, by node name."""
     pool_total: dict[str, int] = field(default_factory=dict)
@@ -227,7 +230,28 @@ def run_burst(
     result.claims_rescheduled = len(timeline.reschedules)
     result.most_reschedules = max(timeline.reschedules.values(), default=0)
     result.watch_errors = len(watcher.errors)
+    unbound = {name for name in timeline.seen if name not in timeline.bound_at}
+    unbound |= {Burst.claim_name(i) for i in range(burst.pods)} - timeline.seen
+    result.unbound_reasons = _unbound_reasons(kube, burst.namespace, unbound)
     _read_driver(driver, wall_start, result)
+
+
+def _unbound_reasons(kube: Client, namespace: str, unbound_claims: set[str]) -> dict[str, int]:
+    reasons: dict[str, int] = {}
+    for pod in kube.list(Pod, namespace=namespace):
+        name = (pod.metadata.name if pod.metadata else None) or ""
+        if f"{name}-{VOLUME}" not in unbound_claims:
+            continue
+        conditions = (pod.status.conditions if pod.status else None) or []
+        scheduled = next((c for c in conditions if c.type == "PodScheduled"), None)
+        if scheduled is None:
+            reason = "no PodScheduled condition yet"
+        elif scheduled.status == "True":
+            reason = "scheduled"
+        else:
+            reason = (scheduled.message or scheduled.reason or "").split(" preemption:")[0]
+        reasons[reason] = reasons.get(reason, 0) + 1
+    return reasons
 
 
 def _follow_until_done(

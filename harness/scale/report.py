@@ -33,6 +33,8 @@ class Spread:
     stddev: float
     full_nodes: int
     empty_nodes: int
+    largest_free: int
+    """Bytes free on the node with the most room left: the largest volume that still fits."""
 
     @classmethod
     def of(cls, result: RunResult) -> Spread:
@@ -44,6 +46,9 @@ class Spread:
             stddev=statistics.pstdev(shares),
             full_nodes=sum(1 for s in shares if s >= FULL),
             empty_nodes=sum(1 for s in shares if s == 0),
+            largest_free=max(
+                (result.pool_total[n] - result.pool_used[n] for n in result.pool_total), default=0
+            ),
         )
 
 
@@ -79,16 +84,18 @@ def _outcome(result: RunResult) -> str:
 def markdown_table(results: Sequence[RunResult]) -> str:
     header = (
         "| run | outcome | CreateVolume calls | RESOURCE_EXHAUSTED | reschedules "
-        "(claims; most for one) | utilisation min / mean / max | stddev | full nodes |"
+        "(claims; most for one) | utilisation min / mean / max | stddev | full nodes "
+        "| largest free |"
     )
-    lines = [header, "|" + "---|" * 8]
+    lines = [header, "|" + "---|" * 9]
     for r in results:
         spread = Spread.of(r)
         lines.append(
             f"| {r.title} | {_outcome(r)} | {r.create_volume_calls} | {r.resource_exhausted} "
             f"| {r.reschedules} ({r.claims_rescheduled}; {r.most_reschedules}) "
             f"| {spread.minimum:.0%} / {spread.mean:.0%} / {spread.maximum:.0%} "
-            f"| {spread.stddev:.3f} | {spread.full_nodes} of {r.nodes} |"
+            f"| {spread.stddev:.3f} | {spread.full_nodes} of {r.nodes} "
+            f"| {format_quantity(spread.largest_free)} |"
         )
     return "\n".join(lines)
 
@@ -117,6 +124,8 @@ def write_report(
             notes.append(f"- {r.title}: other CreateVolume errors: {extra}")
         if not r.journal_complete:
             notes.append(f"- {r.title}: the journal dropped records; counts are from metrics")
+        for reason, count in sorted(r.unbound_reasons.items()):
+            notes.append(f"- {r.title}: {count} unbound claim(s), pod says: {reason}")
         if r.watch_errors:
             notes.append(f"- {r.title}: the claim watch restarted {r.watch_errors} times")
     body = [

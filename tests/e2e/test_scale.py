@@ -17,7 +17,15 @@ from harness.scale.comparisons import KEP1472
 from harness.scale.experiment import RunResult, Setup, run_variant
 from harness.scale.workload import SizeRange
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+# cluster_wide: it runs while no other e2e test does (its own two clusters and the
+# shared one would otherwise compete for two cores, and stale capacity is a matter
+# of timing).
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.slow,
+    pytest.mark.cluster_wide,
+    pytest.mark.usefixtures("cluster_access"),
+]
 
 SETUP = Setup(
     nodes=10,

@@ -58,6 +58,7 @@ def test_spread_is_over_the_shares_of_each_pool() -> None:
     assert spread.mean == pytest.approx(0.5)
     assert spread.stddev == pytest.approx(0.408, abs=1e-3)
     assert (spread.full_nodes, spread.empty_nodes) == (1, 1)
+    assert spread.largest_free == 2 * GI
 
 
 def test_the_table_says_which_run_was_stuck_and_with_how_many_left() -> None:
@@ -66,6 +67,7 @@ def test_the_table_says_which_run_was_stuck_and_with_how_many_left() -> None:
     assert "all 4 bound in 4.0 s" in on
     assert "**stuck**: 3 of 4 unbound" in off
     assert "| 0% / 25% / 50% |" in off
+    assert off.endswith("| 2Gi |")  # the empty node's whole pool
 
 
 def test_a_report_has_its_charts_and_can_be_made_again_from_its_results(tmp_path: Path) -> None:
