@@ -14,6 +14,7 @@ csi-harness scale kep1472|scoring [--nodes N] [--pool SIZE] [--pods N] [--size S
                            [--seed N] [--deadline S] [--stall S] [--report-dir DIR]
                            the same burst of pods on fresh local clusters with simulated
                            nodes, once per variant (docs/scale.md)
+csi-harness scale report DIR    the report and charts again from DIR/results.json
 csi-harness scale nodes [--counts 10,50,100,200] [--report-dir DIR]
                            bring-up time, memory and idle CPU per simulated node count
 csi-harness kind image     build (or find) the offline kind node image; print its tag
@@ -194,6 +195,10 @@ def _add_scale_parser(commands: Any) -> None:
         )
         sub.add_argument("--variants", help="comma-separated subset of the comparison's variants")
         sub.add_argument("--report-dir", help=f"default reports/scale/{name}")
+    again = experiments.add_parser(
+        "report", help="make a comparison's report again from its results"
+    )
+    again.add_argument("report_dir", help="a directory with results.json")
     nodes = experiments.add_parser("nodes", help="what N simulated nodes cost")
     nodes.add_argument("--counts", default="10,50,100,200", help="node counts (10,50,100,200)")
     nodes.add_argument("--report-dir", default="reports/scale/nodes")

@@ -18,7 +18,7 @@ from harness.scale.cluster_size import markdown_table as size_table
 from harness.scale.cluster_size import measure
 from harness.scale.comparisons import COMPARISONS, Comparison, run_comparison
 from harness.scale.experiment import RunResult, Setup
-from harness.scale.report import Spread, write_report
+from harness.scale.report import RESULTS, Spread, load_results, write_report
 from harness.scale.workload import SizeRange, WorkloadError
 
 
@@ -80,6 +80,12 @@ def selected(comparison: Comparison, names: str | None) -> Comparison:
 def run(args: argparse.Namespace, command: str) -> int:
     if args.experiment == "nodes":
         return _run_nodes(args)
+    if args.experiment == "report":
+        results = Path(args.report_dir) / RESULTS
+        if not results.is_file():
+            raise ScaleUsageError(f"{args.report_dir}: no {RESULTS} there")
+        _progress(f"report: {write_report(results.parent, *load_results(results))}")
+        return 0
     comparison = selected(COMPARISONS[args.experiment], args.variants)
     setup = setup_of(args)
     directory = Path(args.report_dir or f"reports/scale/{comparison.name}").resolve()

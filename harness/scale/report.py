@@ -75,10 +75,11 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f} s"
 
 
-def _outcome(result: RunResult) -> str:
+def _outcome(result: RunResult, *, markdown: bool = True) -> str:
     if result.completed:
         return f"all {result.pods} bound in {_seconds(result.all_bound_after)}"
-    return f"**stuck**: {result.claims_left} of {result.pods} unbound ({result.stop_reason})"
+    stuck = "**stuck**" if markdown else "STUCK"
+    return f"{stuck}: {result.claims_left} of {result.pods} unbound ({result.stop_reason})"
 
 
 def markdown_table(results: Sequence[RunResult]) -> str:
@@ -174,7 +175,9 @@ def plot_bound_over_time(path: Path, results: Sequence[RunResult]) -> None:
     for r in results:
         times = [0.0, *r.bound_times, r.ended_after]
         counts = [0, *range(1, len(r.bound_times) + 1), len(r.bound_times)]
-        (line,) = bound.step(times, counts, where="post", label=f"{r.title}: {_outcome(r)}")
+        (line,) = bound.step(
+            times, counts, where="post", label=f"{r.title}: {_outcome(r, markdown=False)}"
+        )
         failures.hist(
             r.exhausted_times,
             bins=max(10, int(max(r.ended_after, 1) // 5)),

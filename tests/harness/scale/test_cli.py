@@ -3,6 +3,8 @@ before any cluster is touched."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness import cli
@@ -57,3 +59,10 @@ def test_both_kep1472_runs_keep_scoring_off_and_differ_only_in_tracking() -> Non
     )
     assert (tracking.storage_capacity, no_tracking.storage_capacity) == (True, False)
     assert tracking.scheduler == no_tracking.scheduler == {}
+
+
+def test_a_report_is_made_again_only_from_a_directory_with_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["scale", "report", str(tmp_path)]) == 2
+    assert "no results.json there" in capsys.readouterr().err
