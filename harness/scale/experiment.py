@@ -11,6 +11,7 @@ tears the cluster down.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -249,7 +250,8 @@ def _unbound_reasons(kube: Client, namespace: str, unbound_claims: set[str]) -> 
         elif scheduled.status == "True":
             reason = "scheduled"
         else:
-            reason = (scheduled.message or scheduled.reason or "").split(" preemption:")[0]
+            message = (scheduled.message or scheduled.reason or "").split(" preemption:")[0]
+            reason = re.sub(r'PVC "[^"]*"', 'PVC "<its claim>"', message)
         reasons[reason] = reasons.get(reason, 0) + 1
     return reasons
 

@@ -126,7 +126,7 @@ def write_report(
         if not r.journal_complete:
             notes.append(f"- {r.title}: the journal dropped records; counts are from metrics")
         for reason, count in sorted(r.unbound_reasons.items()):
-            notes.append(f"- {r.title}: {count} unbound claim(s), pod says: {reason}")
+            notes.append(f"- {r.title}: {count} unbound claim(s) whose pod says: {reason}")
         if r.watch_errors:
             notes.append(f"- {r.title}: the claim watch restarted {r.watch_errors} times")
     body = [
