@@ -11,6 +11,8 @@ CreateVolume fails several times as often and claims wait for a node with room.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from harness.scale.comparisons import KEP1472
@@ -62,8 +64,13 @@ def test_with_capacity_tracking_every_claim_is_bound(runs: dict[str, RunResult])
     assert sum(result.pool_used.values()) == result.requested_bytes
 
 
-def test_without_it_createvolume_fails_far_more_often(runs: dict[str, RunResult]) -> None:
+def test_without_it_createvolume_fails_far_more_often(
+    runs: dict[str, RunResult], record_property: Callable[[str, object], None]
+) -> None:
     tracking, blind = runs["tracking"], runs["no-tracking"]
+    for result in (tracking, blind):  # what was measured, in the JUnit report
+        for key in ("resource_exhausted", "reschedules", "claims_left", "ended_after"):
+            record_property(f"{result.variant}.{key}", getattr(result, key))
     assert blind.resource_exhausted >= 2 * max(tracking.resource_exhausted, 2), (
         f"RESOURCE_EXHAUSTED with tracking {tracking.resource_exhausted}, "
         f"without {blind.resource_exhausted}"
