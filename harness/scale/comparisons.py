@@ -14,28 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness.kube.scheduler_config import PACKING_SHAPE, volume_binding_shape
 from harness.scale.experiment import RunResult, Setup, Variant, run_variant
 
 SCORING_GATE = "StorageCapacityScoring"
 
-INVERTED_SHAPE = {
-    "profiles": [
-        {
-            "schedulerName": "default-scheduler",
-            "pluginConfig": [
-                {
-                    "name": "VolumeBinding",
-                    "args": {
-                        "shape": [
-                            {"utilization": 0, "score": 0},
-                            {"utilization": 100, "score": 10},
-                        ]
-                    },
-                }
-            ],
-        }
-    ]
-}
+INVERTED_SHAPE = volume_binding_shape(PACKING_SHAPE)
 """VolumeBinding's score rises with the utilisation a node would have (bin packing)."""
 
 

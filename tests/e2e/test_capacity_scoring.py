@@ -25,6 +25,7 @@ from harness.cluster import Cluster, Driver, Unsupported, pick_nodes, scheduling
 from harness.deploy.incluster_objects import COMPONENT_LABEL
 from harness.deploy.spec import node_pool_name
 from harness.kube import objects
+from harness.kube.scheduler_config import PACKING_SHAPE, volume_binding_shape
 from harness.kube.waits import wait_capacity, wait_pod_scheduled
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission, pytest.mark.cluster_wide]
@@ -34,25 +35,7 @@ FEATURE = "capacity scoring"
 GATE = "StorageCapacityScoring"
 
 # Higher utilization of the published capacity scores higher: fill the fullest node.
-INVERTED_SHAPE = {
-    "profiles": [
-        {
-            "schedulerName": "default-scheduler",
-            "pluginConfig": [
-                {
-                    "name": "VolumeBinding",
-                    "args": {
-                        "bindTimeoutSeconds": 600,
-                        "shape": [
-                            {"utilization": 0, "score": 0},
-                            {"utilization": 100, "score": 10},
-                        ],
-                    },
-                }
-            ],
-        }
-    ]
-}
+INVERTED_SHAPE = volume_binding_shape(PACKING_SHAPE, bindTimeoutSeconds=600)
 
 
 @pytest.fixture(autouse=True)
