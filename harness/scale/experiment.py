@@ -69,6 +69,9 @@ class Setup:
     """external-provisioner's API rate; None: its default (5 QPS), which caps the
     burst at about two provisioned volumes a second (sidecars.py)."""
     bring_up_timeout: float = 300.0
+    cluster_prefix: str = "scale"
+    """Run clusters are ``<prefix>-<variant>``; a cluster of that name that is already
+    there is torn down first, so concurrent experiments need prefixes of their own."""
 
 
 @dataclass
@@ -143,7 +146,7 @@ def cluster_config(setup: Setup, variant: Variant) -> LocalClusterConfig:
         overrides={"admin": {"journal_size": JOURNAL_SIZE}},
     )
     return LocalClusterConfig(
-        name=f"scale-{variant.name}",
+        name=f"{setup.cluster_prefix}-{variant.name}",
         simulated_nodes=setup.nodes,
         zones=[],
         component_feature_gates={Component.SCHEDULER: dict(variant.scheduler_gates)},

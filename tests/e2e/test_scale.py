@@ -3,10 +3,12 @@ ephemeral volumes of mixed sizes, filling ~90% of ten simulated nodes' pools, on
 fresh local cluster with capacity tracking on and another with it off
 (``csi-harness scale kep1472``; the 50-node runs are in docs/scale.md).
 
-What was measured at this size (docs/scale.md) and is asserted here: with tracking
-every claim is bound and few CreateVolume calls fail (only where published capacity
-was stale); without it kube-scheduler keeps choosing nodes whose pools are full, so
-CreateVolume fails several times as often and claims wait for a node with room.
+What is asserted is what held in every run at this size (docs/scale.md): with
+tracking every claim is bound, and a claim refused for stale capacity is not refused
+again; in both runs each refusal sends the claim back to kube-scheduler. The blind
+run's numbers go into the JUnit report: at ten nodes it ended with 2, 3 and 0 claims
+stuck in three runs (14, 21 and 3 refusals), too varied to assert; at 50 nodes the
+difference is the one the KEP describes.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Callable
 import pytest
 
 from harness.scale.comparisons import KEP1472
-from harness.scale.experiment import RunResult, Setup, run_variant
+from harness.scale.experiment import Setup, run_variant
 from harness.scale.workload import SizeRange
 
 # cluster_wide: it runs while no other e2e test does (its own two clusters and the
@@ -37,6 +39,7 @@ SETUP = Setup(
     seed=1,
     deadline=150,
     stall_seconds=40,
+    cluster_prefix="ci-scale",
 )
 
 
@@ -47,42 +50,41 @@ def local_only(request: pytest.FixtureRequest) -> None:
         pytest.skip(f"brings up local clusters of its own; --cluster is {provider}")
 
 
-@pytest.fixture(scope="module")
-def runs() -> dict[str, RunResult]:
-    return {v.name: run_variant(SETUP, v, print) for v in KEP1472.variants}
-
-
-def test_the_burst_fills_about_nine_tenths_of_the_pools(runs: dict[str, RunResult]) -> None:
-    result = runs["tracking"]
-    assert 0.85 <= result.requested_bytes / (result.pool_bytes * result.nodes) <= 0.95
-
-
-def test_with_capacity_tracking_every_claim_is_bound(runs: dict[str, RunResult]) -> None:
-    result = runs["tracking"]
-    assert result.completed, f"{result.claims_left} unbound: {result.stop_reason}"
-    assert result.create_volume_ok == SETUP.pods
-    assert sum(result.pool_used.values()) == result.requested_bytes
-
-
-def test_without_it_createvolume_fails_far_more_often(
-    runs: dict[str, RunResult], record_property: Callable[[str, object], None]
+def test_capacity_tracking_binds_every_claim_where_blind_scheduling_keeps_failing(
+    record_property: Callable[[str, object], None],
 ) -> None:
+    # One test for both runs: pytest-xdist gives every worker its own module-scoped
+    # fixtures, so split tests would bring the same clusters up twice at once.
+    runs = {v.name: run_variant(SETUP, v, print) for v in KEP1472.variants}
     tracking, blind = runs["tracking"], runs["no-tracking"]
     for result in (tracking, blind):  # what was measured, in the JUnit report
-        for key in ("resource_exhausted", "reschedules", "claims_left", "ended_after"):
+        for key in (
+            "resource_exhausted",
+            "reschedules",
+            "most_reschedules",
+            "claims_left",
+            "ended_after",
+        ):
             record_property(f"{result.variant}.{key}", getattr(result, key))
-    assert blind.resource_exhausted >= 2 * max(tracking.resource_exhausted, 2), (
-        f"RESOURCE_EXHAUSTED with tracking {tracking.resource_exhausted}, "
-        f"without {blind.resource_exhausted}"
+
+    # The burst fills about nine tenths of the pools.
+    assert 0.85 <= tracking.requested_bytes / (tracking.pool_bytes * tracking.nodes) <= 0.95
+
+    # With capacity tracking every claim is bound, and the pools hold exactly that.
+    assert tracking.completed, f"{tracking.claims_left} unbound: {tracking.stop_reason}"
+    assert tracking.create_volume_ok == SETUP.pods
+    assert sum(tracking.pool_used.values()) == tracking.requested_bytes
+
+    # ... and a refusal (published capacity a poll behind) is not repeated: the next
+    # node kube-scheduler picks has room. (Without tracking one claim was refused up to
+    # 14 times; how often varies too much at this size to assert, docs/scale.md.)
+    assert tracking.most_reschedules <= 2, (
+        f"a claim was sent back {tracking.most_reschedules} times"
     )
 
-
-def test_every_refused_createvolume_sent_the_claim_back_to_the_scheduler(
-    runs: dict[str, RunResult],
-) -> None:
-    for result in runs.values():
-        # Each RESOURCE_EXHAUSTED makes external-provisioner drop the selected node,
-        # which the claim watch sees, unless the run ended first: at most one drop in
-        # flight per claim still unbound.
-        assert result.reschedules <= result.resource_exhausted
-        assert result.resource_exhausted <= result.reschedules + result.claims_left
+    # Every refusal sent its claim back to kube-scheduler: external-provisioner drops
+    # the selected node, which the claim watch sees, unless the run ended first (at
+    # most one drop in flight per claim still unbound).
+    for result in (tracking, blind):
+        assert result.reschedules <= result.resource_exhausted, result.variant
+        assert result.resource_exhausted <= result.reschedules + result.claims_left, result.variant
