@@ -194,6 +194,14 @@ class LocalDriver:
     def processes(self) -> list[str]:
         return [self.process(component) for component in self.components()]
 
+    def stop_order(self) -> list[str]:
+        """The processes, sidecars first: a sidecar whose CSI socket goes away exits by
+        itself ("lost connection to CSI driver"), and until its own stop removed its
+        record, another pytest worker attaching to the cluster would find a recorded
+        process dead (ClusterNotRunning, seen in CI)."""
+        instances = {self.process(_instance_component(i)) for i in self.instances()}
+        return sorted(self.processes(), key=lambda name: name in instances)
+
     def check_alive(self) -> None:
         """Raise ComponentFailed if a process of this driver has exited."""
         self.supervisor.check_alive(self.processes())
@@ -262,7 +270,7 @@ class LocalDriver:
     def stop(self) -> None:
         """Stop every process of the driver and delete its CSIStorageCapacity objects
         (they have no owner on this provider)."""
-        for name in self.processes():
+        for name in self.stop_order():
             self.supervisor.stop(name)
         namespace = self.spec.namespace
         with contextlib.suppress(ApiError):

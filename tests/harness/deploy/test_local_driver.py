@@ -226,3 +226,15 @@ def test_node_get_info_asks_the_nodes_own_instance(root: Path) -> None:
         assert driver.node_get_info("node-2") == ("id-of-node-2", {"zone": "zone-b"})
     finally:
         server.stop(None)
+
+
+@pytest.mark.parametrize("mode", ["central", "distributed"])
+def test_sidecars_are_stopped_before_the_csi_mock_instances_they_talk_to(
+    root: Path, mode: str
+) -> None:
+    driver = local_driver(root, provisioner_mode=mode, suffix="-d123456")
+    order = driver.stop_order()
+    assert sorted(order) == sorted(driver.processes())
+    instances = [i for i, name in enumerate(order) if name.startswith("csi-mock-")]
+    sidecars = [i for i, name in enumerate(order) if not name.startswith("csi-mock-")]
+    assert sidecars and instances and max(sidecars) < min(instances)
