@@ -21,7 +21,9 @@ from typing import Any, cast
 from lightkube import Client
 from lightkube.codecs import from_dict
 from lightkube.resources.core_v1 import Namespace, Pod
+from prometheus_client.parser import text_string_to_metric_families
 
+from csi_mock.model.quantity import parse_quantity
 from harness.deploy.local import LocalDriver
 from harness.deploy.spec import DriverDeployment, node_pool_name
 from harness.local.cluster import LocalCluster, service_account_exists
@@ -176,7 +178,7 @@ def run_variant(
             variant=variant.name,
             title=variant.title,
             nodes=setup.nodes,
-            pool_bytes=_pool_bytes(cluster.driver, cluster),
+            pool_bytes=parse_quantity(setup.pool),
             pods=setup.pods,
             sizes=str(setup.sizes),
             seed=setup.seed,
@@ -190,12 +192,6 @@ def run_variant(
     finally:
         report = cluster.down()
         progress(f"[{variant.name}] cluster removed in {report.seconds:.1f}s")
-
-
-def _pool_bytes(driver: LocalDriver, cluster: LocalCluster) -> int:
-    with driver.admin() as admin:
-        simulated = [n.name for n in cluster.nodes() if not n.runs_pods]
-        return admin.pool(node_pool_name(simulated[0])).total
 
 
 def run_burst(
@@ -234,8 +230,7 @@ def run_burst(
     result.claims_rescheduled = len(timeline.reschedules)
     result.most_reschedules = max(timeline.reschedules.values(), default=0)
     result.watch_errors = len(watcher.errors)
-    unbound = {name for name in timeline.seen if name not in timeline.bound_at}
-    unbound |= {Burst.claim_name(i) for i in range(burst.pods)} - timeline.seen
+    unbound = {Burst.claim_name(i) for i in range(burst.pods)} - timeline.bound_at.keys()
     result.unbound_reasons = _unbound_reasons(kube, burst.namespace, unbound)
     _read_driver(driver, wall_start, result)
 
@@ -320,13 +315,9 @@ def _read_driver(driver: LocalDriver, wall_start: float, result: RunResult) -> N
 def _counted_calls(metrics: str, method: str) -> dict[str, int]:
     """csi_mock_rpc_total of ``method`` by code, from the Prometheus text."""
     counts: dict[str, int] = {}
-    prefix = "csi_mock_rpc_total{"
-    for line in metrics.splitlines():
-        if not line.startswith(prefix):
-            continue
-        labels, _, value = line[len(prefix) :].partition("} ")
-        fields = dict(part.split("=", 1) for part in labels.split(",") if "=" in part)
-        if fields.get("method", "").strip('"') == method:
-            code = fields.get("code", "").strip('"')
-            counts[code] = counts.get(code, 0) + int(float(value))
+    for family in text_string_to_metric_families(metrics):
+        for sample in family.samples:
+            if sample.name == "csi_mock_rpc_total" and sample.labels.get("method") == method:
+                code = sample.labels.get("code", "")
+                counts[code] = counts.get(code, 0) + int(sample.value)
     return counts
