@@ -228,17 +228,20 @@ class Controller:
             )
         kind = self.kinds[volume.kind]
         allocation = kind.allocation_for(required)
-        pool.release(volume.offset, volume.allocation)
-        offset = pool.reserve(allocation)
+        offset = pool.regrow(volume.offset, volume.allocation, allocation)
         if offset is None:
-            restored = pool.reserve_at(volume.offset, volume.allocation)
-            assert restored
             raise CapacityExhausted(
                 f"pool {pool.name} has no room to grow {volume_id} to {required} bytes"
             )
-        with self.store.transaction():
-            self.store.resize_volume(volume, required, allocation, offset)
-        self.backing.resize(volume.id, required)
+        try:
+            # Backing first, as for create: a crash or a failed commit leaves a file
+            # larger than its record, which is harmless (the extra bytes are sparse).
+            self.backing.resize(volume.id, required)
+            with self.store.transaction():
+                self.store.resize_volume(volume, required, allocation, offset)
+        except BaseException:
+            pool.undo_regrow(offset, allocation, volume.offset, volume.allocation)
+            raise
         return replace(volume, size=required, allocation=allocation, offset=offset)
 
     def get_volume(self, volume_id: str) -> VolumeStatus:

@@ -127,14 +127,32 @@ class Pool:
             self._extents.resize(new_total)
         self.total = new_total
 
-    def reserve_at(self, offset: int, allocation: int) -> bool:
-        """Take back exactly the extent a volume had (rolling back a failed resize)."""
-        if allocation > self.free():
-            return False
+    def regrow(self, offset: int, allocation: int, new_allocation: int) -> int | None:
+        """Move a volume's extent to one of `new_allocation` bytes; return its offset.
+
+        None when it does not fit, and then the pool is exactly as it was (the old
+        extent is taken back at its offset, which nothing can have taken meanwhile).
+        """
+        self.release(offset, allocation)
+        new_offset = self.reserve(new_allocation)
+        if new_offset is None:
+            self._retake(offset, allocation)
+        return new_offset
+
+    def undo_regrow(
+        self, offset: int, allocation: int, old_offset: int, old_allocation: int
+    ) -> None:
+        """Reverse a `regrow` whose result could not be committed."""
+        self.release(offset, allocation)
+        self._retake(old_offset, old_allocation)
+
+    def _retake(self, offset: int, allocation: int) -> None:
         if self._extents is not None and not self._extents.allocate_at(offset, allocation):
-            return False
+            raise RuntimeError(
+                f"pool {self.name}: extent {offset}+{allocation} released a moment ago"
+                " is no longer free"
+            )
         self.used += allocation
-        return True
 
     def release(self, offset: int, allocation: int) -> None:
         self.used -= allocation

@@ -1,5 +1,6 @@
 """ControllerExpandVolume and NodeExpandVolume."""
 
+import sqlite3
 from pathlib import Path
 
 import grpc
@@ -169,6 +170,28 @@ async def test_controller_expand_that_does_not_fit_keeps_the_volume_and_the_pool
 
     assert await size_of(csi, volume.volume_id) == 3 * GiB
     assert await capacity(csi, "node-1") == before
+
+
+async def test_controller_expand_whose_commit_fails_keeps_the_volume_and_the_pool_as_they_were(
+    csi: RunningDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    volume = await create_volume(csi, "pvc-a", GiB, requisite=["node-1"])
+    before = await capacity(csi, "node-1")
+
+    def failing_commit(*args: object) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(csi.driver.store, "resize_volume", failing_commit)
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await csi.controller.ControllerExpandVolume(expand_request(volume.volume_id, 2 * GiB))
+    monkeypatch.undo()
+
+    assert raised.value.code() is grpc.StatusCode.INTERNAL
+    assert await size_of(csi, volume.volume_id) == GiB
+    assert await capacity(csi, "node-1") == before
+    # The space the failed expansion reserved was given back: a retry can take it.
+    await csi.controller.ControllerExpandVolume(expand_request(volume.volume_id, 2 * GiB))
+    assert await size_of(csi, volume.volume_id) == 2 * GiB
 
 
 async def test_controller_expand_in_a_contiguous_pool_moves_to_a_larger_extent(

@@ -65,3 +65,41 @@ def test_size_for_request_rounds_up_to_the_pool_minimum_within_the_limit() -> No
     p = pool(min_volume_size=GI)
     assert p.size_for_request(1, 0) == GI
     assert p.size_for_request(1, GI // 2) is None
+
+
+def test_regrow_moves_a_volume_to_a_larger_allocation() -> None:
+    p = pool()
+    offset = p.reserve(3 * GI)
+    assert offset is not None
+
+    assert p.regrow(offset, 3 * GI, 5 * GI) is not None
+    assert p.used == 5 * GI
+
+
+def test_regrow_that_does_not_fit_leaves_the_pool_as_it_was() -> None:
+    p = pool(allocation=Allocation.CONTIGUOUS)
+    first = p.reserve(3 * GI)
+    p.reserve(4 * GI)
+    p.reserve(3 * GI)
+    assert first is not None
+    before = (p.used, p.free(), p.largest_free_extent(), p.fragments())
+
+    assert p.regrow(first, 3 * GI, 4 * GI) is None
+    assert (p.used, p.free(), p.largest_free_extent(), p.fragments()) == before
+    # The old extent is held again: nothing else fits at offset 0.
+    assert p.reserve(GI) is None
+
+
+def test_undo_regrow_gives_back_the_new_extent_and_retakes_the_old_one() -> None:
+    p = pool(allocation=Allocation.CONTIGUOUS)
+    first = p.reserve(3 * GI)
+    p.reserve(3 * GI)
+    assert first is not None
+    grown = p.regrow(first, 3 * GI, 4 * GI)
+    assert grown is not None and grown != first
+
+    p.undo_regrow(grown, 4 * GI, first, 3 * GI)
+
+    assert p.used == 6 * GI
+    assert p.largest_free_extent() == 4 * GI
+    assert p.reserve(4 * GI) == 6 * GI
