@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import fnmatch
 import time
@@ -190,7 +191,12 @@ class Controller:
                 f"volume {existing.name!r} already exists with " + "; ".join(problems)
             )
 
-    def delete_volume(self, volume_id: str) -> None:
+    async def delete_volume(self, volume_id: str) -> None:
+        """Forget the volume, then remove its data off the event loop.
+
+        The state change is one synchronous step; the removal of a large tree, which
+        can take seconds, runs in a worker thread so that other calls go on meanwhile.
+        """
         if not volume_id:
             raise InvalidArgument("volume_id is required")
         volume = self._find(volume_id)
@@ -206,7 +212,7 @@ class Controller:
             self.store.delete_volume(volume)
         self._pools[volume.pool].release(volume.offset, volume.allocation)
         # After the commit: a crash now leaves an orphan backing entry that load() removes.
-        self.backing.remove(volume.id)
+        await asyncio.to_thread(self.backing.remove, volume.id)
 
     def expand_volume(self, volume_id: str, required: int, limit: int) -> Volume:
         if not volume_id:

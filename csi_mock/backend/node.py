@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 from collections.abc import Mapping
@@ -85,12 +86,15 @@ class Node:
     def load(self) -> list[str]:
         """Make the host agree with the recorded block publications after a restart.
 
-        Loop devices backed by our volumes that no publication needs (a publish or
-        unpublish cut short by a crash) are torn down; recorded block publications
-        whose device or mount is gone (a reboot) are set up again. Returns one line
-        per publication that could not be restored; those stay recorded, so the
+        Inline ephemeral volumes' data without a publication (an unpublish cut short
+        after its commit) is removed. Loop devices backed by our volumes that no
+        publication needs (a publish or unpublish cut short by a crash) are torn down;
+        recorded block publications whose device or mount is gone (a reboot) are set up
+        again. Returns one line per publication that could not be restored; those stay
+        recorded, so the
         kubelet's NodeUnpublishVolume still finds and clears them.
         """
+        self._remove_orphaned_ephemeral_data()
         if self.loops is None:
             return []
         block = [
@@ -109,6 +113,12 @@ class Node:
             except OSError as error:
                 problems.append(f"{publication.volume_id} at {publication.target_path}: {error}")
         return problems
+
+    def _remove_orphaned_ephemeral_data(self) -> None:
+        recorded = {Path(p.data_path).name for p in self.store.publications() if p.ephemeral}
+        for entry in os.scandir(self.ephemeral_root):
+            if entry.name not in recorded:
+                remove_tree(Path(entry.path))
 
     # -- staging -----------------------------------------------------------------------
 
@@ -318,7 +328,7 @@ class Node:
         if not mounted:
             self.mounter.bind(source, target, readonly=publication.readonly)
 
-    def unpublish(self, volume_id: str, target_path: str) -> None:
+    async def unpublish(self, volume_id: str, target_path: str) -> None:
         if not volume_id:
             raise InvalidArgument("volume_id is required")
         target_path = checked_path(target_path, "target_path")
@@ -330,10 +340,12 @@ class Node:
             _remove_mount_point(target_path)  # Only the now-empty mount point.
         else:
             remove_tree(Path(target_path))
-        if publication.ephemeral:
-            remove_tree(Path(publication.data_path))
         with self.store.transaction():
             self.store.remove_publication(volume_id, target_path)
+        if publication.ephemeral:
+            # After the commit and off the loop (the data can be large); a crash before
+            # the removal leaves data without a publication, which load() removes.
+            await asyncio.to_thread(remove_tree, Path(publication.data_path))
         # After the commit: a crash before this leaves a device that load() tears down.
         if (
             self.loops is not None
@@ -344,26 +356,31 @@ class Node:
 
     # -- stats and expansion ------------------------------------------------------------
 
-    def stats(self, volume_id: str, volume_path: str) -> VolumeStats:
+    async def stats(self, volume_id: str, volume_path: str) -> VolumeStats:
+        """Usage of a published or staged volume; the walk of its tree runs off the loop.
+
+        A mount volume is a directory of a shared backend filesystem, so statvfs cannot
+        tell its usage: its bytes and inodes are counted. A block volume reports the
+        blocks its file has allocated.
+        """
         if not volume_id:
             raise InvalidArgument("volume_id is required")
         record = self._record_at(volume_id, _lookup_path(volume_path))
         if not os.path.exists(_recorded_path(record)):
             raise NotFound(f"volume_path {volume_path} does not exist")
-        data_path = Path(record.data_path)
         total = self._size_of(record)
         block = record.capability.access_type is AccessType.BLOCK
-        if not data_path.exists():
-            missing = f"backing data {data_path} is missing"
+        measured = await asyncio.to_thread(_measure, Path(record.data_path))
+        if measured is None:
+            missing = f"backing data {record.data_path} is missing"
             return VolumeStats(total, 0, total, 0, 0, missing, block=block)
-        usage: Usage = usage_of(data_path)
-        fs = os.statvfs(data_path)
+        usage, total_inodes = measured
         return VolumeStats(
             total_bytes=total,
             used_bytes=usage.used_bytes,
             available_bytes=max(0, total - usage.used_bytes),
             used_inodes=usage.used_inodes,
-            total_inodes=fs.f_files,
+            total_inodes=total_inodes,
             abnormal=None,
             block=block,
         )
@@ -457,6 +474,14 @@ class Node:
         if record.size:
             return record.size
         return self.config.controller.default_volume_size
+
+
+def _measure(data_path: Path) -> tuple[Usage, int] | None:
+    """A volume's usage and its filesystem's inode count; None when the data is gone."""
+    try:
+        return usage_of(data_path), os.statvfs(data_path).f_files
+    except FileNotFoundError:
+        return None
 
 
 def _context_size(volume_context: Mapping[str, str]) -> int | None:

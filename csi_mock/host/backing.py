@@ -75,18 +75,27 @@ def remove_tree(path: Path) -> None:
 
 
 def usage_of(path: Path) -> Usage:
-    """Bytes and inodes used below `path` (a file counts its allocated blocks)."""
+    """Bytes and inodes used below `path` (a file counts its allocated blocks).
+
+    FileNotFoundError when `path` itself is missing; entries removed while the tree is
+    walked (a workload deleting files) are skipped.
+    """
     if path.is_file():
         stat = path.stat()
         return Usage(used_bytes=stat.st_blocks * 512, used_inodes=1)
     used_bytes, inodes = 0, 1
-    stack = [str(path)]
-    while stack:
-        with os.scandir(stack.pop()) as entries:
-            for entry in entries:
-                inodes += 1
+    with os.scandir(path) as top:
+        entries = list(top)
+    pending = [entries]
+    while pending:
+        for entry in pending.pop():
+            try:
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
+                    with os.scandir(entry.path) as below:
+                        pending.append(list(below))
                 else:
                     used_bytes += entry.stat(follow_symlinks=False).st_size
+            except FileNotFoundError:
+                continue
+            inodes += 1
     return Usage(used_bytes=used_bytes, used_inodes=inodes)

@@ -62,7 +62,7 @@ class ControllerServicer(pb_grpc.ControllerServicer):
     async def DeleteVolume(
         self, request: pb.DeleteVolumeRequest, context: Context
     ) -> pb.DeleteVolumeResponse:
-        self._controller.delete_volume(request.volume_id)
+        await self._controller.delete_volume(request.volume_id)
         return pb.DeleteVolumeResponse()
 
     async def ControllerPublishVolume(

@@ -59,13 +59,13 @@ class NodeServicer(pb_grpc.NodeServicer):
     async def NodeUnpublishVolume(
         self, request: pb.NodeUnpublishVolumeRequest, context: Context
     ) -> pb.NodeUnpublishVolumeResponse:
-        self._node.unpublish(request.volume_id, request.target_path)
+        await self._node.unpublish(request.volume_id, request.target_path)
         return pb.NodeUnpublishVolumeResponse()
 
     async def NodeGetVolumeStats(
         self, request: pb.NodeGetVolumeStatsRequest, context: Context
     ) -> pb.NodeGetVolumeStatsResponse:
-        stats = self._node.stats(request.volume_id, request.volume_path)
+        stats = await self._node.stats(request.volume_id, request.volume_path)
         Unit = pb.VolumeUsage.Unit
         usage = [
             pb.VolumeUsage(

@@ -552,6 +552,23 @@ async def test_inline_ephemeral_volume_is_removed_on_unpublish(
     assert raised.value.code() == grpc.StatusCode.NOT_FOUND
 
 
+async def test_inline_ephemeral_data_left_by_an_interrupted_unpublish_is_removed_at_start(
+    csi: RunningDriver, target: Path
+) -> None:
+    await publish(csi, "csi-eph-1", target, None, volume_context=EPHEMERAL)
+    await publish(csi, "csi-eph-2", target.with_name("other"), None, volume_context=EPHEMERAL)
+    # A crash between the unpublish's commit and the removal of the data:
+    with csi.driver.store.transaction():
+        csi.driver.store.remove_publication("csi-eph-1", str(target))
+
+    assert csi.driver.node is not None
+    csi.driver.node.load()
+
+    assert len(ephemeral_storage(csi)) == 1
+    report = await stats(csi, "csi-eph-2", target.with_name("other"))
+    assert usage(report, BYTES).total == MiB
+
+
 async def test_inline_ephemeral_publish_twice_is_ok(csi: RunningDriver, target: Path) -> None:
     await publish(csi, "csi-eph-1", target, None, volume_context=EPHEMERAL)
 
