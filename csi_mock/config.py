@@ -25,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from csi_mock.control.faults import FaultRuleSpec
+from csi_mock.fault_rules import FaultRuleSpec
 from csi_mock.model.pool import Allocation
 from csi_mock.model.quantity import QuantityError, parse_quantity
 

@@ -9,6 +9,9 @@ and writes into ``csi_mock/proto/``, for each ``<name>`` of ``csi`` and
 * ``<name>_pb2.pyi`` / ``<name>_pb2_grpc.pyi`` - type stubs from mypy-protobuf
 * ``__init__.py``                              - package marker
 
+and ``csi_mock/csi_methods.py``: the CSI methods and their response fields as plain data,
+for the layers that must not import protobuf (configuration validates fault rules with it).
+
 grpc_tools emits ``import <name>_pb2`` in the gRPC modules, which only works when
 the output directory is on ``sys.path``; it is rewritten to a package-relative
 import so that ``from csi_mock.proto import csi_pb2, csi_pb2_grpc`` works.
@@ -25,6 +28,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -37,6 +41,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_DIR = ROOT / "proto"
 OUT_DIR = ROOT / "csi_mock" / "proto"
+
+CATALOGUE = ROOT / "csi_mock" / "csi_methods.py"
+CATALOGUE_NAME = "csi_methods.py"
+CSI_SERVICES = ("Identity", "Controller", "Node")
 
 PROTOS = ("csi", "pluginregistration")
 """proto/<name>.proto becomes csi_mock/proto/<name>_pb2{,_grpc}.py{,i}."""
@@ -118,13 +126,42 @@ def fix_imports(out_dir: Path) -> None:
 
 
 def generate(out_dir: Path) -> None:
-    """Generate all files listed in GENERATED into ``out_dir``."""
+    """Generate all files listed in GENERATED, and the method catalogue, into ``out_dir``."""
     run_protoc(out_dir)
     fix_imports(out_dir)
     (out_dir / "__init__.py").write_text(INIT_PY, encoding="utf-8", newline="\n")
     missing = [name for name in GENERATED if not (out_dir / name).is_file()]
     if missing:
         raise GenerationError(f"protoc did not produce: {', '.join(missing)}")
+    (out_dir / CATALOGUE_NAME).write_text(
+        method_catalogue(out_dir / "csi_pb2.py"), encoding="utf-8", newline="\n"
+    )
+
+
+def method_catalogue(csi_pb2: Path) -> str:
+    """csi_methods.py: each CSI method's response fields, read from the fresh bindings."""
+    spec = importlib.util.spec_from_file_location("_fresh_csi_pb2", csi_pb2)
+    if spec is None or spec.loader is None:
+        raise GenerationError(f"cannot load {csi_pb2}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    lines = [
+        '"""The CSI methods this driver serves and their response fields, as plain data.',
+        "",
+        "Generated from proto/csi.proto by scripts/gen_proto.py; do not edit. Configuration",
+        "validates fault rules with it without importing protobuf.",
+        '"""',
+        "",
+        "RESPONSE_FIELDS: dict[str, tuple[str, ...]] = {",
+    ]
+    methods = {
+        method.name: tuple(field.name for field in method.output_type.fields)
+        for service in CSI_SERVICES
+        for method in module.DESCRIPTOR.services_by_name[service].methods
+    }
+    lines.extend(f"    {name!r}: {fields!r}," for name, fields in sorted(methods.items()))
+    lines.append("}")
+    return "\n".join(lines).replace("'", '"') + "\n"
 
 
 def stale_files(fresh_dir: Path, target_dir: Path) -> list[str]:
@@ -134,6 +171,9 @@ def stale_files(fresh_dir: Path, target_dir: Path) -> list[str]:
         target = target_dir / name
         if not target.is_file() or target.read_bytes() != (fresh_dir / name).read_bytes():
             stale.append(name)
+    fresh = (fresh_dir / CATALOGUE_NAME).read_bytes()
+    if not CATALOGUE.is_file() or CATALOGUE.read_bytes() != fresh:
+        stale.append(CATALOGUE_NAME)
     return stale
 
 
@@ -171,7 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         OUT_DIR.mkdir(parents=True, exist_ok=True)
         for name in stale:
-            shutil.copyfile(fresh_dir / name, OUT_DIR / name)
+            target = CATALOGUE if name == CATALOGUE_NAME else OUT_DIR / name
+            shutil.copyfile(fresh_dir / name, target)
         print(f"gen_proto: updated {len(stale)} of {len(GENERATED)} files in {rel_out}/")
     return 0
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from csi_mock.admin.client import AdminClient, AdminError
 from csi_mock.admin.resources import FaultRuleView, Limits, PoolView, VolumeView, record_to_json
+from csi_mock.model.duration import DurationError, parse_duration
 from csi_mock.model.quantity import format_quantity
 from csi_mock.observe.calls import CallRecord
 
@@ -25,7 +26,6 @@ SOCKET_ENV = "CSI_MOCK_ADMIN_SOCKET"
 TOKEN_ENV = "CSI_MOCK_ADMIN_TOKEN"
 DEFAULT_SOCKET = Path("/var/lib/csi-mock/admin.sock")
 """The driver's default: <state_dir>/admin.sock with state_dir /var/lib/csi-mock."""
-_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _CAPACITY_ACTIONS = ("status", "freeze", "unfreeze")
 
 
@@ -65,18 +65,26 @@ def _override(value: str) -> tuple[str, int | float | str | bool]:
     return key, parsed if isinstance(parsed, int | float | bool) else text
 
 
+def _duration(value: str) -> float:
+    """Seconds, or a Go duration such as 300ms, 2s, 1m30s."""
+    try:
+        seconds = parse_duration(value)
+    except DurationError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is negative")
+    return seconds
+
+
 def _since(value: str) -> float:
     """Unix time, or a duration ago such as 90s, 5m, 2h."""
     try:
         return float(value)
     except ValueError:
         pass
-    unit = _DURATION_UNITS.get(value[-1:])
     try:
-        if unit is None:
-            raise ValueError(value)
-        return time.time() - float(value[:-1]) * unit
-    except ValueError:
+        return time.time() - parse_duration(value)
+    except DurationError:
         raise argparse.ArgumentTypeError(
             f"{value!r} is neither a unix time nor a duration such as 30s, 5m, 2h"
         ) from None
@@ -103,7 +111,9 @@ def add_ctl_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     secret = ctl.add_mutually_exclusive_group()
     secret.add_argument("--token", help=f"bearer token for --url (default: ${TOKEN_ENV})")
     secret.add_argument("--token-file", type=Path, help="file holding the bearer token")
-    ctl.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
+    ctl.add_argument(
+        "--timeout", type=_duration, default=30.0, help="seconds or a duration (default 30s)"
+    )
     ctl.add_argument("--json", action="store_true", help="machine output (JSON)")
     verbs = ctl.add_subparsers(dest="ctl_command", required=True, metavar="COMMAND")
 
@@ -124,7 +134,9 @@ def add_ctl_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     add.add_argument("--method", required=True, help="CSI method name or glob")
     add.add_argument("--code", help="fail with this gRPC status code")
     add.add_argument("--message", help="the error message (with --code)")
-    add.add_argument("--delay", type=float, help="seconds to wait before handling")
+    add.add_argument(
+        "--delay", type=_duration, help="wait before handling: seconds or a duration (300ms, 2s)"
+    )
     add.add_argument("--hang", action="store_true", help="hang until the caller's deadline")
     add.add_argument(
         "--override",

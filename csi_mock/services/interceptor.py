@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 import grpc
 from google.protobuf.message import Message
 
-from csi_mock.control.faults import FaultEngine, FaultRuleSpec
+from csi_mock.control.faults import FaultEngine
+from csi_mock.fault_rules import FaultRuleSpec
 from csi_mock.model.errors import InjectedFault, Unavailable
 from csi_mock.observe.calls import CallRecord, RecordSink, key_fields, split_method
 from csi_mock.services.readiness import Readiness
@@ -103,7 +104,7 @@ async def apply_before(spec: FaultRuleSpec, context: grpc.aio.ServicerContext[An
         await asyncio.sleep(remaining + 1 if remaining is not None else HANG_WITHOUT_DEADLINE)
         raise InjectedFault(grpc.StatusCode.DEADLINE_EXCEEDED, "injected hang ended")
     if spec.error is not None:
-        raise InjectedFault(spec.error.status, spec.error.message)
+        raise InjectedFault(grpc.StatusCode[spec.error.code], spec.error.message)
 
 
 def apply_overrides(response: Message, override: dict[str, Any]) -> None:

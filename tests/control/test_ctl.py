@@ -255,7 +255,7 @@ def test_fault_list_shows_counters_and_rm_reports_the_final_ones(served: ServedD
 
 def test_fault_add_takes_every_rule_field(served: ServedDriver) -> None:
     command = (
-        "--json fault add --method GetCapacity --override available_capacity=0 --delay 0.01"
+        "--json fault add --method GetCapacity --override available_capacity=0 --delay 10ms"
         " --skip 1 --times 2 --probability 0.5 --seed 4 --volume v* --node n*"
         " --param kind=fast --topology zone=a --id everything"
     )
@@ -484,6 +484,9 @@ def test_a_registering_driver_shows_the_kubelets_verdict_and_unregisters_on_sigt
         ["ctl", "--socket", "/x.sock", "--url", "http://127.0.0.1:1", "health"],
         ["ctl", "capacity", "melt"],
         ["ctl", "journal", "--since", "yesterday"],
+        ["ctl", "fault", "add", "--method", "CreateVolume", "--delay", "2 seconds"],
+        ["ctl", "fault", "add", "--method", "CreateVolume", "--delay", "-1s"],
+        ["ctl", "--timeout", "soon", "health"],
         ["ctl"],
     ],
 )

@@ -7,7 +7,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from csi_mock.control.faults import FaultEngine, FaultRule, FaultRuleSpec
+import grpc
+
+from csi_mock.control.faults import FaultEngine, FaultRule
+from csi_mock.fault_rules import STATUS_CODES, FaultRuleSpec
 
 ERROR = {"code": "RESOURCE_EXHAUSTED"}
 
@@ -260,6 +263,10 @@ def test_clear_removes_every_rule_and_says_how_many() -> None:
         ({"error": ERROR, "probability": 0}, ("probability",), "greater than 0"),
         ({"error": ERROR, "probability": 1.5}, ("probability",), "less than or equal to 1"),
         ({"delay": -1}, ("delay",), "greater than or equal to 0"),
+        ({"delay": "-2s"}, ("delay",), "greater than or equal to 0"),
+        ({"delay": "2 seconds"}, ("delay",), "not a duration (e.g. 300ms"),
+        ({"delay": "2h"}, ("delay",), "less than or equal to 3600"),
+        ({"delay": True}, ("delay",), "True is not a duration"),
         ({"error": ERROR, "id": "bad id!"}, ("id",), "pattern"),
         ({"error": ERROR, "color": "red"}, ("color",), "Extra inputs"),
     ],
@@ -285,3 +292,14 @@ def test_a_rule_without_an_action_is_refused() -> None:
 def test_an_override_is_checked_against_every_method_the_glob_matches() -> None:
     with pytest.raises(ValidationError, match="no field 'available_capacity'"):
         FaultRuleSpec(method="*Capa*", override={"available_capacity": 0})
+
+
+@pytest.mark.parametrize(
+    ("delay", "seconds"), [("300ms", 0.3), ("2s", 2.0), ("1m", 60.0), (1.5, 1.5)]
+)
+def test_a_delay_is_seconds_or_a_go_duration(delay: object, seconds: float) -> None:
+    assert FaultRuleSpec(method="CreateVolume", delay=delay).delay == seconds
+
+
+def test_the_status_codes_a_rule_may_name_are_grpcs_except_ok() -> None:
+    assert set(STATUS_CODES) == {c.name for c in grpc.StatusCode} - {"OK"}

@@ -10,7 +10,8 @@ from aiohttp import web
 
 from csi_mock.admin.errors import ApiError
 from csi_mock.admin.inputs import json_object, validated
-from csi_mock.control.faults import FaultEngine, FaultRule, FaultRuleSpec
+from csi_mock.control.faults import FaultEngine, FaultRule
+from csi_mock.fault_rules import FaultRuleSpec
 
 if TYPE_CHECKING:
     from csi_mock.server import Driver
