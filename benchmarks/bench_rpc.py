@@ -1,13 +1,19 @@
-"""RPC benchmark of csi-mock over its unix socket.
+"""RPC benchmark of csi-mock over its unix socket, optionally against hostpathplugin.
 
 Measures CreateVolume+DeleteVolume, GetCapacity and NodePublishVolume+NodeUnpublishVolume
 with 1, 8 and 32 concurrent clients, with 100 and with 10,000 existing volumes, and prints
 ops/s with p50/p99 latency as a Markdown table (recorded in docs/benchmarks.md).
 
     python benchmarks/bench_rpc.py [--seconds 3] [--populations 100 10000] [--json out.json]
+    python benchmarks/bench_rpc.py --compare ~/.cache/csi-mock/compare/hostpathplugin
 
-The driver runs as a separate process (`csi-mock serve`), so client and server compete for
-the same cores, as they do on a CI runner. Run as root to measure real bind mounts.
+With --compare, the same client runs the same scenarios against csi-driver-host-path's
+hostpathplugin started with the same flags, and a third table gives the ratio
+csi-mock/hostpathplugin of ops/s per cell. The binary is built outside this repository
+(docs/benchmarks.md says how); when it is missing, the comparison is skipped with a message.
+
+Each driver runs as a separate process, so client and server compete for the same
+cores, as they do on a CI runner. Run as root to measure real bind mounts.
 """
 
 from __future__ import annotations
@@ -24,27 +30,34 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import grpc
-import yaml
 
 from csi_mock.proto import csi_pb2 as pb
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
 
 MI = 2**20
+CSI_MOCK = "csi-mock"
+HOSTPATH = "hostpathplugin"
+KIND = "bench"
+# hostpathplugin serves GetCapacity only with --capacity, and then only for the kind a
+# request names in its `kind` parameter; csi-mock reads the flag and the parameter alike.
+PARAMETERS = {"kind": KIND}
 CAPABILITY = pb.VolumeCapability(
     mount=pb.VolumeCapability.MountVolume(),
     access_mode=pb.VolumeCapability.AccessMode(
         mode=pb.VolumeCapability.AccessMode.SINGLE_NODE_MULTI_WRITER
     ),
 )
+SCENARIOS = ("CreateVolume+DeleteVolume", "GetCapacity", "NodePublish+NodeUnpublish")
 
 
 @dataclass
 class Result:
+    driver: str
     scenario: str
     existing_volumes: int
     clients: int
@@ -54,35 +67,55 @@ class Result:
     p99_ms: float
 
 
-def start_driver(root: Path) -> subprocess.Popen[bytes]:
-    config = root / "driver.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "endpoint": f"unix://{root}/csi.sock",
-                "state_dir": str(root / "state"),
-                "node": {"id": "node-1"},
-                "pools": [{"name": "p", "size": "1Pi"}],
-                "log_level": "warning",
-            }
-        )
-    )
-    return subprocess.Popen(
-        [sys.executable, "-m", "csi_mock.cli", "serve", "--config", str(config)],
-        stderr=subprocess.DEVNULL,
-    )
+def driver_flags(root: Path) -> list[str]:
+    """hostpathplugin's flags; csi-mock accepts them with the same meaning."""
+    return [
+        f"--endpoint=unix://{root}/csi.sock",
+        "--nodeid=node-1",
+        "--drivername=bench.csi-mock.example",
+        f"--statedir={root}/state",
+        f"--capacity={KIND}=1Pi",
+    ]
 
 
-async def wait_ready(channel: grpc.aio.Channel) -> None:
+def driver_command(driver: str, root: Path, hostpathplugin: Path | None) -> list[str]:
+    if driver == HOSTPATH:
+        assert hostpathplugin is not None
+        return [str(hostpathplugin), *driver_flags(root)]
+    # hostpathplugin logs nothing per call at its default verbosity; csi-mock's default
+    # (info) writes a JSON line per call, so it runs at warning to do the same work.
+    command = [sys.executable, "-m", "csi_mock.cli", "serve", *driver_flags(root)]
+    return [*command, "--log-level=warning"]
+
+
+def start_driver(command: Sequence[str], root: Path) -> subprocess.Popen[bytes]:
+    with (root / "driver.log").open("wb") as log:
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+
+
+async def wait_ready(channel: grpc.aio.Channel, process: subprocess.Popen[bytes]) -> None:
     identity = pb_grpc.IdentityStub(channel)
     for _ in range(400):
+        if process.poll() is not None:
+            raise RuntimeError(f"driver exited with status {process.returncode}")
         try:
-            if (await identity.Probe(pb.ProbeRequest(), timeout=1)).ready.value:
+            probe = await identity.Probe(pb.ProbeRequest(), timeout=1)
+            # hostpathplugin leaves `ready` unset: the spec reads that as ready.
+            if not probe.HasField("ready") or probe.ready.value:
                 return
         except grpc.aio.AioRpcError:
             pass
         await asyncio.sleep(0.05)
     raise RuntimeError("driver did not become ready")
+
+
+def create_request(name: str) -> pb.CreateVolumeRequest:
+    return pb.CreateVolumeRequest(
+        name=name,
+        capacity_range=pb.CapacityRange(required_bytes=MI),
+        volume_capabilities=[CAPABILITY],
+        parameters=PARAMETERS,
+    )
 
 
 async def populate(controller: pb_grpc.ControllerStub, target: int, have: int) -> int:
@@ -91,21 +124,15 @@ async def populate(controller: pb_grpc.ControllerStub, target: int, have: int) -
 
     async def create(name: str) -> None:
         async with sem:
-            await controller.CreateVolume(
-                pb.CreateVolumeRequest(
-                    name=name,
-                    capacity_range=pb.CapacityRange(required_bytes=MI),
-                    volume_capabilities=[CAPABILITY],
-                )
-            )
+            await controller.CreateVolume(create_request(name))
 
     await asyncio.gather(*(create(n) for n in names))
     return target
 
 
 async def measure(
-    name: str, operation: Callable[[int], Awaitable[None]], clients: int, seconds: float
-) -> tuple[int, list[float], float]:
+    operation: Callable[[int], Awaitable[None]], clients: int, seconds: float
+) -> tuple[list[float], float]:
     latencies: list[float] = []
     counter = itertools.count()
     deadline = time.perf_counter() + seconds
@@ -118,7 +145,7 @@ async def measure(
 
     began = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(clients)))
-    return len(latencies), latencies, time.perf_counter() - began
+    return latencies, time.perf_counter() - began
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -126,23 +153,27 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-async def run(seconds: float, populations: list[int], root: Path) -> list[Result]:
-    process = start_driver(root)
+async def run(
+    driver: str,
+    command: Sequence[str],
+    root: Path,
+    seconds: float,
+    populations: list[int],
+    scenarios: Sequence[str],
+    client_counts: Sequence[int],
+) -> list[Result]:
+    root.mkdir(parents=True)
+    process = start_driver(command, root)
     results: list[Result] = []
     try:
         channel = grpc.aio.insecure_channel(f"unix://{root}/csi.sock")
-        await wait_ready(channel)
+        await wait_ready(channel, process)
         controller = pb_grpc.ControllerStub(channel)
         node = pb_grpc.NodeStub(channel)
-        staged = await controller.CreateVolume(
-            pb.CreateVolumeRequest(
-                name="bench-staged",
-                capacity_range=pb.CapacityRange(required_bytes=MI),
-                volume_capabilities=[CAPABILITY],
-            )
-        )
+        staged = await controller.CreateVolume(create_request("bench-staged"))
         volume_id = staged.volume.volume_id
         staging = root / "staging"
+        staging.mkdir()
         await node.NodeStageVolume(
             pb.NodeStageVolumeRequest(
                 volume_id=volume_id,
@@ -155,19 +186,13 @@ async def run(seconds: float, populations: list[int], root: Path) -> list[Result
         prefix = f"bench-{os.getpid()}"
 
         async def create_delete(i: int) -> None:
-            created = await controller.CreateVolume(
-                pb.CreateVolumeRequest(
-                    name=f"{prefix}-{i}",
-                    capacity_range=pb.CapacityRange(required_bytes=MI),
-                    volume_capabilities=[CAPABILITY],
-                )
-            )
+            created = await controller.CreateVolume(create_request(f"{prefix}-{i}"))
             await controller.DeleteVolume(
                 pb.DeleteVolumeRequest(volume_id=created.volume.volume_id)
             )
 
         async def get_capacity(i: int) -> None:
-            await controller.GetCapacity(pb.GetCapacityRequest())
+            await controller.GetCapacity(pb.GetCapacityRequest(parameters=PARAMETERS))
 
         async def publish_unpublish(i: int) -> None:
             target = str(targets / f"t{i}")
@@ -183,27 +208,29 @@ async def run(seconds: float, populations: list[int], root: Path) -> list[Result
                 pb.NodeUnpublishVolumeRequest(volume_id=volume_id, target_path=target)
             )
 
-        scenarios = [
-            ("CreateVolume+DeleteVolume", create_delete),
-            ("GetCapacity", get_capacity),
-            ("NodePublish+NodeUnpublish", publish_unpublish),
-        ]
+        operations = {
+            SCENARIOS[0]: create_delete,
+            SCENARIOS[1]: get_capacity,
+            SCENARIOS[2]: publish_unpublish,
+        }
         have = 0
         for population in populations:
             started = time.perf_counter()
             have = await populate(controller, population, have)
             print(
-                f"# populated {population} volumes in {time.perf_counter() - started:.1f}s",
+                f"# {driver}: populated {population} volumes"
+                f" in {time.perf_counter() - started:.1f}s",
                 file=sys.stderr,
             )
-            for (scenario, operation), clients in itertools.product(scenarios, (1, 8, 32)):
-                count, latencies, elapsed = await measure(scenario, operation, clients, seconds)
+            for scenario, clients in itertools.product(scenarios, client_counts):
+                latencies, elapsed = await measure(operations[scenario], clients, seconds)
                 result = Result(
+                    driver=driver,
                     scenario=scenario,
                     existing_volumes=population,
                     clients=clients,
-                    operations=count,
-                    ops_per_second=round(count / elapsed, 1),
+                    operations=len(latencies),
+                    ops_per_second=round(len(latencies) / elapsed, 1),
                     p50_ms=round(statistics.median(latencies) * 1000, 2),
                     p99_ms=round(percentile(latencies, 0.99) * 1000, 2),
                 )
@@ -213,6 +240,9 @@ async def run(seconds: float, populations: list[int], root: Path) -> list[Result
             pb.NodeUnstageVolumeRequest(volume_id=volume_id, staging_target_path=str(staging))
         )
         await channel.close()
+    except BaseException:
+        print(f"# {driver} log:\n{(root / 'driver.log').read_text()[-2000:]}", file=sys.stderr)
+        raise
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
@@ -232,22 +262,96 @@ def table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+def comparison_table(ours: list[Result], theirs: list[Result]) -> str:
+    """Both drivers side by side per cell, with the ratio of ops/s csi-mock/hostpathplugin."""
+    lines = [
+        "| scenario | existing volumes | clients | csi-mock ops/s | p50 ms | p99 ms"
+        " | hostpathplugin ops/s | p50 ms | p99 ms | ratio |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    cells = {(r.scenario, r.existing_volumes, r.clients): r for r in theirs}
+    for a in ours:
+        b = cells.get((a.scenario, a.existing_volumes, a.clients))
+        if b is None:
+            continue
+        ratio = a.ops_per_second / b.ops_per_second if b.ops_per_second else float("inf")
+        lines.append(
+            f"| {a.scenario} | {a.existing_volumes} | {a.clients}"
+            f" | {a.ops_per_second} | {a.p50_ms} | {a.p99_ms}"
+            f" | {b.ops_per_second} | {b.p50_ms} | {b.p99_ms} | {ratio:.2f}x |"
+        )
+    return "\n".join(lines)
+
+
+def comparison_binary(path: Path | None) -> Path | None:
+    """The hostpathplugin binary to compare with, or None (with a message) to skip."""
+    if path is None:
+        return None
+    path = path.expanduser()
+    if path.is_file() and os.access(path, os.X_OK):
+        return path.resolve()
+    print(
+        f"# --compare {path}: not an executable file; skipping the hostpathplugin comparison"
+        " (build it as docs/benchmarks.md describes)",
+        file=sys.stderr,
+    )
+    return None
+
+
+def hostpathplugin_version(path: Path) -> str:
+    try:
+        done = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"unknown ({error})"
+    return done.stdout.strip() or "unknown"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="per measurement")
     parser.add_argument("--populations", type=int, nargs="+", default=[100, 10_000])
+    parser.add_argument(
+        "--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS), metavar="SCENARIO"
+    )
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        metavar="PATH",
+        help="hostpathplugin binary to run the same benchmark against",
+    )
     parser.add_argument("--json", type=Path, help="also write the results as JSON")
     args = parser.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="csi-mock-bench-"))
+    hostpathplugin = comparison_binary(args.compare)
+    drivers = [CSI_MOCK] + ([HOSTPATH] if hostpathplugin else [])
+    base = Path(tempfile.mkdtemp(prefix="csi-mock-bench-"))
+    results: dict[str, list[Result]] = {}
     try:
-        results = asyncio.run(run(args.seconds, sorted(args.populations), root))
+        for driver in drivers:
+            root = base / driver
+            results[driver] = asyncio.run(
+                run(
+                    driver,
+                    driver_command(driver, root, hostpathplugin),
+                    root,
+                    args.seconds,
+                    sorted(args.populations),
+                    args.scenarios,
+                    args.clients,
+                )
+            )
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)
     mounts = "real bind mounts" if os.geteuid() == 0 else "directory mode (not root)"
     print(f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, {mounts}\n")
-    print(table(results))
+    print(f"{CSI_MOCK}:\n\n{table(results[CSI_MOCK])}")
+    if hostpathplugin:
+        print(f"\n{HOSTPATH} ({hostpathplugin_version(hostpathplugin)}):\n")
+        print(table(results[HOSTPATH]))
+        print(f"\nratio of ops/s, {CSI_MOCK}/{HOSTPATH}:\n")
+        print(comparison_table(results[CSI_MOCK], results[HOSTPATH]))
     if args.json:
-        args.json.write_text(json.dumps([asdict(r) for r in results], indent=2))
+        args.json.write_text(json.dumps([asdict(r) for d in drivers for r in results[d]], indent=2))
     return 0
 
 
