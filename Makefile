@@ -48,6 +48,7 @@ lint: install
 	$(PYTHON) -m ruff check csi_mock harness tests scripts benchmarks
 	$(PYTHON) -m ruff format --check csi_mock harness tests scripts benchmarks
 	$(PYTHON) -m mypy
+	$(PYTHON) -c "import sys, importlinter.cli as c; sys.exit(c.lint_imports())"  # layer contracts (pyproject.toml)
 
 tools:  ## build every pinned external tool into the cache (subset: TOOLS="csi-sanity kubectl"; docs/toolchain.md)
 	bash scripts/tools.sh build $(TOOLS)

@@ -56,6 +56,14 @@ Duration = Annotated[float, BeforeValidator(_seconds)]
 """Seconds, given as a number or as a Go duration (`300ms`, `2s`, `1m`)."""
 
 
+def status_code_name(code: str, *, ok: bool = False) -> str:
+    """The upper-case name of a gRPC status code (OK only when `ok`), or ValueError."""
+    upper = code.upper()
+    if upper not in STATUS_CODES and not (ok and upper == "OK"):
+        raise ValueError(f"{code!r} is not a gRPC status code (e.g. RESOURCE_EXHAUSTED)")
+    return upper
+
+
 def methods_matching(pattern: str) -> list[str]:
     return sorted(name for name in RESPONSE_FIELDS if fnmatch.fnmatchcase(name, pattern))
 
@@ -69,10 +77,7 @@ class ErrorAction(BaseModel):
     @field_validator("code")
     @classmethod
     def _known_code(cls, code: str) -> str:
-        upper = code.upper()
-        if upper not in STATUS_CODES:
-            raise ValueError(f"{code!r} is not a gRPC status code (e.g. RESOURCE_EXHAUSTED)")
-        return upper
+        return status_code_name(code)
 
 
 class FaultRuleSpec(BaseModel):

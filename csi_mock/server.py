@@ -13,6 +13,7 @@ import grpc
 
 from csi_mock.admin.server import AdminServer
 from csi_mock.backend.controller import Controller
+from csi_mock.backend.inventory import Inventory
 from csi_mock.backend.node import Node
 from csi_mock.config import BlockDeviceMode, ConfigError, DriverConfig, MountMode
 from csi_mock.control.faults import FaultEngine
@@ -70,6 +71,8 @@ class Driver:
     faults: FaultEngine = field(default_factory=FaultEngine)
     journal: Journal = field(default_factory=Journal)
     metrics: Metrics = field(default_factory=Metrics)
+    inventory: Inventory = field(init=False)
+    """Read-only views of the stored volumes (admin API)."""
     registration: KubeletRegistration | None = None
     """Set when the driver registers itself with the kubelet (node.registration)."""
 
@@ -100,6 +103,9 @@ class Driver:
         for spec in config.faults:
             driver.faults.add(spec)
         return driver
+
+    def __post_init__(self) -> None:
+        self.inventory = Inventory(self.store)
 
     def load(self) -> None:
         """Bring accounting and backing files in line with the store, then go ready."""

@@ -11,16 +11,15 @@ import json
 from http import HTTPStatus
 from typing import Annotated, Any, TypeVar
 
-import grpc
 from aiohttp import web
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from csi_mock.admin.errors import ApiError, invalid
 from csi_mock.config import Quantity
+from csi_mock.fault_rules import status_code_name
 
 _M = TypeVar("_M", bound=BaseModel)
 
-STATUS_CODES = frozenset(code.name for code in grpc.StatusCode)
 MAX_PAGE = 10_000
 
 
@@ -73,12 +72,7 @@ class LimitsPatch(_Input):
 
 
 def _status_code(value: object) -> object:
-    if isinstance(value, str):
-        upper = value.upper()
-        if upper not in STATUS_CODES:
-            raise ValueError(f"{value!r} is not a gRPC status code (e.g. RESOURCE_EXHAUSTED)")
-        return upper
-    return value
+    return status_code_name(value, ok=True) if isinstance(value, str) else value
 
 
 StatusCodeName = Annotated[str, BeforeValidator(_status_code)]

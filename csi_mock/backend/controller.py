@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from csi_mock.backend.inventory import page_after
 from csi_mock.backend.parameters import resolve_kind, significant
 from csi_mock.config import DriverConfig
 from csi_mock.host.backing import BackingStore
@@ -265,11 +266,8 @@ class Controller:
             if not valid or int(starting_token) > self.store.max_volume_seq():
                 raise Aborted(f"starting_token {starting_token!r} is not valid")
             after = int(starting_token)
-        page = self.store.volumes_after(after, max_entries + 1 if max_entries else None)
-        next_token = ""
-        if max_entries and len(page) > max_entries:
-            page = page[:max_entries]
-            next_token = str(page[-1].seq)
+        page, next_after = page_after(self.store, after, max_entries)
+        next_token = str(next_after) if next_after is not None else ""
         return [VolumeStatus(v, self._published_nodes(v.id)) for v in page], next_token
 
     def validate_capabilities(
@@ -346,6 +344,13 @@ class Controller:
         if pool is None:
             raise NotFound(f"no pool named {name!r}")
         return pool
+
+    def set_attach_limit(self, limit: int) -> None:
+        """ControllerPublishVolume's limit per node from now on (0: none); attachments
+        already made stay, even above a lowered limit."""
+        if limit < 0:
+            raise InvalidArgument(f"attach_limit {limit} is negative")
+        self.attach_limit = limit
 
     # -- attachments -----------------------------------------------------------------
 

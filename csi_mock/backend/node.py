@@ -83,6 +83,13 @@ class Node:
     def info(self) -> NodeInfo:
         return NodeInfo(self.node_id, self.max_volumes_per_node, self.config.node_segment())
 
+    def set_max_volumes_per_node(self, limit: int) -> None:
+        """NodeGetInfo's max_volumes_per_node from now on (0: no limit reported); the
+        kubelet reads it only when the driver registers."""
+        if limit < 0:
+            raise InvalidArgument(f"max_volumes_per_node {limit} is negative")
+        self.max_volumes_per_node = limit
+
     def load(self) -> list[str]:
         """Make the host agree with the recorded block publications after a restart.
 

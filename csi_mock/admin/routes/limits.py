@@ -38,9 +38,9 @@ class LimitsRoutes:
             controller_of(self._driver, "attach_limit") if patch.attach_limit is not None else None
         )
         if node is not None and patch.max_volumes_per_node is not None:
-            node.max_volumes_per_node = patch.max_volumes_per_node
+            node.set_max_volumes_per_node(patch.max_volumes_per_node)
         if controller is not None and patch.attach_limit is not None:
-            controller.attach_limit = patch.attach_limit
+            controller.set_attach_limit(patch.attach_limit)
         return self._answer()
 
     def _answer(self) -> web.Response:

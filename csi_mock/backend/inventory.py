@@ -1,0 +1,50 @@
+"""What the state store holds about volumes, read for the admin API and ListVolumes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from csi_mock.model.volume import Volume
+from csi_mock.store.sqlite import Attachment, StateStore
+
+
+@dataclass(frozen=True)
+class VolumeUse:
+    """A volume with its attachments and this process's node-side use of it."""
+
+    volume: Volume
+    attachments: tuple[Attachment, ...]
+    staging_path: str | None
+    target_paths: tuple[str, ...]
+
+
+def page_after(store: StateStore, after: int, limit: int | None) -> tuple[list[Volume], int | None]:
+    """At most `limit` volumes with seq > `after` in creation order (keyset pagination),
+    and the `after` of the next page (None on the last page)."""
+    page = store.volumes_after(after, limit + 1 if limit else None)
+    if limit and len(page) > limit:
+        page = page[:limit]
+        return page, page[-1].seq
+    return page, None
+
+
+class Inventory:
+    """Read-only views of the store's volumes."""
+
+    def __init__(self, store: StateStore) -> None:
+        self._store = store
+
+    def volume_uses(self, after: int, limit: int) -> tuple[list[VolumeUse], int | None]:
+        volumes, next_after = page_after(self._store, after, limit)
+        return [self._use(volume) for volume in volumes], next_after
+
+    def _use(self, volume: Volume) -> VolumeUse:
+        staging = self._store.staging(volume.id)
+        return VolumeUse(
+            volume=volume,
+            attachments=tuple(self._store.attachments_of_volume(volume.id)),
+            staging_path=staging.staging_path if staging is not None else None,
+            target_paths=tuple(
+                sorted(p.target_path for p in self._store.publications_of_volume(volume.id))
+            ),
+        )
