@@ -66,10 +66,17 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(_PoolCollector(pools))
+        # labels() validates and locks on every use; a call needs only a dict lookup.
+        self._series: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
 
     def __call__(self, record: CallRecord) -> None:
-        self.calls.labels(record.method, record.code).inc()
-        self.latency.labels(record.method, record.code).observe(record.duration_ms / 1000)
+        key = (record.method, record.code)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = (self.calls.labels(*key), self.latency.labels(*key))
+        count, latency = series
+        count.inc()
+        latency.observe(record.duration_ms / 1000)
         if record.fault:
             self.faults.labels(record.fault, record.method).inc()
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 from typing import Any
 
 from google.protobuf.message import Message
@@ -36,7 +37,12 @@ class CallRecord:
     seq: int = 0
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
+        # Not dataclasses.asdict: it deep-copies the request fields, which only get read.
+        fields = {name: getattr(self, name) for name in _RECORD_FIELDS}
+        return json.dumps(fields, separators=(",", ":"), sort_keys=True)
+
+
+_RECORD_FIELDS = tuple(f.name for f in dataclass_fields(CallRecord))
 
 
 def key_fields(request: Message) -> dict[str, Any]:
@@ -99,4 +105,6 @@ class JsonLogSink:
 
     def __call__(self, record: CallRecord) -> None:
         level = logging.INFO if record.code == "OK" else logging.WARNING
-        self._logger.log(level, record.to_json())
+        # Encoding costs more than the rest of the record's handling: only when shown.
+        if self._logger.isEnabledFor(level):
+            self._logger.log(level, record.to_json())
