@@ -2,6 +2,8 @@
 
 import asyncio
 
+import grpc
+
 from csi_mock.proto import csi_pb2 as pb
 from tests.driver.conftest import RunningDriver
 
@@ -46,6 +48,7 @@ async def test_parallel_creates_of_different_volumes_never_overcommit_a_pool(
     topology = pb.TopologyRequirement(requisite=[pb.Topology(segments={NODE_KEY: "node-1"})])
 
     async def create(index: int) -> bool:
+        """True when created, False when refused for want of room; anything else fails."""
         try:
             await csi.controller.CreateVolume(
                 pb.CreateVolumeRequest(
@@ -55,8 +58,10 @@ async def test_parallel_creates_of_different_volumes_never_overcommit_a_pool(
                     accessibility_requirements=topology,
                 )
             )
-        except Exception:
-            return False
+        except grpc.aio.AioRpcError as error:
+            if error.code() is grpc.StatusCode.RESOURCE_EXHAUSTED:
+                return False
+            raise  # INTERNAL, UNKNOWN, ABORTED...: a race, not a full pool
         return True
 
     created = await asyncio.gather(*(create(i) for i in range(16)))

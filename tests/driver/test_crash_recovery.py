@@ -1,11 +1,15 @@
-"""kill -9 during a create/delete storm loses nothing and leaks no capacity."""
+"""kill -9 during a create/delete storm loses nothing and leaks no capacity.
+
+The database is read after each kill, before the next start: `load()` rebuilds pool
+usage from the volume rows, so only a check before it can see a transaction that
+committed a volume row without its usage (or the reverse).
+"""
 
 from __future__ import annotations
 
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -18,6 +22,7 @@ import yaml
 
 from csi_mock.proto import csi_pb2 as pb
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
+from tests.driver.subprocess_driver import read_store
 
 GI = 2**30
 MI = 2**20
@@ -101,6 +106,9 @@ def test_kill_9_during_a_storm_leaves_database_files_and_capacity_in_agreement(
 ) -> None:
     config = write_config(tmp_path)
     socket = tmp_path / "csi.sock"
+    database = tmp_path / "state" / "state.db"
+    volumes_dir = tmp_path / "state" / "volumes"
+    killed_with_volumes = 0
     for round_number in range(3):
         process = start(config)
         try:
@@ -124,6 +132,17 @@ def test_kill_9_during_a_storm_leaves_database_files_and_capacity_in_agreement(
                 process.kill()
                 process.wait()
 
+        # What the dead driver committed, before the next start's load() rebuilds the
+        # pool usage from the volume rows and removes orphan backing entries.
+        left = read_store(database)
+        assert not left.accounting_problems(), (round_number, left.accounting_problems())
+        entries = {p.name for p in volumes_dir.iterdir()}
+        assert set(left.volumes) <= entries, (
+            f"round {round_number}: volume rows without backing entries:"
+            f" {sorted(set(left.volumes) - entries)}"
+        )
+        killed_with_volumes += bool(left.volumes)
+
     # Restart: recovery runs at load; then every view must agree exactly.
     process = start(config)
     try:
@@ -136,16 +155,13 @@ def test_kill_9_during_a_storm_leaves_database_files_and_capacity_in_agreement(
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=15)
 
-    database = sqlite3.connect(tmp_path / "state" / "state.db")
-    rows = database.execute("SELECT id, allocation FROM volumes").fetchall()
-    (pool_used,) = database.execute("SELECT used FROM pools WHERE name='p'").fetchone()
-    database.close()
-    ids_in_db = {row[0] for row in rows}
-    allocated = sum(row[1] for row in rows)
-    files = {p.name for p in (tmp_path / "state" / "volumes").iterdir()}
+    final = read_store(database)
+    ids_in_db = set(final.volumes)
+    allocated = final.allocated("p")
+    files = {p.name for p in volumes_dir.iterdir()}
 
-    assert len(rows) > 0, "the storm created nothing: the test proved nothing"
+    assert killed_with_volumes == 3, "a storm created nothing: the test proved nothing"
     assert files == ids_in_db
     assert {e.volume.volume_id for e in listed.entries} == ids_in_db
-    assert pool_used == allocated
+    assert final.pools["p"].used == allocated
     assert capacity.available_capacity == POOL_SIZE - allocated
