@@ -6,24 +6,92 @@ import argparse
 import asyncio
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from csi_mock import __version__
 from csi_mock.admin.ctl import add_ctl_parser, run_ctl
 from csi_mock.config import ConfigError, DriverConfig, load_config, validate_config
 from csi_mock.model.quantity import QuantityError, parse_quantity
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+HOSTPATH_MAX_VOLUME_SIZE = 1 << 40
+"""hostpathplugin's --max-volume-size default (1Ti)."""
+_GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")
+_GO_FALSE = ("0", "f", "F", "FALSE", "false", "False")
+_LEGACY_OCTAL = re.compile(r"^[+-]?0[0-7_]+$")
+_DECIMAL = re.compile(r"^[+-]?[0-9]+$")
 
-def _bool(value: str) -> bool:
-    lowered = value.lower()
-    if lowered in ("1", "true", "yes", "on"):
+
+def _go_bool(value: str) -> bool:
+    """A Go flag.BoolVar value: exactly the spellings strconv.ParseBool takes."""
+    if value in _GO_TRUE:
         return True
-    if lowered in ("0", "false", "no", "off"):
+    if value in _GO_FALSE:
         return False
-    raise argparse.ArgumentTypeError(f"{value!r} is not a boolean (true/false)")
+    raise argparse.ArgumentTypeError(f"{value!r} is not a boolean (true/false, 1/0, t/f)")
+
+
+def _go_int(value: str) -> int:
+    """A Go flag.Int64Var value: strconv.ParseInt(value, 0, 64), so 0x1f, 0o17, 017
+    (octal, as in Go) and 1_000 are integers, and "1Gi" is not."""
+    try:
+        legacy_octal = _LEGACY_OCTAL.match(value)
+        number = int(value.replace("_", ""), 8) if legacy_octal else int(value, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+    if not INT64_MIN <= number <= INT64_MAX:
+        raise argparse.ArgumentTypeError(f"{value!r} is out of the int64 range")
+    return number
+
+
+def _klog_level(value: str) -> int:
+    """klog's -v: a decimal int32 (strconv.ParseInt(value, 10, 32))."""
+    if not _DECIMAL.match(value) or not -(2**31) <= int(value) < 2**31:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a klog verbosity (an integer)")
+    return int(value)
+
+
+class _GoFlagParser(argparse.ArgumentParser):
+    """An argparse parser whose boolean flags parse as Go's flag package does.
+
+    A Go bool flag never takes a separate argument: `-enable-attach` is true,
+    `-enable-attach=false` is false, and in `-enable-attach false` the word `false`
+    ends the flags (hostpathplugin then ignores everything after it). csi-mock refuses
+    that last form instead of reading it differently.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.go_bool_flags: set[str] = set()
+
+    def add_go_bool(self, name: str, **kwargs: Any) -> None:
+        names = (f"--{name}", f"-{name}")
+        self.go_bool_flags.update(names)
+        self.add_argument(*names, type=_go_bool, metavar="BOOL", **kwargs)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if args is not None and self.go_bool_flags:
+            args = list(args)
+            for index, arg in enumerate(args):
+                if arg == "--":
+                    break
+                if arg not in self.go_bool_flags:
+                    continue
+                following = args[index + 1] if index + 1 < len(args) else None
+                if following is not None and not following.startswith("-"):
+                    self.error(
+                        f"{arg} {following}: a boolean flag takes its value after '='"
+                        f" ({arg}={following}); hostpathplugin would read {arg} as true"
+                        f" and stop parsing flags at {following!r}"
+                    )
+                args[index] = f"{arg}=true"
+        return super().parse_known_args(args, namespace)
 
 
 def _flag(parser: argparse.ArgumentParser, name: str, **kwargs: Any) -> None:
@@ -34,14 +102,16 @@ def _flag(parser: argparse.ArgumentParser, name: str, **kwargs: Any) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="csi-mock", description="A configurable mock CSI driver.")
     parser.add_argument("--version", action="version", version=f"csi-mock {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_GoFlagParser)
 
     serve = commands.add_parser(
         "serve",
         help="run the CSI driver",
         description="Run the driver. Flags override the config file; csi-driver-host-path's"
-        " flag names are accepted where the meaning matches.",
+        " flag names are accepted with hostpathplugin's meaning (docs/hostpath-flags.md).",
+        allow_abbrev=False,  # Go's flag package matches whole names only
     )
+    serve.add_argument("--version", "-version", action="version", version=f"csi-mock {__version__}")
     serve.add_argument("--config", type=Path, help="YAML configuration file")
     serve.add_argument(
         "--mode", choices=["controller", "node", "all"], help="services to run (default all)"
@@ -57,20 +127,26 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KIND=QUANTITY",
-        help="a pool per kind for this node (repeatable), e.g. fast=100Gi",
+        help="a pool per kind for this node (repeatable; a repeated kind replaces the"
+        " earlier one), e.g. fast=100Gi",
     )
-    _flag(serve, "max-volume-size", help="largest volume any pool accepts, e.g. 1Ti")
-    _flag(serve, "maxvolumespernode", type=int, help="NodeGetInfo max_volumes_per_node")
-    _flag(serve, "attach-limit", type=int, help="ControllerPublishVolume limit per node")
-    _flag(serve, "enable-attach", type=_bool, nargs="?", const=True, help="advertise attach")
     _flag(
         serve,
-        "enable-topology",
-        type=_bool,
-        nargs="?",
-        const=True,
-        help="advertise topology (default true)",
+        "max-volume-size",
+        metavar="BYTES",
+        help="largest volume, in bytes (a quantity such as 1Ti also works); default 1Ti"
+        " for --capacity pools and, without --config, for the default pool",
     )
+    _flag(serve, "maxvolumespernode", type=_go_int, help="NodeGetInfo max_volumes_per_node")
+    _flag(
+        serve,
+        "attach-limit",
+        type=_go_int,
+        help="ControllerPublishVolume limit per node; when > 0 also NodeGetInfo's"
+        " max_volumes_per_node",
+    )
+    serve.add_go_bool("enable-attach", help="advertise attach (PUBLISH_UNPUBLISH_VOLUME)")
+    serve.add_go_bool("enable-topology", help="advertise topology (default true)")
     _flag(
         serve,
         "plugins-registry",
@@ -87,40 +163,72 @@ def build_parser() -> argparse.ArgumentParser:
         help="the CSI socket path as the kubelet sees it (default: the --endpoint path);"
         " enables registration",
     )
-    _flag(serve, "v", help="log verbosity (accepted for compatibility; >=5 means debug)")
+    _flag(serve, "v", type=_klog_level, help="klog verbosity: >=5 means log level debug")
     serve.add_argument(
         "--log-level", choices=["debug", "info", "warning", "error"], help="log level"
     )
-    add_ctl_parser(commands)
+    add_ctl_parser(cast("argparse._SubParsersAction[argparse.ArgumentParser]", commands))
     return parser
+
+
+_KEY_OF_FLAG = {
+    "mode": "mode",
+    "nodeid": "node.id",
+    "drivername": "name",
+    "statedir": "state_dir",
+    "backend_dir": "backend_dir",
+    "maxvolumespernode": "node.max_volumes_per_node",
+    "attach_limit": "controller.attach_limit",
+    "enable_attach": "attach_required",
+    "enable_topology": "topology",
+    "log_level": "log_level",
+    "plugins_registry": "node.registration.plugins_registry",
+    "kubelet_registration_path": "node.registration.kubelet_endpoint",
+}
+"""Flags (argparse attribute names) that set one configuration key each."""
+
+
+def _flag_name(attribute: str) -> str:
+    return "--" + attribute.replace("_", "-")
 
 
 def overrides_from_flags(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
     """Translate flags (and CSI_ENDPOINT) into dotted configuration keys."""
     overrides: dict[str, Any] = {}
-    simple = {
-        "mode": "mode",
-        "nodeid": "node.id",
-        "drivername": "name",
-        "statedir": "state_dir",
-        "backend_dir": "backend_dir",
-        "maxvolumespernode": "node.max_volumes_per_node",
-        "attach_limit": "controller.attach_limit",
-        "enable_attach": "attach_required",
-        "enable_topology": "topology",
-        "log_level": "log_level",
-        "plugins_registry": "node.registration.plugins_registry",
-        "kubelet_registration_path": "node.registration.kubelet_endpoint",
-    }
-    for attribute, key in simple.items():
+    for attribute, key in _KEY_OF_FLAG.items():
         value = getattr(args, attribute)
         if value is not None:
             overrides[key] = str(value) if isinstance(value, Path) else value
+    if args.maxvolumespernode is not None and args.maxvolumespernode < 0:
+        raise ConfigError(
+            f"--maxvolumespernode: {args.maxvolumespernode} is negative; NodeGetInfo's"
+            " max_volumes_per_node must be 0 (no limit) or more"
+        )
+    if args.attach_limit is not None:
+        if args.attach_limit == -1:
+            raise ConfigError(
+                "--attach-limit: -1 (hostpathplugin's random max_volumes_per_node between 1"
+                " and 10 on every NodeGetInfo) is not supported; give the limit itself"
+            )
+        # hostpathplugin: only a positive limit counts attachments, and it replaces
+        # --maxvolumespernode in NodeGetInfo, so the kubelet and the attach check agree.
+        limit = max(args.attach_limit, 0)
+        overrides["controller.attach_limit"] = limit
+        if limit > 0:
+            overrides["node.max_volumes_per_node"] = limit
     endpoint = args.endpoint or env.get("CSI_ENDPOINT")
     if endpoint:
+        if not endpoint.startswith("unix:///"):
+            source = "--endpoint" if args.endpoint else "CSI_ENDPOINT"
+            raise ConfigError(
+                f"{source}: must be unix:///absolute/path.sock, got {endpoint!r}"
+                " (hostpathplugin also takes tcp:// and relative unix paths; csi-mock serves"
+                " an absolute unix socket only)"
+            )
         overrides["endpoint"] = endpoint
     if args.v is not None and args.log_level is None:
-        overrides["log_level"] = "debug" if args.v.isdigit() and int(args.v) >= 5 else "info"
+        # hostpathplugin logs each call's request and response from -v=5 on.
+        overrides["log_level"] = "debug" if args.v >= 5 else "info"
     return overrides
 
 
@@ -131,48 +239,95 @@ def _quantity_flag(flag: str, value: str) -> int:
         raise ConfigError(f"{flag}: {error}") from None
 
 
+def _max_volume_size(value: str) -> int:
+    """hostpathplugin's --max-volume-size is a Go int64 of bytes; a Kubernetes quantity
+    (which hostpathplugin refuses to start with) is taken as the same number of bytes."""
+    try:
+        size = _go_int(value)
+    except argparse.ArgumentTypeError:
+        return _quantity_flag("--max-volume-size", value)
+    if size < 0:
+        raise ConfigError(
+            f"--max-volume-size: {value!r} is negative (hostpathplugin would refuse every"
+            " volume); give 0 or more bytes"
+        )
+    return size
+
+
 def _capacity_pools(
-    entries: Sequence[str], segment: dict[str, str]
+    entries: Sequence[str], segment: dict[str, str], max_volume_size: int
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """hostpathplugin's --capacity KIND=QUANTITY: one pool per kind on this node."""
-    kinds: dict[str, Any] = {}
-    pools: list[dict[str, Any]] = []
+    """hostpathplugin's --capacity KIND=QUANTITY: one pool per kind on this node; a
+    repeated kind replaces the earlier quantity, as hostpathplugin's map does."""
+    sizes: dict[str, int] = {}
     for entry in entries:
         kind, sep, quantity = entry.partition("=")
         if not sep or not kind:
             raise ConfigError(f"--capacity {entry!r}: expected KIND=QUANTITY, e.g. fast=100Gi")
-        kinds[kind] = {"cost": 1.0}
-        pools.append(
-            {
-                "name": kind,
-                "size": _quantity_flag(f"--capacity {kind}", quantity),
-                "kinds": [kind],
-                "segment": segment,
-            }
-        )
+        sizes[kind] = _quantity_flag(f"--capacity {kind}", quantity)
+    kinds = {kind: {"cost": 1.0} for kind in sizes}
+    pools = [
+        {
+            "name": kind,
+            "size": size,
+            "kinds": [kind],
+            "segment": segment,
+            "max_volume_size": max_volume_size,
+        }
+        for kind, size in sizes.items()
+    ]
     return kinds, pools
 
 
+def _name_flags(error: ConfigError) -> ConfigError:
+    """Name the flag on each problem line about a key a flag sets: `name: ... [--drivername]`."""
+    lines = str(error).splitlines()
+    for attribute, key in _KEY_OF_FLAG.items():
+        lines = [
+            f"{line} [{_flag_name(attribute)}]" if line.startswith(f"  {key}:") else line
+            for line in lines
+        ]
+    return ConfigError("\n".join(lines))
+
+
 def resolve_config(args: argparse.Namespace, env: dict[str, str]) -> DriverConfig:
-    """The file, then the flags, validated; pool flags need the node's segment first."""
-    config = load_config(args.config, overrides_from_flags(args, env))
-    max_size = (
-        _quantity_flag("--max-volume-size", args.max_volume_size)
-        if args.max_volume_size is not None
-        else None
-    )
-    if not args.capacity and max_size is None:
-        return config
+    """The file, then the flags, validated; pool flags need the node's segment first.
+
+    Pools follow hostpathplugin: --capacity replaces the pools with one per kind, each
+    taking volumes up to --max-volume-size (default 1Ti); without --capacity the flag
+    caps the configured pools, and the default pool (no pools configured) is made large
+    enough for one volume of that size. Without --config the default pool has
+    hostpathplugin's default cap of 1Ti too.
+    """
+    try:
+        config = load_config(args.config, overrides_from_flags(args, env))
+    except ConfigError as error:
+        raise _name_flags(error) from None
+    max_size = _max_volume_size(args.max_volume_size) if args.max_volume_size is not None else None
     data = config.model_dump()
     if args.capacity:
         segment = config.node_segment() if config.node.id else {}
-        data["kinds"], data["pools"] = _capacity_pools(args.capacity, segment)
-    if max_size is not None:
-        data["pools"] = data["pools"] or [p.model_dump() for p in config.effective_pools()]
+        data["kinds"], data["pools"] = _capacity_pools(
+            args.capacity, segment, HOSTPATH_MAX_VOLUME_SIZE if max_size is None else max_size
+        )
+    elif config.pools:
+        if max_size is None:
+            return config
         for pool in data["pools"]:
             if pool.get("max_volume_size") is None:
                 pool["max_volume_size"] = max_size
-    return validate_config(data, source="flags")
+    else:
+        if max_size is None and args.config is not None:
+            return config
+        cap = HOSTPATH_MAX_VOLUME_SIZE if max_size is None else max_size
+        pool = config.effective_pools()[0].model_dump()
+        pool["max_volume_size"] = cap
+        pool["size"] = max(pool["size"], cap)
+        data["pools"] = [pool]
+    try:
+        return validate_config(data, source="flags")
+    except ConfigError as error:
+        raise _name_flags(error) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

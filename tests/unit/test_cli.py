@@ -31,7 +31,7 @@ def test_hostpath_flags_map_to_the_same_meaning() -> None:
         "--enable-topology=true",
     )
     assert config.name == "hostpath.csi.k8s.io"
-    assert config.node.max_volumes_per_node == 7
+    assert config.node.max_volumes_per_node == 3  # --attach-limit > 0 replaces it (hostpathplugin)
     assert config.controller.attach_limit == 3
     assert config.attach_required is True
     assert [(p.name, p.size, p.kinds) for p in config.pools] == [
