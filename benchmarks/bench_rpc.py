@@ -65,6 +65,9 @@ class Result:
     ops_per_second: float
     p50_ms: float
     p99_ms: float
+    server_cpu_ms: float
+    """The driver process's CPU time (user + system, all threads) per operation: less
+    sensitive than ops/s to other load on a shared machine."""
 
 
 def driver_flags(root: Path) -> list[str]:
@@ -86,6 +89,12 @@ def driver_command(driver: str, root: Path, hostpathplugin: Path | None) -> list
     # (info) writes a JSON line per call, so it runs at warning to do the same work.
     command = [sys.executable, "-m", "csi_mock.cli", "serve", *driver_flags(root)]
     return [*command, "--log-level=warning"]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def start_driver(command: Sequence[str], root: Path) -> subprocess.Popen[bytes]:
@@ -223,7 +232,9 @@ async def run(
                 file=sys.stderr,
             )
             for scenario, clients in itertools.product(scenarios, client_counts):
+                cpu_before = cpu_seconds(process.pid)
                 latencies, elapsed = await measure(operations[scenario], clients, seconds)
+                cpu = cpu_seconds(process.pid) - cpu_before
                 result = Result(
                     driver=driver,
                     scenario=scenario,
@@ -233,6 +244,7 @@ async def run(
                     ops_per_second=round(len(latencies) / elapsed, 1),
                     p50_ms=round(statistics.median(latencies) * 1000, 2),
                     p99_ms=round(percentile(latencies, 0.99) * 1000, 2),
+                    server_cpu_ms=round(cpu * 1000 / len(latencies), 3),
                 )
                 print(json.dumps(asdict(result)), file=sys.stderr)
                 results.append(result)
@@ -251,13 +263,13 @@ async def run(
 
 def table(results: list[Result]) -> str:
     lines = [
-        "| scenario | existing volumes | clients | ops/s | p50 ms | p99 ms |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| scenario | existing volumes | clients | ops/s | p50 ms | p99 ms | server CPU ms/op |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in results:
         lines.append(
             f"| {r.scenario} | {r.existing_volumes} | {r.clients} | {r.ops_per_second}"
-            f" | {r.p50_ms} | {r.p99_ms} |"
+            f" | {r.p50_ms} | {r.p99_ms} | {r.server_cpu_ms} |"
         )
     return "\n".join(lines)
 
