@@ -38,6 +38,8 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         self._readiness = readiness
         self._sinks = list(sinks)
         self._faults = faults
+        # Each method's handler is static, so its wrapper is built once, not per call.
+        self._wrapped: dict[str, tuple[Handler, Handler]] = {}
 
     async def intercept_service(
         self,
@@ -47,7 +49,15 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         handler = await continuation(handler_call_details)
         if handler is None or handler.unary_unary is None:
             return handler
-        service, method = split_method(handler_call_details.method)
+        cached = self._wrapped.get(handler_call_details.method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = self._wrap(handler, handler_call_details.method)
+        self._wrapped[handler_call_details.method] = (handler, wrapped)
+        return wrapped
+
+    def _wrap(self, handler: Handler, full_method: str) -> Handler:
+        service, method = split_method(full_method)
         behaviour: Behaviour = handler.unary_unary  # type: ignore[assignment]
 
         async def observed(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
