@@ -14,7 +14,12 @@ from csi_mock.config import EPHEMERAL_CONTEXT_KEY, DriverConfig
 from csi_mock.host.backing import BackingStore, Usage, remove_tree, usage_of
 from csi_mock.host.loop import LoopDevices
 from csi_mock.host.mounts import Mounter
-from csi_mock.host.paths import checked_path, is_driver_volume_id, opaque_id_component
+from csi_mock.host.paths import (
+    checked_path,
+    is_driver_volume_id,
+    make_mount_point,
+    opaque_id_component,
+)
 from csi_mock.model.errors import (
     AlreadyExistsIncompatible,
     FailedPrecondition,
@@ -117,7 +122,7 @@ class Node:
         for publication in block:
             try:
                 self._ensure_published(publication)
-            except OSError as error:
+            except (OSError, FailedPrecondition) as error:
                 problems.append(f"{publication.volume_id} at {publication.target_path}: {error}")
         return problems
 
@@ -160,7 +165,7 @@ class Node:
             self.store.add_staging(staging)
 
     def _ensure_staged(self, staging: Staging) -> None:
-        os.makedirs(staging.staging_path, exist_ok=True)
+        make_mount_point(staging.staging_path, "staging_target_path", directory=True)
         # Block volumes need no staging mount: publish binds the backing file directly.
         if staging.capability.access_type is AccessType.MOUNT and not self.mounter.is_mounted(
             staging.staging_path
@@ -323,15 +328,14 @@ class Node:
         source = publication.staging_path
         mounted = self.mounter.is_mounted(target)
         if publication.capability.access_type is AccessType.BLOCK:
-            if not os.path.exists(target):
-                Path(target).touch()
+            make_mount_point(target, "target_path", directory=False)
             if self.loops is not None:
                 source = self.loops.attach(Path(publication.data_path))
                 if mounted and not _same_file(target, source):
                     self.mounter.unmount(target)  # A device of before a crash or reboot.
                     mounted = False
         else:
-            os.makedirs(target, exist_ok=True)
+            make_mount_point(target, "target_path", directory=True)
         if not mounted:
             self.mounter.bind(source, target, readonly=publication.readonly)
 

@@ -18,13 +18,14 @@ def resolve_kind(
     unknown = sorted(k for k in parameters if k != KIND_PARAMETER and not k.startswith(_CO_PREFIX))
     if unknown:
         raise InvalidArgument(
-            f"unknown parameter {', '.join(map(repr, unknown))} (supported: {KIND_PARAMETER!r})"
+            f"parameters: unknown key {', '.join(map(repr, unknown))}"
+            f" (supported: {KIND_PARAMETER!r})"
         )
     name = parameters.get(KIND_PARAMETER) or default
     kind = kinds.get(name)
     if kind is None:
         raise InvalidArgument(
-            f"parameter {KIND_PARAMETER}={name!r} is not a configured kind"
+            f"parameters: {KIND_PARAMETER}={name!r} is not a configured kind"
             f" (known: {', '.join(sorted(kinds))})"
         )
     return kind

@@ -349,6 +349,11 @@ def bad_path_case(rpc: str, kind: str) -> tuple[Call, str]:
             "relative": os.path.relpath(real, base.root),
             "dotdot": f"{real.parent}/x/../{real.name}",
             "nul": f"{real}\x00",
+            # Found by tests/fuzz: these three failed with INTERNAL (ENAMETOOLONG, a
+            # RecursionError in os.makedirs), or were accepted (the root directory).
+            "long-name": f"{real.parent}/{'n' * 256}/{real.name}",
+            "too-long": f"{real.parent}/{'d/' * 2100}{real.name}",
+            "root": "/",
         }[kind]
         builders: dict[str, Call] = {
             "NodeStageVolume.staging_target_path": node_stage(path=bad),
@@ -371,14 +376,65 @@ PATH_FIELDS = [
 ]
 
 
-@pytest.mark.parametrize("kind", ["relative", "dotdot", "nul"])
+@pytest.mark.parametrize("kind", ["relative", "dotdot", "nul", "long-name", "too-long", "root"])
 @pytest.mark.parametrize("rpc", PATH_FIELDS)
-async def test_relative_dotdot_or_nul_path_is_invalid_argument_naming_the_field(
+async def test_relative_dotdot_nul_over_long_or_root_path_is_invalid_argument_naming_the_field(
     csi: RunningDriver, base: Base, rpc: str, kind: str
 ) -> None:
     call, field = bad_path_case(rpc, kind)
 
     await assert_refused_without_effect(csi, base, call, INVALID, field)
+
+
+@pytest.mark.parametrize(
+    ("rpc", "field"),
+    [
+        ("NodeStageVolume", "staging_target_path"),
+        ("NodePublishVolume", "target_path"),
+    ],
+)
+async def test_path_below_a_file_is_failed_precondition_naming_the_field(
+    csi: RunningDriver, base: Base, rpc: str, field: str
+) -> None:
+    # Found by tests/fuzz: NotADirectoryError from os.makedirs came back as INTERNAL.
+    (base.root / "file").write_text("")
+    volume = await create_volume(csi, "pvc-2", GiB, requisite=["node-1"])
+    below = str(base.root / "file" / "x")
+    call = node_stage(volume.volume_id, below) if rpc == "NodeStageVolume" else None
+    if call is None:
+        await stage(csi, volume.volume_id, base.root / "staging-2")
+        call = node_publish(volume.volume_id, below, str(base.root / "staging-2"))
+    before = await observable_state(csi, base)
+
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await call(csi, base)
+
+    assert_status(raised, grpc.StatusCode.FAILED_PRECONDITION, field, "is not a directory")
+    assert await observable_state(csi, base) == before
+
+
+async def test_deep_path_within_path_max_is_created(csi: RunningDriver, base: Base) -> None:
+    # os.makedirs recursed once per missing parent: a RecursionError (INTERNAL) here.
+    volume = await create_volume(csi, "pvc-2", GiB, requisite=["node-1"])
+    deep = base.root.joinpath(*["d"] * 1900)
+
+    await stage(csi, volume.volume_id, deep)
+
+    assert deep.is_dir()
+
+
+async def test_status_message_quoting_a_huge_field_is_cut_and_keeps_its_code(
+    csi: RunningDriver,
+) -> None:
+    # Found by tests/fuzz: a message above 16 KiB made gRPC drop the status, and the
+    # client saw RESOURCE_EXHAUSTED "Stream removed" instead of NOT_FOUND.
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await csi.controller.ControllerGetVolume(
+            pb.ControllerGetVolumeRequest(volume_id="v" * 100_000)
+        )
+
+    assert_status(raised, grpc.StatusCode.NOT_FOUND, "volume 'vvv", "more characters")
+    assert len((raised.value.details() or "").encode()) <= 1024
 
 
 # -- names -------------------------------------------------------------------------------------
@@ -486,6 +542,18 @@ async def test_unsupported_value_is_invalid_argument_naming_it_and_changes_nothi
     call, fragment = UNSUPPORTED[case]
 
     await assert_refused_without_effect(csi, base, call, INVALID, fragment)
+
+
+@pytest.mark.parametrize(
+    "case", ["unknown-parameter", "unknown-kind", "get-capacity-unknown-parameter"]
+)
+async def test_unknown_parameter_or_kind_names_the_parameters_field(
+    csi: RunningDriver, base: Base, case: str
+) -> None:
+    # Found by tests/fuzz: "unknown parameter ''" named the key but not the field.
+    call, key = UNSUPPORTED[case]
+
+    await assert_refused_without_effect(csi, base, call, INVALID, "parameters:", key)
 
 
 async def test_refused_create_does_not_reserve_the_name(csi: RunningDriver, base: Base) -> None:
