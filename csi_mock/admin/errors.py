@@ -76,7 +76,7 @@ def field_name(location: tuple[int | str, ...], prefix: str = "") -> str | None:
     """A pydantic error location as a dotted field name, e.g. 'error.code'."""
     parts = [prefix] if prefix else []
     parts.extend(str(part) for part in location)
-    return ".".join(parts) or None
+    return ".".join(parts) if parts else None  # "" for a body key that is "" itself
 
 
 def invalid(error: ValidationError, prefix: str = "") -> ApiError:
@@ -87,9 +87,16 @@ def invalid(error: ValidationError, prefix: str = "") -> ApiError:
         if problem["type"] == "extra_forbidden":
             message = "unknown field"
         problems.append(FieldProblem(field_name(problem["loc"], prefix), message))
-    summary = "; ".join(f"{p.field}: {p.message}" if p.field else p.message for p in problems)
-    first = next((p.field for p in problems if p.field), None)
+    summary = "; ".join(_labelled(problem) for problem in problems)
+    first = next((p.field for p in problems if p.field is not None), None)
     return ApiError(HTTPStatus.BAD_REQUEST, summary, first, problems=tuple(problems))
+
+
+def _labelled(problem: FieldProblem) -> str:
+    if problem.field is None:
+        return problem.message
+    label = repr(problem.field) if problem.field == "" else problem.field
+    return f"{label}: {problem.message}"
 
 
 def from_domain(error: domain.DomainError, field: str | None) -> ApiError:

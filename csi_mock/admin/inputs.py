@@ -8,6 +8,7 @@ anything is changed.
 from __future__ import annotations
 
 import json
+import math
 from http import HTTPStatus
 from typing import Annotated, Any, TypeVar
 
@@ -17,6 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from csi_mock.admin.errors import ApiError, invalid
 from csi_mock.config import Quantity
 from csi_mock.fault_rules import status_code_name
+from csi_mock.model.quantity import INT64_MAX
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -25,16 +27,35 @@ MAX_PAGE = 10_000
 
 async def json_object(request: web.Request) -> dict[str, Any]:
     """The request body as a JSON object; an empty body is {}."""
-    text = await request.text()
+    raw = await request.read()
+    try:
+        text = raw.decode("utf-8")  # RFC 8259: JSON exchanged between systems is UTF-8
+    except UnicodeDecodeError as error:
+        raise ApiError(
+            HTTPStatus.BAD_REQUEST, f"the body is not UTF-8: {error.reason} at byte {error.start}"
+        ) from None
     if not text.strip():
         return {}
     try:
-        body = json.loads(text)
-    except json.JSONDecodeError as error:
+        body = json.loads(text, parse_int=_int_or_infinity)
+    except ValueError as error:
         raise ApiError(HTTPStatus.BAD_REQUEST, f"the body is not valid JSON: {error}") from None
+    except RecursionError:
+        raise ApiError(
+            HTTPStatus.BAD_REQUEST, "the body is not valid JSON: nested too deeply"
+        ) from None
     if not isinstance(body, dict):
         raise ApiError(HTTPStatus.BAD_REQUEST, "the body must be a JSON object")
     return body
+
+
+def _int_or_infinity(digits: str) -> int | float:
+    """An integer too long for int() (over 4300 digits) is read as infinity, which every
+    field refuses by name, instead of failing the whole body without naming the key."""
+    try:
+        return int(digits)
+    except ValueError:
+        return -math.inf if digits.startswith("-") else math.inf
 
 
 def validated(model: type[_M], data: dict[str, Any]) -> _M:
@@ -80,8 +101,8 @@ StatusCodeName = Annotated[str, BeforeValidator(_status_code)]
 
 class VolumesQuery(_Input):
     limit: int = Field(1000, ge=1, le=MAX_PAGE)
-    after: int = Field(0, ge=0)
-    """Volume.seq of the last volume seen (keyset pagination)."""
+    after: int = Field(0, ge=0, le=INT64_MAX)
+    """Volume.seq of the last volume seen (keyset pagination); SQLite's integers are int64."""
 
 
 class JournalParams(_Input):

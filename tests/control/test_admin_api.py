@@ -528,6 +528,51 @@ async def test_unknown_endpoints_and_methods_answer_json_errors(with_admin: Admi
     )
 
 
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        pytest.param(b'{"size": "\xff"}', "not UTF-8", id="not-utf-8"),
+        pytest.param(b"[" * 100_000 + b"]" * 100_000, "nested too deeply", id="deep-nesting"),
+    ],
+)
+async def test_a_body_that_cannot_be_read_is_a_400_and_changes_nothing(
+    with_admin: AdminDriver, body: bytes, fragment: str
+) -> None:
+    # Found by tests/fuzz: UnicodeDecodeError and RecursionError were 500s.
+    async with raw_http(with_admin) as http:
+        response = await http.post("/v1/pools/node-1/resize", content=body)
+
+    assert response.status_code == 400
+    assert fragment in response.json()["error"]
+    assert (await with_admin.admin.pool("node-1")).total == 10 * GiB
+
+
+async def test_an_integer_too_long_to_read_is_a_400_naming_its_key(
+    with_admin: AdminDriver,
+) -> None:
+    # Found by tests/fuzz: int() refuses more than 4300 digits, and json.loads' ValueError
+    # was a 500.
+    async with raw_http(with_admin) as http:
+        response = await http.post(
+            "/v1/pools/node-1/resize", content=b'{"size": ' + b"1" * 5000 + b"}"
+        )
+        limits = await http.patch("/v1/limits", content=b'{"attach_limit": -' + b"9" * 5000 + b"}")
+
+    assert (response.status_code, response.json()["field"]) == (400, "size")
+    assert (limits.status_code, limits.json()["field"]) == (400, "attach_limit")
+    assert (await with_admin.admin.pool("node-1")).total == 10 * GiB
+
+
+async def test_an_empty_unknown_key_is_named(with_admin: AdminDriver) -> None:
+    # Found by tests/fuzz: the key "" was reported as no field at all.
+    async with raw_http(with_admin) as http:
+        response = await http.patch("/v1/limits", json={"": 1})
+
+    assert response.status_code == 400
+    assert response.json()["field"] == ""
+    assert response.json()["error"] == "'': unknown field"
+
+
 async def test_the_sync_client_mirrors_the_async_one(with_admin: AdminDriver) -> None:
     def use_sync_client() -> tuple[str, int, bool, int]:
         with AdminClient(with_admin.server.socket_path) as admin:
