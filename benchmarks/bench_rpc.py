@@ -162,102 +162,137 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
+class Target:
+    """One driver process under test: its client stubs and the scenarios' operations."""
+
+    def __init__(self, driver: str, command: Sequence[str], root: Path) -> None:
+        self.driver = driver
+        self.root = root
+        root.mkdir(parents=True)
+        self.process = start_driver(command, root)
+        self.channel = grpc.aio.insecure_channel(f"unix://{root}/csi.sock")
+        self.controller = pb_grpc.ControllerStub(self.channel)
+        self.node = pb_grpc.NodeStub(self.channel)
+        self.staging = root / "staging"
+        self.targets = root / "targets"
+        self.volume_id = ""
+        self.have = 0
+        self.operations: dict[str, Callable[[int], Awaitable[None]]] = {
+            SCENARIOS[0]: self.create_delete,
+            SCENARIOS[1]: self.get_capacity,
+            SCENARIOS[2]: self.publish_unpublish,
+        }
+
+    async def start(self) -> None:
+        await wait_ready(self.channel, self.process)
+        staged = await self.controller.CreateVolume(create_request("bench-staged"))
+        self.volume_id = staged.volume.volume_id
+        self.staging.mkdir()
+        self.targets.mkdir()
+        await self.node.NodeStageVolume(
+            pb.NodeStageVolumeRequest(
+                volume_id=self.volume_id,
+                staging_target_path=str(self.staging),
+                volume_capability=CAPABILITY,
+            )
+        )
+
+    async def populate(self, population: int) -> None:
+        started = time.perf_counter()
+        self.have = await populate(self.controller, population, self.have)
+        print(
+            f"# {self.driver}: populated {population} volumes"
+            f" in {time.perf_counter() - started:.1f}s",
+            file=sys.stderr,
+        )
+
+    async def create_delete(self, i: int) -> None:
+        created = await self.controller.CreateVolume(create_request(f"bench-{i}"))
+        await self.controller.DeleteVolume(
+            pb.DeleteVolumeRequest(volume_id=created.volume.volume_id)
+        )
+
+    async def get_capacity(self, i: int) -> None:
+        await self.controller.GetCapacity(pb.GetCapacityRequest(parameters=PARAMETERS))
+
+    async def publish_unpublish(self, i: int) -> None:
+        target = str(self.targets / f"t{i}")
+        await self.node.NodePublishVolume(
+            pb.NodePublishVolumeRequest(
+                volume_id=self.volume_id,
+                staging_target_path=str(self.staging),
+                target_path=target,
+                volume_capability=CAPABILITY,
+            )
+        )
+        await self.node.NodeUnpublishVolume(
+            pb.NodeUnpublishVolumeRequest(volume_id=self.volume_id, target_path=target)
+        )
+
+    async def measure(self, scenario: str, population: int, clients: int, seconds: float) -> Result:
+        cpu_before = cpu_seconds(self.process.pid)
+        latencies, elapsed = await measure(self.operations[scenario], clients, seconds)
+        cpu = cpu_seconds(self.process.pid) - cpu_before
+        result = Result(
+            driver=self.driver,
+            scenario=scenario,
+            existing_volumes=population,
+            clients=clients,
+            operations=len(latencies),
+            ops_per_second=round(len(latencies) / elapsed, 1),
+            p50_ms=round(statistics.median(latencies) * 1000, 2),
+            p99_ms=round(percentile(latencies, 0.99) * 1000, 2),
+            server_cpu_ms=round(cpu * 1000 / len(latencies), 3),
+        )
+        print(json.dumps(asdict(result)), file=sys.stderr)
+        return result
+
+    async def stop(self) -> None:
+        try:
+            if self.volume_id:
+                await self.node.NodeUnstageVolume(
+                    pb.NodeUnstageVolumeRequest(
+                        volume_id=self.volume_id, staging_target_path=str(self.staging)
+                    )
+                )
+            await self.channel.close()
+        finally:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=30)
+
+    def log_tail(self) -> str:
+        return (self.root / "driver.log").read_text(errors="replace")[-2000:]
+
+
 async def run(
-    driver: str,
-    command: Sequence[str],
-    root: Path,
+    commands: dict[str, list[str]],
+    base: Path,
     seconds: float,
     populations: list[int],
     scenarios: Sequence[str],
     client_counts: Sequence[int],
-) -> list[Result]:
-    root.mkdir(parents=True)
-    process = start_driver(command, root)
-    results: list[Result] = []
+) -> dict[str, list[Result]]:
+    """Every cell is measured on each driver in turn, one right after the other, so that
+    a change in the machine's other load affects both sides of a ratio alike."""
+    targets = [Target(driver, command, base / driver) for driver, command in commands.items()]
+    results: dict[str, list[Result]] = {target.driver: [] for target in targets}
     try:
-        channel = grpc.aio.insecure_channel(f"unix://{root}/csi.sock")
-        await wait_ready(channel, process)
-        controller = pb_grpc.ControllerStub(channel)
-        node = pb_grpc.NodeStub(channel)
-        staged = await controller.CreateVolume(create_request("bench-staged"))
-        volume_id = staged.volume.volume_id
-        staging = root / "staging"
-        staging.mkdir()
-        await node.NodeStageVolume(
-            pb.NodeStageVolumeRequest(
-                volume_id=volume_id,
-                staging_target_path=str(staging),
-                volume_capability=CAPABILITY,
-            )
-        )
-        targets = root / "targets"
-        targets.mkdir()
-        prefix = f"bench-{os.getpid()}"
-
-        async def create_delete(i: int) -> None:
-            created = await controller.CreateVolume(create_request(f"{prefix}-{i}"))
-            await controller.DeleteVolume(
-                pb.DeleteVolumeRequest(volume_id=created.volume.volume_id)
-            )
-
-        async def get_capacity(i: int) -> None:
-            await controller.GetCapacity(pb.GetCapacityRequest(parameters=PARAMETERS))
-
-        async def publish_unpublish(i: int) -> None:
-            target = str(targets / f"t{i}")
-            await node.NodePublishVolume(
-                pb.NodePublishVolumeRequest(
-                    volume_id=volume_id,
-                    staging_target_path=str(staging),
-                    target_path=target,
-                    volume_capability=CAPABILITY,
-                )
-            )
-            await node.NodeUnpublishVolume(
-                pb.NodeUnpublishVolumeRequest(volume_id=volume_id, target_path=target)
-            )
-
-        operations = {
-            SCENARIOS[0]: create_delete,
-            SCENARIOS[1]: get_capacity,
-            SCENARIOS[2]: publish_unpublish,
-        }
-        have = 0
+        for target in targets:
+            await target.start()
         for population in populations:
-            started = time.perf_counter()
-            have = await populate(controller, population, have)
-            print(
-                f"# {driver}: populated {population} volumes"
-                f" in {time.perf_counter() - started:.1f}s",
-                file=sys.stderr,
-            )
+            for target in targets:
+                await target.populate(population)
             for scenario, clients in itertools.product(scenarios, client_counts):
-                cpu_before = cpu_seconds(process.pid)
-                latencies, elapsed = await measure(operations[scenario], clients, seconds)
-                cpu = cpu_seconds(process.pid) - cpu_before
-                result = Result(
-                    driver=driver,
-                    scenario=scenario,
-                    existing_volumes=population,
-                    clients=clients,
-                    operations=len(latencies),
-                    ops_per_second=round(len(latencies) / elapsed, 1),
-                    p50_ms=round(statistics.median(latencies) * 1000, 2),
-                    p99_ms=round(percentile(latencies, 0.99) * 1000, 2),
-                    server_cpu_ms=round(cpu * 1000 / len(latencies), 3),
-                )
-                print(json.dumps(asdict(result)), file=sys.stderr)
-                results.append(result)
-        await node.NodeUnstageVolume(
-            pb.NodeUnstageVolumeRequest(volume_id=volume_id, staging_target_path=str(staging))
-        )
-        await channel.close()
+                for target in targets:
+                    result = await target.measure(scenario, population, clients, seconds)
+                    results[target.driver].append(result)
     except BaseException:
-        print(f"# {driver} log:\n{(root / 'driver.log').read_text()[-2000:]}", file=sys.stderr)
+        for target in targets:
+            print(f"# {target.driver} log:\n{target.log_tail()}", file=sys.stderr)
         raise
     finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
+        for target in targets:
+            await target.stop()
     return results
 
 
@@ -337,21 +372,18 @@ def main() -> int:
     hostpathplugin = comparison_binary(args.compare)
     drivers = [CSI_MOCK] + ([HOSTPATH] if hostpathplugin else [])
     base = Path(tempfile.mkdtemp(prefix="csi-mock-bench-"))
-    results: dict[str, list[Result]] = {}
+    commands = {driver: driver_command(driver, base / driver, hostpathplugin) for driver in drivers}
     try:
-        for driver in drivers:
-            root = base / driver
-            results[driver] = asyncio.run(
-                run(
-                    driver,
-                    driver_command(driver, root, hostpathplugin),
-                    root,
-                    args.seconds,
-                    sorted(args.populations),
-                    args.scenarios,
-                    args.clients,
-                )
+        results = asyncio.run(
+            run(
+                commands,
+                base,
+                args.seconds,
+                sorted(args.populations),
+                args.scenarios,
+                args.clients,
             )
+        )
     finally:
         shutil.rmtree(base, ignore_errors=True)
     mounts = "real bind mounts" if os.geteuid() == 0 else "directory mode (not root)"
