@@ -32,3 +32,57 @@ RESPONSE_FIELDS: dict[str, tuple[str, ...]] = {
     "Probe": ("ready",),
     "ValidateVolumeCapabilities": ("confirmed", "message"),
 }
+
+# The scalar type of each response field a fault rule"s override can set: a plain
+# scalar, or the value of a wrapper message (google.protobuf.Int64Value...).
+OVERRIDE_TYPES: dict[str, dict[str, str]] = {
+    "ControllerExpandVolume": {
+        "capacity_bytes": "int64",
+        "node_expansion_required": "bool",
+    },
+    "ControllerGetCapabilities": {},
+    "ControllerGetVolume": {},
+    "ControllerModifyVolume": {},
+    "ControllerPublishVolume": {},
+    "ControllerUnpublishVolume": {},
+    "CreateSnapshot": {},
+    "CreateVolume": {},
+    "DeleteSnapshot": {},
+    "DeleteVolume": {},
+    "GetCapacity": {
+        "available_capacity": "int64",
+        "maximum_volume_size": "int64",
+        "minimum_volume_size": "int64",
+    },
+    "GetPluginCapabilities": {},
+    "GetPluginInfo": {
+        "name": "string",
+        "vendor_version": "string",
+    },
+    "GetSnapshot": {},
+    "ListSnapshots": {
+        "next_token": "string",
+    },
+    "ListVolumes": {
+        "next_token": "string",
+    },
+    "NodeExpandVolume": {
+        "capacity_bytes": "int64",
+    },
+    "NodeGetCapabilities": {},
+    "NodeGetInfo": {
+        "node_id": "string",
+        "max_volumes_per_node": "int64",
+    },
+    "NodeGetVolumeStats": {},
+    "NodePublishVolume": {},
+    "NodeStageVolume": {},
+    "NodeUnpublishVolume": {},
+    "NodeUnstageVolume": {},
+    "Probe": {
+        "ready": "bool",
+    },
+    "ValidateVolumeCapabilities": {
+        "message": "string",
+    },
+}

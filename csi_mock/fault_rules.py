@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from csi_mock.csi_methods import RESPONSE_FIELDS
+from csi_mock.csi_methods import OVERRIDE_TYPES, RESPONSE_FIELDS
 from csi_mock.model.duration import DurationError, parse_duration
 
 STATUS_CODES = (
@@ -62,6 +62,27 @@ def status_code_name(code: str, *, ok: bool = False) -> str:
     if upper not in STATUS_CODES and not (ok and upper == "OK"):
         raise ValueError(f"{code!r} is not a gRPC status code (e.g. RESOURCE_EXHAUSTED)")
     return upper
+
+
+_INT_RANGES = {
+    "int64": (-(2**63), 2**63 - 1),
+    "uint64": (0, 2**64 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "uint32": (0, 2**32 - 1),
+}
+
+
+def _fits(kind: str, value: object) -> bool:
+    """Whether protobuf takes `value` for a field of scalar type `kind` (an override
+    it refuses would fail every matching call with INTERNAL)."""
+    if kind in _INT_RANGES:
+        low, high = _INT_RANGES[kind]
+        return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "string":
+        return isinstance(value, str)
+    return isinstance(value, int | float) and not isinstance(value, bool)  # double, float
 
 
 def methods_matching(pattern: str) -> list[str]:
@@ -122,13 +143,18 @@ class FaultRuleSpec(BaseModel):
         if override and info.data.get("error") is not None:
             raise ValueError("error and override exclude each other")
         method = info.data.get("method")  # absent when the method itself was invalid
-        for name in override or {}:
+        for name, value in (override or {}).items():
             for matched in methods_matching(method) if method else ():
                 if name not in RESPONSE_FIELDS[matched]:
                     raise ValueError(
                         f"{matched} responses have no field {name!r}"
                         f" (fields: {', '.join(RESPONSE_FIELDS[matched])})"
                     )
+                kind = OVERRIDE_TYPES[matched].get(name)
+                if kind is None:
+                    raise ValueError(f"{matched}'s {name} is not a scalar an override can set")
+                if not _fits(kind, value):
+                    raise ValueError(f"{name}: {value!r} is not a valid {kind}")
         return override
 
     @model_validator(mode="after")

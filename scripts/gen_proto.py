@@ -154,14 +154,47 @@ def method_catalogue(csi_pb2: Path) -> str:
         "",
         "RESPONSE_FIELDS: dict[str, tuple[str, ...]] = {",
     ]
-    methods = {
-        method.name: tuple(field.name for field in method.output_type.fields)
+    outputs = {
+        method.name: method.output_type
         for service in CSI_SERVICES
         for method in module.DESCRIPTOR.services_by_name[service].methods
     }
+    methods = {name: tuple(f.name for f in output.fields) for name, output in outputs.items()}
     lines.extend(f"    {name!r}: {fields!r}," for name, fields in sorted(methods.items()))
     lines.append("}")
+    lines += [
+        "",
+        "# The scalar type of each response field a fault rule's override can set: a plain",
+        "# scalar, or the value of a wrapper message (google.protobuf.Int64Value...).",
+        "OVERRIDE_TYPES: dict[str, dict[str, str]] = {",
+    ]
+    for name, output in sorted(outputs.items()):
+        types = [(f.name, kind) for f in output.fields if (kind := _scalar_type(f)) is not None]
+        if not types:
+            lines.append(f"    {name!r}: {{}},")
+            continue
+        lines.append(f"    {name!r}: {{")
+        lines.extend(f"        {field!r}: {kind!r}," for field, kind in types)
+        lines.append("    },")
+    lines.append("}")
     return "\n".join(lines).replace("'", '"') + "\n"
+
+
+_SCALAR_TYPES = {3: "int64", 4: "uint64", 5: "int32", 13: "uint32", 8: "bool", 9: "string"}
+_SCALAR_TYPES |= {1: "double", 2: "float"}
+"""FieldDescriptor.TYPE_* numbers of the scalar types an override can set."""
+
+
+def _scalar_type(field: object) -> str | None:
+    if getattr(field, "is_repeated", False):
+        return None
+    message = getattr(field, "message_type", None)
+    if message is not None:
+        value = message.fields_by_name.get("value")
+        if not message.full_name.startswith("google.protobuf.") or value is None:
+            return None
+        field = value
+    return _SCALAR_TYPES.get(getattr(field, "type", 0))
 
 
 def stale_files(fresh_dir: Path, target_dir: Path) -> list[str]:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import grpc
 import pytest
 from pydantic import ValidationError
-
-import grpc
 
 from csi_mock.control.faults import FaultEngine, FaultRule
 from csi_mock.fault_rules import STATUS_CODES, FaultRuleSpec
@@ -292,6 +291,34 @@ def test_a_rule_without_an_action_is_refused() -> None:
 def test_an_override_is_checked_against_every_method_the_glob_matches() -> None:
     with pytest.raises(ValidationError, match="no field 'available_capacity'"):
         FaultRuleSpec(method="*Capa*", override={"available_capacity": 0})
+
+
+@pytest.mark.parametrize(
+    ("override", "fragment"),
+    [
+        ({"available_capacity": float("inf")}, "inf is not a valid int64"),
+        ({"available_capacity": 2**63}, "is not a valid int64"),
+        ({"available_capacity": 1.5}, "1.5 is not a valid int64"),
+        ({"available_capacity": "10Gi"}, "'10Gi' is not a valid int64"),
+        ({"available_capacity": True}, "True is not a valid int64"),
+        ({"maximum_volume_size": -1.0}, "is not a valid int64"),
+    ],
+)
+def test_an_override_value_the_field_cannot_hold_is_refused_naming_override(
+    override: dict[str, Any], fragment: str
+) -> None:
+    # Found while fuzzing the admin API: such a rule was accepted, and every matching
+    # call then failed with INTERNAL when protobuf refused the value.
+    with pytest.raises(ValidationError) as raised:
+        FaultRuleSpec(method="GetCapacity", override=override)
+
+    problems = {tuple(p["loc"]): p["msg"] for p in raised.value.errors()}
+    assert fragment in problems[("override",)]
+
+
+def test_an_override_of_a_message_field_is_refused() -> None:
+    with pytest.raises(ValidationError, match="volume is not a scalar an override can set"):
+        FaultRuleSpec(method="CreateVolume", override={"volume": 1})
 
 
 @pytest.mark.parametrize(
