@@ -563,6 +563,16 @@ async def test_an_integer_too_long_to_read_is_a_400_naming_its_key(
     assert (await with_admin.admin.pool("node-1")).total == 10 * GiB
 
 
+async def test_a_volumes_page_after_beyond_int64_is_a_400_naming_after(
+    with_admin: AdminDriver,
+) -> None:
+    # Found by tests/fuzz: SQLite's OverflowError was a 500.
+    async with raw_http(with_admin) as http:
+        response = await http.get("/v1/volumes", params={"after": str(2**63)})
+
+    assert (response.status_code, response.json()["field"]) == (400, "after")
+
+
 async def test_an_empty_unknown_key_is_named(with_admin: AdminDriver) -> None:
     # Found by tests/fuzz: the key "" was reported as no field at all.
     async with raw_http(with_admin) as http:
