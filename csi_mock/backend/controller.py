@@ -308,12 +308,17 @@ class Controller:
 
     def resize_pool(self, name: str, size: int) -> Pool:
         pool = self.pool(name)
+        before = pool.total
         try:
             pool.resize(size)
         except ValueError as error:
             raise FailedPrecondition(str(error)) from None
-        with self.store.transaction():
-            self.store.set_pool_total(name, size)
+        try:
+            with self.store.transaction():
+                self.store.set_pool_total(name, size)
+        except BaseException:
+            pool.resize(before)  # Always possible: nothing else ran in between.
+            raise
         return pool
 
     def consume_external(self, name: str, amount: int) -> Pool:

@@ -160,9 +160,17 @@ class Node:
         data_path = self._backing_path(volume_id, capability.access_type, volume_context)
         size = self._volume_size(volume_id, volume_context, data_path)
         staging = Staging(volume_id, staging_path, capability, str(data_path), size)
-        self._ensure_staged(staging)
+        # Record first, then mount: a crash in between leaves a record without a mount,
+        # which the CO's retry completes and NodeUnstage clears; the other order would
+        # leave a mount nothing knows of.
         with self.store.transaction():
             self.store.add_staging(staging)
+        try:
+            self._ensure_staged(staging)
+        except BaseException:
+            with self.store.transaction():
+                self.store.remove_staging(volume_id)
+            raise
 
     def _ensure_staged(self, staging: Staging) -> None:
         make_mount_point(staging.staging_path, "staging_target_path", directory=True)
@@ -231,9 +239,15 @@ class Node:
                 publish_context,
                 volume_context,
             )
-        self._ensure_published(publication)
+        # Record first, then mount, as for staging.
         with self.store.transaction():
             self.store.add_publication(publication)
+        try:
+            self._ensure_published(publication)
+        except BaseException:
+            with self.store.transaction():
+                self.store.remove_publication(volume_id, target_path)
+            raise
 
     def _check_second_target(self, volume_id: str, capability: Capability) -> None:
         """A volume already published elsewhere on this node may be published again only

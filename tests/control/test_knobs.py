@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import grpc
 import pytest
 
@@ -45,6 +47,21 @@ async def test_shrinking_a_pool_below_what_volumes_use_is_refused_and_changes_no
     assert (raised.value.status, raised.value.field) == (409, "size")
     assert (await with_admin.admin.pool("node-1")).total == 10 * GiB
     assert (await capacity(with_admin.csi, "node-1")).available_capacity == 7 * GiB
+
+
+async def test_a_resize_whose_commit_fails_leaves_the_pool_as_it_was(
+    with_admin: AdminDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing_commit(*args: object) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(with_admin.driver.store, "set_pool_total", failing_commit)
+    with pytest.raises(AdminError) as raised:
+        await with_admin.admin.resize_pool("node-1", 16 * GiB)
+
+    assert raised.value.status == 500
+    assert (await with_admin.admin.pool("node-1")).total == 10 * GiB
+    assert (await capacity(with_admin.csi, "node-1")).available_capacity == 10 * GiB
 
 
 # -- drift (space consumed outside CSI) --------------------------------------------------

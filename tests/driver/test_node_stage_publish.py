@@ -6,6 +6,7 @@ with real mounts checked through /proc/self/mountinfo (root only).
 
 import errno
 import os
+import sqlite3
 from pathlib import Path
 
 import grpc
@@ -623,6 +624,44 @@ async def test_bind_unstage_unmounts_the_staging_path(
     await unstage(bind_csi, volume.volume_id, staging)
 
     assert not is_mount_point(staging)
+
+
+@pytest.mark.root
+async def test_bind_stage_whose_commit_fails_leaves_nothing_mounted(
+    bind_csi: RunningDriver, staging: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    volume = await create_volume(bind_csi, "pvc-bind")
+
+    def failing_commit(*args: object) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(bind_csi.driver.store, "add_staging", failing_commit)
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await stage(bind_csi, volume.volume_id, staging)
+
+    assert raised.value.code() == grpc.StatusCode.INTERNAL
+    assert not is_mount_point(staging)
+
+
+@pytest.mark.root
+async def test_bind_publish_whose_commit_fails_leaves_nothing_mounted(
+    bind_csi: RunningDriver, staging: Path, target: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    volume = await create_volume(bind_csi, "pvc-bind")
+    await stage(bind_csi, volume.volume_id, staging)
+
+    def failing_commit(*args: object) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(bind_csi.driver.store, "add_publication", failing_commit)
+    try:
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await publish(bind_csi, volume.volume_id, target, staging)
+        assert raised.value.code() == grpc.StatusCode.INTERNAL
+        assert not is_mount_point(target)
+    finally:
+        monkeypatch.undo()
+        await unstage(bind_csi, volume.volume_id, staging)
 
 
 @pytest.mark.root
