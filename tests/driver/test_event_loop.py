@@ -1,8 +1,11 @@
 """Filesystem work runs off the event loop: other calls are answered meanwhile.
 
 The volume here holds 3 GiB of allocated data and 30,000 files, which takes the
-removal several hundred milliseconds on the disks seen so far; while it runs, Probe
-(which touches no state) must keep answering within a small bound.
+removal several hundred milliseconds on the disks seen so far. While it runs, Probe
+(which touches no state) must keep answering: its slowest answer must be a small part
+of the whole operation. With the work on the loop, one Probe waits for all of it (the
+ratio is about 1); the bound is a ratio, not a time, so a loaded CI machine, which
+slows both, does not change the verdict.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from csi_mock.proto import csi_pb2 as pb
 from tests.driver.conftest import RunningDriver, StartDriver
 from tests.driver.csi_helpers import GiB, create_volume, publish, stage, stats
 
-PROBE_BOUND_SECONDS = 0.1
+SHARE_OF_THE_OPERATION = 0.3
 GIB_FILES = 3
 SMALL_FILES = 30_000
 
@@ -36,7 +39,11 @@ def fill(directory: Path) -> None:
             (sub / f"f{index}").touch()
 
 
-async def slowest_probe_while(csi: RunningDriver, work: asyncio.Future[object]) -> float:
+async def slowest_probe_while(
+    csi: RunningDriver, work: asyncio.Future[object]
+) -> tuple[float, float]:
+    """The slowest Probe answered while `work` ran, and how long `work` took."""
+    began = time.perf_counter()
     slowest = 0.0
     while not work.done():
         started = time.perf_counter()
@@ -44,7 +51,13 @@ async def slowest_probe_while(csi: RunningDriver, work: asyncio.Future[object]) 
         slowest = max(slowest, time.perf_counter() - started)
         await asyncio.sleep(0.005)
     await work
-    return slowest
+    return slowest, time.perf_counter() - began
+
+
+def assert_probes_went_on(slowest: float, took: float, operation: str) -> None:
+    assert slowest < SHARE_OF_THE_OPERATION * took, (
+        f"a Probe took {slowest * 1000:.0f} ms while {operation} ran for {took * 1000:.0f} ms"
+    )
 
 
 async def test_probe_answers_while_a_large_volume_is_deleted(start_driver: StartDriver) -> None:
@@ -52,17 +65,13 @@ async def test_probe_answers_while_a_large_volume_is_deleted(start_driver: Start
     volume = await create_volume(csi, "pvc-large", 10 * GiB)
     fill(csi.config.volumes_dir / volume.volume_id)
 
-    started = time.perf_counter()
     deletion = asyncio.ensure_future(
         csi.controller.DeleteVolume(pb.DeleteVolumeRequest(volume_id=volume.volume_id))
     )
-    slowest = await slowest_probe_while(csi, deletion)
-    took = time.perf_counter() - started
+    slowest, took = await slowest_probe_while(csi, deletion)
 
     assert not (csi.config.volumes_dir / volume.volume_id).exists()
-    assert slowest < PROBE_BOUND_SECONDS, (
-        f"a Probe took {slowest * 1000:.0f} ms while DeleteVolume ran for {took * 1000:.0f} ms"
-    )
+    assert_probes_went_on(slowest, took, "DeleteVolume")
 
 
 async def test_probe_answers_while_a_large_volume_is_measured(
@@ -75,6 +84,6 @@ async def test_probe_answers_while_a_large_volume_is_measured(
     fill(csi.config.volumes_dir / volume.volume_id)
 
     measuring = asyncio.ensure_future(stats(csi, volume.volume_id, target))
-    slowest = await slowest_probe_while(csi, measuring)
+    slowest, took = await slowest_probe_while(csi, measuring)
 
-    assert slowest < PROBE_BOUND_SECONDS, f"a Probe took {slowest * 1000:.0f} ms"
+    assert_probes_went_on(slowest, took, "NodeGetVolumeStats")
