@@ -373,8 +373,8 @@ class Controller:
             raise NotFound(f"node {node_id!r} is not known to this controller")
         if capability.access_type is not volume.access_type:
             raise InvalidArgument(
-                f"volume {volume_id} is a {volume.access_type.value} volume,"
-                f" not {capability.access_type.value}"
+                f"volume_capability: volume {volume_id} is a {volume.access_type.value}"
+                f" volume, not {capability.access_type.value}"
             )
         context = {PUBLISH_CONTEXT_NODE: node_id, PUBLISH_CONTEXT_DEVICE: f"/dev/mock/{volume_id}"}
         attachments = self.store.attachments_of_volume(volume_id)

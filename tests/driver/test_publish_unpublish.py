@@ -214,7 +214,8 @@ async def test_controller_publish_with_the_other_access_type_is_invalid_argument
             publish_request(volume.volume_id, capability=block_capability())
         )
 
-    assert_status(raised, grpc.StatusCode.INVALID_ARGUMENT, "mount volume")
+    # The field is named (found by tests/fuzz: the message named only the volume).
+    assert_status(raised, grpc.StatusCode.INVALID_ARGUMENT, "volume_capability", "mount volume")
 
 
 async def test_controller_publish_single_node_volume_to_a_second_node_is_failed_precondition(

@@ -252,8 +252,8 @@ class Draws:
                 max_size=3,
             )
         )
-        if value:
-            self.bad.add(name)
+        if value and name in ("parameters", "mutable_parameters"):
+            self.bad.add(name)  # the driver ignores random secrets and contexts
         return dict(value)
 
 
