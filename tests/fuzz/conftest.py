@@ -6,7 +6,7 @@ Budget and seed (docs/fuzzing.md):
 * ``CSI_MOCK_FUZZ_PROFILE=ci`` (the default): a fixed seed (``derandomize``), each test's
   own number of examples; the folder takes about two minutes on 2 cores. This is what
   ``make test`` runs.
-* ``CSI_MOCK_FUZZ_PROFILE=long``: random seeds, each test's examples times 15 (about
+* ``CSI_MOCK_FUZZ_PROFILE=long``: random seeds, each test's examples times 22 (about
   30 minutes); a failure prints the blob that reproduces it (``@reproduce_failure``).
 * ``CSI_MOCK_FUZZ_SCALE=2.5``: multiplies every test's number of examples once more.
 
@@ -37,7 +37,7 @@ from csi_mock.server import Driver, DriverServer
 from tests.driver.conftest import driver_config
 
 PROFILE = os.environ.get("CSI_MOCK_FUZZ_PROFILE", "ci")
-LONG_FACTOR = 15
+LONG_FACTOR = 22
 _T = TypeVar("_T")
 
 if PROFILE not in ("ci", "long"):
