@@ -316,7 +316,9 @@ class Node:
         volume_context: Mapping[str, str],
     ) -> Publication:
         if capability.access_type is not AccessType.MOUNT:
-            raise InvalidArgument("inline ephemeral volumes must use the mount access type")
+            raise InvalidArgument(
+                "volume_capability: inline ephemeral volumes must use the mount access type"
+            )
         try:
             size = parse_quantity(
                 volume_context.get(EPHEMERAL_SIZE_KEY)
@@ -424,7 +426,12 @@ class Node:
         if record.capability.access_type is AccessType.BLOCK:
             path = Path(record.data_path)
             if path.is_file() and path.stat().st_size < required:
-                os.truncate(path, required)
+                try:
+                    os.truncate(path, required)
+                except OSError as error:  # EFBIG: beyond the host filesystem's file size
+                    raise OutOfRange(
+                        f"capacity_range.required_bytes {required}: {error.strerror}"
+                    ) from None
                 if self.loops is not None:
                     self.loops.refresh_size(path)
         if required > self._size_of(record):
@@ -519,6 +526,8 @@ def _lookup_path(path: str) -> str:
     """A path used only to find a record: anything we did not record is NOT_FOUND."""
     if not path:
         raise InvalidArgument("volume_path is required")
+    if "\x00" in path:
+        raise InvalidArgument("volume_path contains a NUL byte")
     return os.path.normpath(path) if os.path.isabs(path) else path
 
 

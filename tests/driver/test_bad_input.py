@@ -19,6 +19,7 @@ import pytest
 from csi_mock.proto import csi_pb2 as pb
 from tests.driver.conftest import RunningDriver, StartDriver
 from tests.driver.csi_helpers import (
+    SINGLE_NODE_WRITER,
     GiB,
     assert_status,
     controller_state,
@@ -28,6 +29,7 @@ from tests.driver.csi_helpers import (
     publish,
     stage,
     stats,
+    unstage,
 )
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
@@ -421,6 +423,10 @@ async def test_deep_path_within_path_max_is_created(csi: RunningDriver, base: Ba
     await stage(csi, volume.volume_id, deep)
 
     assert deep.is_dir()
+    await unstage(csi, volume.volume_id, deep)
+    # Removed here, bottom up: shutil.rmtree (pytest's clean-up) recurses as deep.
+    for level in [deep, *deep.parents][:1900]:
+        level.rmdir()
 
 
 async def test_status_message_quoting_a_huge_field_is_cut_and_keeps_its_code(
@@ -613,3 +619,59 @@ async def test_controller_unpublish_without_volume_id_is_invalid_argument(
         )
 
     assert_status(raised, INVALID, "volume_id")
+
+
+# -- found by the long fuzz run ------------------------------------------------------------
+
+
+async def test_stats_of_a_volume_path_with_a_nul_byte_is_invalid_argument(
+    csi: RunningDriver, base: Base
+) -> None:
+    # Was INTERNAL: os.stat's "embedded null byte" ValueError.
+    await assert_refused_without_effect(
+        csi, base, node_stats(path=f"{base.target}\x00"), INVALID, "volume_path"
+    )
+
+
+async def test_node_expand_of_a_block_volume_beyond_the_host_file_size_is_out_of_range(
+    csi: RunningDriver, tmp_path: Path
+) -> None:
+    # Was INTERNAL: os.truncate's EFBIG ("File too large").
+    capability = pb.VolumeCapability(
+        block=pb.VolumeCapability.BlockVolume(),
+        access_mode=pb.VolumeCapability.AccessMode(mode=SINGLE_NODE_WRITER),
+    )
+    volume = await create_volume(csi, "pvc-block", GiB, capabilities=[capability])
+    await stage(csi, volume.volume_id, tmp_path / "staging-block", capability)
+
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await csi.node.NodeExpandVolume(
+            pb.NodeExpandVolumeRequest(
+                volume_id=volume.volume_id,
+                volume_path=str(tmp_path / "staging-block"),
+                capacity_range=pb.CapacityRange(required_bytes=2**63 - 1),
+            )
+        )
+
+    assert_status(raised, OUT_OF_RANGE, "capacity_range.required_bytes")
+
+
+async def test_inline_ephemeral_block_volume_names_volume_capability(
+    csi: RunningDriver, tmp_path: Path
+) -> None:
+    capability = pb.VolumeCapability(
+        block=pb.VolumeCapability.BlockVolume(),
+        access_mode=pb.VolumeCapability.AccessMode(mode=SINGLE_NODE_WRITER),
+    )
+
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await csi.node.NodePublishVolume(
+            pb.NodePublishVolumeRequest(
+                volume_id="eph-1",
+                target_path=str(tmp_path / "target-eph"),
+                volume_capability=capability,
+                volume_context={"csi.storage.k8s.io/ephemeral": "true"},
+            )
+        )
+
+    assert_status(raised, INVALID, "volume_capability", "mount access type")
