@@ -21,7 +21,8 @@ AT_NO_AUTOMOUNT = 0x800
 STATX_BASIC_STATS = 0x7FF
 STATX_ATTR_MOUNT_ROOT = 0x2000  # Linux 5.8
 _STATX_SIZE = 256
-_STATX_ATTRIBUTES = struct.Struct("=Q")  # stx_attributes at offset 8
+_STATX_U64 = struct.Struct("=Q")
+_STATX_ATTRIBUTES_OFFSET = 8  # stx_attributes
 _STATX_ATTRIBUTES_MASK_OFFSET = 56  # stx_attributes_mask
 
 
@@ -95,10 +96,10 @@ class BindMounter:
             if error in (errno.ENOENT, errno.ENOTDIR):
                 return False
             return None
-        (known,) = _STATX_ATTRIBUTES.unpack_from(buffer, _STATX_ATTRIBUTES_MASK_OFFSET)
+        (known,) = _STATX_U64.unpack_from(buffer, _STATX_ATTRIBUTES_MASK_OFFSET)
         if not known & STATX_ATTR_MOUNT_ROOT:
             return None
-        (attributes,) = _STATX_ATTRIBUTES.unpack_from(buffer, 8)
+        (attributes,) = _STATX_U64.unpack_from(buffer, _STATX_ATTRIBUTES_OFFSET)
         return bool(attributes & STATX_ATTR_MOUNT_ROOT)
 
     def _mount(self, source: str, target: str, flags: int) -> None:

@@ -51,10 +51,3 @@ def _parse_text(text: str) -> float:
             f"{text!r} is not a duration (e.g. 300ms, 2s, 1m30s, or seconds as a number)"
         )
     return sign * total
-
-
-def format_duration(seconds: float) -> str:
-    """A short Go-style spelling of `seconds` (`1.5s`, `300ms`, `2m0s` is `120s`)."""
-    if seconds and abs(seconds) < 1:
-        return f"{seconds * 1000:g}ms"
-    return f"{seconds:g}s"

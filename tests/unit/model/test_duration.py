@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from csi_mock.model.duration import DurationError, format_duration, parse_duration
+from csi_mock.model.duration import DurationError, parse_duration
 
 
 @pytest.mark.parametrize(
@@ -45,7 +45,3 @@ def test_anything_else_is_refused_with_examples(text: str) -> None:
 def test_booleans_and_non_finite_numbers_are_refused(value: float) -> None:
     with pytest.raises(DurationError):
         parse_duration(value)
-
-
-def test_format_duration_is_short() -> None:
-    assert (format_duration(0.3), format_duration(2), format_duration(0)) == ("300ms", "2s", "0s")
