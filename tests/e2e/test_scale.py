@@ -4,11 +4,12 @@ fresh local cluster with capacity tracking on and another with it off
 (``csi-harness scale kep1472``; the 50-node runs are in docs/scale.md).
 
 What is asserted is what held in every run at this size (docs/scale.md): with
-tracking every claim is bound, and a claim refused for stale capacity is not refused
-again; in both runs each refusal sends the claim back to kube-scheduler. The blind
-run's numbers go into the JUnit report: at ten nodes it ended with 2, 3 and 0 claims
-stuck in three runs (14, 21 and 3 refusals), too varied to assert; at 50 nodes the
-difference is the one the KEP describes.
+tracking every claim is bound unless no node has room for the burst's largest size,
+and a claim refused for stale capacity is not refused again; in both runs each refusal
+sends the claim back to kube-scheduler. The blind run's numbers go into the JUnit
+report: at ten nodes it ended with 2, 3 and 0 claims stuck in three runs (14, 21 and 3
+refusals), too varied to assert; at 50 nodes the difference is the one the KEP
+describes.
 """
 
 from __future__ import annotations
@@ -70,10 +71,22 @@ def test_capacity_tracking_binds_every_claim_where_blind_scheduling_keeps_failin
     # The burst fills about nine tenths of the pools.
     assert 0.85 <= tracking.requested_bytes / (tracking.pool_bytes * tracking.nodes) <= 0.95
 
-    # With capacity tracking every claim is bound, and the pools hold exactly that.
-    assert tracking.completed, f"{tracking.claims_left} unbound: {tracking.stop_reason}"
-    assert tracking.create_volume_ok == SETUP.pods
-    assert sum(tracking.pool_used.values()) == tracking.requested_bytes
+    # With capacity tracking every claim is bound, unless no node has room left for the
+    # largest volume size of the burst: at nine tenths full, placements made within one
+    # capacity poll can leave every node with less free space than a 3Gi claim needs
+    # (seen once in eight CI runs: one claim left, ResourceExhausted on every node).
+    # That is packing, not scheduling without capacity; the pools hold what was bound.
+    largest_free = max(
+        tracking.pool_total[node] - tracking.pool_used.get(node, 0) for node in tracking.pool_total
+    )
+    if not tracking.completed:
+        assert largest_free < SETUP.sizes.high, (
+            f"{tracking.claims_left} unbound ({tracking.stop_reason})"
+            f" although a node had {largest_free} bytes free"
+        )
+    assert tracking.create_volume_ok == SETUP.pods - tracking.claims_left
+    if tracking.completed:
+        assert sum(tracking.pool_used.values()) == tracking.requested_bytes
 
     # ... and a refusal (published capacity a poll behind) is not repeated: the next
     # node kube-scheduler picks has room. (Without tracking one claim was refused up to
