@@ -32,10 +32,11 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
 RUN python3 -m venv /opt/csi-mock
 ENV PATH=/opt/csi-mock/bin:$PATH
 
-# The build context holds only these (.dockerignore is an allowlist).
+# The build context holds only these (.dockerignore is an allowlist): the driver, not
+# the conftest harness, whose dependencies are an extra (csi-mock[harness]) the image
+# does not install.
 COPY pyproject.toml /src/
 COPY csi_mock /src/csi_mock
-COPY harness /src/harness
 RUN pip install /src && rm -rf /src
 
 WORKDIR /
