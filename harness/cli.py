@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from harness.kind.node_image import NodeImageError
 from harness.local.cluster import ClusterUpFailed, LocalCluster, format_teardown
 from harness.local.config import LocalClusterConfig, describe_validation_error
 from harness.local.tools import Tools, ToolsMissing
+from harness.resources import TOOLS_SCRIPT
 
 
 class UsageError(Exception):
@@ -163,6 +165,15 @@ def _parser() -> argparse.ArgumentParser:
     kind_actions.add_parser("image", help="build the offline node image (cached); print its tag")
     prepare = kind_actions.add_parser("prepare", help="ready a hand-made cluster for the suites")
     prepare.add_argument("--name", required=True, help="the kind cluster's name")
+    tools = commands.add_parser(
+        "tools",
+        help="build or locate the pinned tools (scripts/tools.sh shipped in the package)",
+    )
+    tools.add_argument(
+        "tools_args",
+        nargs=argparse.REMAINDER,
+        metavar="build [TOOL...] | doctor | path [TOOL] | list | prune",
+    )
     return parser
 
 
@@ -311,6 +322,21 @@ def _upstream_main(args: argparse.Namespace) -> int:
     return 1 if summary.failed else 0
 
 
+TOOLS_COMMANDS = ("build", "doctor", "path", "list", "prune")
+
+
+def _tools_main(tools_args: list[str]) -> int:
+    """Run the packaged tools.sh: the same pins and cache as a source checkout's."""
+    if not tools_args or tools_args[0] not in TOOLS_COMMANDS:
+        given = tools_args[0] if tools_args else "nothing"
+        print(
+            f"csi-harness tools: expected one of {', '.join(TOOLS_COMMANDS)}, got {given}",
+            file=sys.stderr,
+        )
+        return 2
+    return subprocess.run(["bash", str(TOOLS_SCRIPT), *tools_args], check=False).returncode
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = _parser().parse_args(argv)
@@ -318,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
         return _scale_main(args, argv)
     if args.command == "upstream":
         return _upstream_main(args)
+    if args.command == "tools":
+        return _tools_main(args.tools_args)
     if args.command == "kind" or getattr(args, "provider", "local") == "kind":
         return _kind_main(args)
     try:

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import subprocess
+import tempfile
+from importlib.resources import files
 from pathlib import Path
 
 from harness.local.images import (
@@ -23,7 +26,8 @@ from harness.local.images import (
     layer_tar,
     resolve_cache_dir,
 )
-from harness.local.tools import REPO_ROOT, TOOLS_SCRIPT, Tools
+from harness.local.tools import Tools
+from harness.resources import DATA_DIR, DOCKER_ENGINE_SCRIPT, DOCKERFILE, TOOLS_SCRIPT
 
 DRIVER_IMAGE = "csi-mock.local/csi-mock:dev"
 BASE_IMAGE = "csi-mock.local/python-base:bookworm"
@@ -85,24 +89,26 @@ def build_sidecar_images(tools: Tools, cache_dir: Path | None = None) -> dict[st
 def build_driver_image(tag: str = DRIVER_IMAGE, base: str = BASE_IMAGE) -> str:
     """``docker build`` of the Dockerfile on ``base`` (built first when missing), on the
     host network (the build installs csi-mock's dependencies from PyPI)."""
-    engine = REPO_ROOT / "scripts" / "docker" / "engine.sh"
     if base == BASE_IMAGE:
-        _run(["bash", str(engine), "base"], "building the Python base image")
-    _run(
-        [
-            "docker",
-            "build",
-            "--network",
-            "host",
-            "--build-arg",
-            f"BASE_IMAGE={base}",
-            "-t",
-            tag,
-            str(REPO_ROOT),
-        ],
-        f"building {tag} from the Dockerfile",
-    )
+        _run(["bash", str(DOCKER_ENGINE_SCRIPT), "base"], "building the Python base image")
+    with tempfile.TemporaryDirectory(prefix="csi-mock-image-") as context:
+        driver_build_context(Path(context))
+        build = ["docker", "build", "--network", "host", "--build-arg", f"BASE_IMAGE={base}"]
+        _run([*build, "-t", tag, context], f"building {tag} from the Dockerfile")
     return tag
+
+
+def driver_build_context(directory: Path) -> None:
+    """What the Dockerfile copies, taken from the installed packages (so an installed
+    csi-mock builds its image as a source tree does): the Dockerfile, pyproject.toml
+    and the driver package, without the harness."""
+    shutil.copy(DOCKERFILE, directory / "Dockerfile")
+    shutil.copy(DATA_DIR / "pyproject.toml", directory / "pyproject.toml")
+    shutil.copytree(
+        Path(str(files("csi_mock"))),
+        directory / "csi_mock",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
 
 
 def _run(argv: list[str], what: str) -> None:

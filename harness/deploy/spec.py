@@ -17,7 +17,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-MANIFEST_DIR = Path(__file__).resolve().parent.parent.parent / "deploy" / "kubernetes"
+from harness.resources import MANIFEST_DIR
+
 DRIVER_NAMESPACE = "csi-mock"
 """The namespace of the default driver (its CSIStorageCapacity objects, in-cluster: its pods)."""
 NODE_TOPOLOGY_KEY = "topology.csi-mock.example/node"

@@ -25,7 +25,6 @@ from harness.kind import network
 from harness.kind.node_image import IMAGE_REPOSITORY, build_node_image
 from harness.kind.provider import (
     DEFAULT_KUBECONFIG_ROOT,
-    KIND_CONFIG_DIR,
     CommandFailed,
     ImageArchive,
     KindCli,
@@ -34,6 +33,7 @@ from harness.kind.scheduler import SchedulerManifest
 from harness.local.images import build_busybox_image
 from harness.local.tools import Tools
 from harness.local.waiting import wait_for
+from harness.resources import KIND_CONFIG_DIR
 
 DEFAULT_CONFIG = KIND_CONFIG_DIR / "suites.yaml"
 READY_TIMEOUT = 240.0

@@ -49,7 +49,8 @@ from harness.local.images import (
     import_images,
     layer_tar,
 )
-from harness.local.tools import REPO_ROOT, Tools
+from harness.local.tools import Tools
+from harness.resources import TOOLS_DIR
 
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
@@ -72,7 +73,7 @@ ROOTFS_PACKAGES = (
     "jq",  # kind's createContainer hook (mount-product-files.sh) runs it
 )
 IMAGE_REPOSITORY = "csi-mock.local/kind-node"
-KIND_UNIT_DIR = REPO_ROOT / "tools" / "kind"
+KIND_UNIT_DIR = TOOLS_DIR / "kind"
 # What kube-proxy (iptables mode) executes, found in the rootfs with their libraries.
 KUBE_PROXY_TOOLS = (
     "usr/sbin/xtables-nft-multi",

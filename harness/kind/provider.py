@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from harness.deploy.spec import DRIVER_NAMESPACE, MANIFEST_DIR
-from harness.local.tools import TOOLS_SCRIPT, ToolsMissing
+from harness.deploy.spec import DRIVER_NAMESPACE
+from harness.local.tools import ToolsMissing
+from harness.resources import MANIFEST_DIR, TOOLS_SCRIPT
 
 DRIVER_IMAGE = "csi-mock.local/csi-mock:dev"
 """The image deploy/kubernetes/ runs (built from the repository's Dockerfile)."""
-KIND_CONFIG_DIR = Path(__file__).resolve().parent.parent.parent / "kind-config"
 DEFAULT_KUBECONFIG_ROOT = Path("/var/lib/csi-harness")
 CONTROLLER_DEPLOYMENT = "csi-mock-controller"
 NODE_DAEMONSET = "csi-mock-node"

@@ -7,8 +7,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent.parent
-TOOLS_SCRIPT = REPO_ROOT / "scripts" / "tools.sh"
+from harness.resources import TOOLS_SCRIPT
 
 REQUIRED = (
     "etcd",

@@ -24,9 +24,10 @@ from lightkube.resources.core_v1 import ConfigMap, Namespace
 
 from harness.cluster import ClusterNode
 from harness.deploy.incluster_objects import RESIZER_DEPLOYMENT, render_objects
-from harness.deploy.spec import DRIVER_NAMESPACE, MANIFEST_DIR, DriverDeployment
+from harness.deploy.spec import DRIVER_NAMESPACE, DriverDeployment
 from harness.kind.provider import CONTROLLER_DEPLOYMENT, NODE_DAEMONSET, tool_path
 from harness.local.cluster import LocalCluster
+from harness.resources import MANIFEST_DIR
 
 pytestmark = pytest.mark.e2e
 

@@ -9,17 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.deploy.spec import MANIFEST_DIR
 from harness.kind.provider import (
     DRIVER_IMAGE,
-    KIND_CONFIG_DIR,
     CommandFailed,
     ImageArchive,
     KindCli,
     run_command,
     tool_path,
 )
-from harness.local.tools import TOOLS_SCRIPT, ToolsMissing
+from harness.local.tools import ToolsMissing
+from harness.resources import KIND_CONFIG_DIR, MANIFEST_DIR, TOOLS_SCRIPT
 
 KIND = "/tools/bin/kind"
 KUBECTL = "/tools/bin/kubectl"
