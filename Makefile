@@ -31,7 +31,7 @@ MISSION_WORKERS ?= $(WORKERS)
 KIND_WORKERS ?= 3
 CI_KIND_WORKERS ?= $(KIND_WORKERS)
 
-.PHONY: install system-deps run test e2e e2e-kind e2e-upstream e2e-upstream-run e2e-upstream-kind kind-image cluster-up cluster-down lint unit sanity tools doctor bench bench-e2e mission scale scale-nodes clean
+.PHONY: install system-deps run test e2e e2e-kind user-project e2e-upstream e2e-upstream-run e2e-upstream-kind kind-image cluster-up cluster-down lint unit sanity tools doctor bench bench-e2e mission scale scale-nodes clean
 
 install:  ## install csi-mock and its development dependencies
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
@@ -60,9 +60,14 @@ test: install system-deps lint  ## everything CI runs: lint, unit, driver, crash
 	bash scripts/tools.sh build $(TEST_TOOLS) $(UPSTREAM_TOOLS) $(KIND_TOOLS)
 	mkdir -p $(REPORTS)
 	$(PYTHON) -m pytest -ra -n $(WORKERS) --junitxml=$(REPORTS)/junit.xml
+	bash scripts/user-project.sh --junitxml=$(abspath $(REPORTS))/user-project.xml
 	$(MAKE) --no-print-directory e2e-upstream-run
 	$(MAKE) --no-print-directory e2e-kind-run KIND_SUITES='$(CI_KIND_SUITES)' \
 		KIND_WORKERS=$(CI_KIND_WORKERS)
+
+user-project: install system-deps  ## build the wheel, install it in a fresh venv outside the repo, run examples/user-project on a local cluster
+	bash scripts/tools.sh build $(TEST_TOOLS)
+	bash scripts/user-project.sh
 
 e2e-kind: install system-deps  ## the mission suites on a fresh kind cluster (Docker engine from scripts/docker)
 	bash scripts/tools.sh build $(TEST_TOOLS) $(KIND_TOOLS)

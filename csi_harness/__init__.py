@@ -1,0 +1,83 @@
+"""The public API of csi-mock's conformance harness, for suites of your own.
+
+Install with the extra (``pip install 'csi-mock[harness]'``); the pytest plugin then
+loads by itself and gives the fixtures ``cluster``, ``kube``, ``driver``,
+``namespace`` and ``admin``, the options ``--cluster local|kind|existing`` (and the
+others of ``pytest --help``'s "csi-harness" group) and the markers
+``@pytest.mark.driver(**DriverDeployment fields)`` and ``@pytest.mark.cluster_wide``.
+
+Everything importable from here is public and kept stable; the ``harness`` package
+behind it is private (its modules move as the harness grows). Example, a whole test::
+
+    from csi_harness import objects, wait_pod_unschedulable
+
+    @pytest.mark.driver(node_pool_size="2Gi")
+    def test_a_claim_larger_than_every_pool_is_not_scheduled(kube, namespace, driver):
+        objects.create(
+            kube,
+            objects.claim("big", namespace, "3Gi", driver.spec.storage_class()),
+            objects.pod("app", namespace, claims=["big"]),
+        )
+        wait_pod_unschedulable(kube, "app", namespace, message=NOT_ENOUGH_STORAGE)
+
+See docs/harness.md ("Using the harness in your own project").
+"""
+
+from __future__ import annotations
+
+from csi_mock.admin.client import AdminClient, AdminError
+from harness.cluster import Cluster, ClusterNode, Driver, Unsupported, pick_nodes, scheduling_nodes
+from harness.deploy.spec import DriverDeployment, ProvisionerMode
+from harness.kube import objects
+from harness.kube.resources import CSINodeResource, csinode_drivers
+from harness.kube.waits import (
+    capacities,
+    events,
+    volume_attachments,
+    wait_bound_volume,
+    wait_capacity,
+    wait_claim,
+    wait_event,
+    wait_for,
+    wait_pod_running,
+    wait_pod_scheduled,
+    wait_pod_unschedulable,
+    wait_volume_attachment,
+    wait_volume_attachments_gone,
+)
+
+NOT_ENOUGH_STORAGE = "did not have enough free storage"
+"""kube-scheduler's VolumeBinding reason when CSIStorageCapacity rules a node out."""
+MAX_VOLUME_COUNT = "node(s) exceed max volume count"
+"""kube-scheduler's NodeVolumeLimits reason (the CSINode allocatable count is reached)."""
+
+__all__ = [
+    "MAX_VOLUME_COUNT",
+    "NOT_ENOUGH_STORAGE",
+    "AdminClient",
+    "AdminError",
+    "CSINodeResource",
+    "Cluster",
+    "ClusterNode",
+    "Driver",
+    "DriverDeployment",
+    "ProvisionerMode",
+    "Unsupported",
+    "capacities",
+    "csinode_drivers",
+    "events",
+    "objects",
+    "pick_nodes",
+    "scheduling_nodes",
+    "volume_attachments",
+    "wait_bound_volume",
+    "wait_capacity",
+    "wait_claim",
+    "wait_event",
+    "wait_for",
+    "wait_pod_running",
+    "wait_pod_scheduled",
+    "wait_pod_unschedulable",
+    "wait_volume_attachment",
+    "wait_volume_attachments_gone",
+]

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Install csi-mock as a user would and run examples/user-project against it.
+#
+#   scripts/user-project.sh [PYTEST ARGS...]
+#
+# Builds the wheel of this tree, installs it with the harness extra into a fresh
+# virtualenv in a temporary directory outside the repository, copies the example
+# project next to it and runs its tests there (a local cluster by default: needs root
+# and the tools built, which the wheel finds through its own packaged tools.sh and the
+# shared cache). Nothing from the source tree is importable in that run: a missing
+# package file fails here, not on a user's machine. Exit status: pytest's (5, no
+# tests, is a failure too).
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PYTHON=${PYTHON:-python3}
+WORK=$(mktemp -d /tmp/csi-mock-user-project.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+echo "== user project: wheel of $REPO"
+"$PYTHON" -m pip wheel --no-deps --quiet --wheel-dir "$WORK/dist" "$REPO"
+wheel=$(ls "$WORK"/dist/csi_mock-*.whl)
+
+echo "== user project: fresh virtualenv in $WORK/venv"
+"$PYTHON" -m venv "$WORK/venv"
+"$WORK/venv/bin/pip" install --quiet --disable-pip-version-check "${wheel}[harness]" "pytest>=8"
+
+cp -r "$REPO/examples/user-project" "$WORK/project"
+cd "$WORK/project"
+unset PYTHONPATH
+where=$("$WORK/venv/bin/python" -c 'import csi_mock, harness, csi_harness; print(csi_mock.__file__, harness.__file__)')
+case "$where" in
+  *"$REPO"*) echo "user-project: csi-mock was imported from the source tree: $where" >&2; exit 1 ;;
+esac
+echo "== user project: pytest in $WORK/project (csi-mock from $WORK/venv)"
+status=0
+"$WORK/venv/bin/python" -m pytest -p no:cacheprovider --cluster-name csi-user-project "$@" || status=$?
+if [[ $status -eq 5 ]]; then
+  echo "user-project: pytest collected no tests" >&2
+fi
+exit "$status"
