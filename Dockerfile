@@ -33,7 +33,7 @@ RUN python3 -m venv /opt/csi-mock
 ENV PATH=/opt/csi-mock/bin:$PATH
 
 # The build context holds only these (.dockerignore is an allowlist): the driver, not
-# the conftest harness, whose dependencies are an extra (csi-mock[harness]) the image
+# the conformance harness, whose dependencies are an extra (csi-mock[harness]) the image
 # does not install.
 COPY pyproject.toml /src/
 COPY csi_mock /src/csi_mock

@@ -1,27 +1,18 @@
-"""The driver image (Dockerfile) builds, starts and answers CSI Identity calls over a
-socket in a directory mounted from the host. Uses testcontainers; runs only where a
-Docker engine answers, and skips (saying why) everywhere else.
+"""The driver image (Dockerfile) runs as a testcontainers module, CsiMockContainer:
+it starts, answers CSI and admin calls over sockets in a mounted host directory, takes
+its configuration, and a bad one fails the start with the driver's message. Runs only
+where a Docker engine answers and skips (saying why) everywhere else.
 
-The base image: $CSI_MOCK_BASE_IMAGE, default python:3.11-slim (the Dockerfile's
-default). Without a registry, build a local base first, e.g. from a debootstrapped
-Debian rootfs (the Dockerfile's header has the commands), and point the variable at it:
-
-    sudo debootstrap --variant=minbase --include=python3,python3-venv bookworm /tmp/rootfs
-    sudo tar -C /tmp/rootfs -c . | docker import \\
-        --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \\
-        - csi-mock.local/python-base:bookworm
-    CSI_MOCK_BASE_IMAGE=csi-mock.local/python-base:bookworm pytest tests/e2e/test_image_smoke.py
-
-On a host like the project's own CI machines (no registry, no CAP_SYS_RESOURCE),
-scripts/docker/engine.sh starts a suitable engine and builds that base
+The image is built as the kind provider builds it (harness.deploy.images: the
+Dockerfile on a debootstrapped Python base, scripts/docker/engine.sh base), unless
+$CSI_MOCK_BASE_IMAGE names another base. On the project's CI machines (no registry,
+no CAP_SYS_RESOURCE) scripts/docker/engine.sh starts a suitable engine
 (docs/docker.md):
 
-    scripts/docker/engine.sh start && scripts/docker/engine.sh base
-    CSI_MOCK_BASE_IMAGE=csi-mock.local/python-base:bookworm CSI_MOCK_BUILD_NETWORK=host \
-        pytest tests/e2e/test_image_smoke.py
+    scripts/docker/engine.sh start
+    pytest tests/e2e/test_image_smoke.py
 
-The image build installs csi-mock's dependencies from PyPI ($PIP_INDEX_URL if set).
-The test talks to the socket as the user running pytest, and the driver in the image
+The test talks to the sockets as the user running pytest, and the driver in the image
 runs as root: run it as root, or with a rootless engine.
 """
 
@@ -30,11 +21,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
@@ -44,11 +31,6 @@ from csi_mock.proto import csi_pb2 as pb
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
 
 pytestmark = pytest.mark.e2e
-
-REPO_ROOT = Path(__file__).resolve().parent.parent.parent
-DEFAULT_BASE_IMAGE = "python:3.11-slim"
-START_TIMEOUT = 60.0
-
 
 def docker_engine_problem() -> str | None:
     """Why no Docker engine can be used here, or None when `docker info` succeeds."""
@@ -82,89 +64,77 @@ def docker_engine() -> None:
 
 
 @pytest.fixture(scope="module")
-def driver_image(docker_engine: None) -> Iterator[str]:
-    """The image built from the repository's Dockerfile on $CSI_MOCK_BASE_IMAGE."""
+def driver_image(docker_engine: None) -> str:
+    """The driver image as the kind provider builds it (the Dockerfile on the local
+    Python base, both cached by Docker)."""
     pytest.importorskip("testcontainers", reason="testcontainers is not installed")
-    import docker
-    from testcontainers.core.image import DockerImage
-
-    base = os.environ.get("CSI_MOCK_BASE_IMAGE", DEFAULT_BASE_IMAGE)
-    client = docker.from_env()
-    try:
-        client.images.get(base)
-    except docker.errors.ImageNotFound:
-        try:
-            client.images.pull(base)
-        except docker.errors.APIError as exc:
-            pytest.skip(
-                f"base image {base} is not present and cannot be pulled ({exc}); build a local"
-                " one and set CSI_MOCK_BASE_IMAGE (see this module's docstring)"
-            )
-    finally:
-        client.close()
-    build_args = {"BASE_IMAGE": base}
-    if os.environ.get("PIP_INDEX_URL"):
-        build_args["PIP_INDEX_URL"] = os.environ["PIP_INDEX_URL"]
-    tag = f"csi-mock.local/csi-mock:smoke-{uuid.uuid4().hex[:8]}"
-    # An engine without a default bridge (scripts/docker/engine.sh) builds on the host
-    # network: CSI_MOCK_BUILD_NETWORK=host.
-    network = (
-        {"network_mode": os.environ["CSI_MOCK_BUILD_NETWORK"]}
-        if os.environ.get("CSI_MOCK_BUILD_NETWORK")
-        else {}
-    )
-    with DockerImage(path=REPO_ROOT, tag=tag, buildargs=build_args, **network) as image:
-        yield str(image)
-
-
-def wait_until_ready(identity: pb_grpc.IdentityStub, timeout: float) -> pb.ProbeResponse:
-    """Probe until the driver says ready; fail with the last answer or error seen."""
-    deadline = time.monotonic() + timeout
-    seen: object = "nothing yet"
-    while time.monotonic() < deadline:
-        try:
-            response = identity.Probe(pb.ProbeRequest(), timeout=2)
-            if response.ready.value:
-                return response
-            seen = response
-        except grpc.RpcError as exc:
-            seen = f"{exc.code().name}: {exc.details()}"  # the socket is not there yet
-        time.sleep(0.2)
-    raise AssertionError(f"the driver was not ready within {timeout:.0f} s; last seen: {seen}")
-
-
-@pytest.fixture
-def driver_socket(driver_image: str, tmp_path: Path) -> Iterator[Path]:
-    """The image serving in combined mode, its CSI socket in tmp_path (mounted at /csi)."""
     from testcontainers.core.config import testcontainers_config
-    from testcontainers.core.container import DockerContainer
+
+    from harness.deploy.images import build_driver_image
 
     # Ryuk (the reaper) would be pulled from Docker Hub; the context manager removes the
     # container anyway. An explicit TESTCONTAINERS_RYUK_DISABLED setting wins.
     if "TESTCONTAINERS_RYUK_DISABLED" not in os.environ:
         testcontainers_config.ryuk_disabled = True
-    socket_dir = tmp_path / "csi"
-    socket_dir.mkdir()
-    container: Any = (
-        DockerContainer(driver_image)
-        .with_volume_mapping(str(socket_dir), "/csi", "rw")
-        .with_command(["serve", "--endpoint=unix:///csi/csi.sock", "--nodeid=smoke-node", "--v=5"])
-    )
-    with container:
-        try:
-            yield socket_dir / "csi.sock"
-        finally:
-            stdout, stderr = container.get_logs()
-            print("--- csi-mock container log ---")
-            print((stdout + stderr).decode(errors="replace")[-4000:])
+    base = os.environ.get("CSI_MOCK_BASE_IMAGE")
+    return build_driver_image() if base is None else build_driver_image(base=base)
 
 
-def test_image_answers_probe_and_get_plugin_info_over_the_mounted_socket(
-    driver_socket: Path,
+def test_the_container_answers_probe_and_plugin_info_over_the_mounted_socket(
+    driver_image: str,
 ) -> None:
-    with grpc.insecure_channel(f"unix://{driver_socket}") as channel:
+    from csi_mock.container import CsiMockContainer
+
+    with (
+        CsiMockContainer(driver_image, config={"name": "smoke.csi-mock.example"}) as mock,
+        grpc.insecure_channel(mock.endpoint) as channel,
+    ):
         identity = pb_grpc.IdentityStub(channel)
-        wait_until_ready(identity, START_TIMEOUT)
+        assert identity.Probe(pb.ProbeRequest(), timeout=5).ready.value
         info = identity.GetPluginInfo(pb.GetPluginInfoRequest(), timeout=5)
-    assert info.name == "csi-mock.example"
-    assert info.vendor_version == __version__
+        socket_dir = mock.socket_dir
+    assert (info.name, info.vendor_version) == ("smoke.csi-mock.example", __version__)
+    assert not socket_dir.exists(), "the temporary socket directory is removed"
+
+
+def test_the_container_takes_its_configuration_and_its_admin_api_answers(
+    driver_image: str, tmp_path: Path
+) -> None:
+    from csi_mock.container import CsiMockContainer
+
+    config = {"pools": [{"name": "small", "size": "1Gi"}], "node": {"id": "box-1"}}
+    with CsiMockContainer(driver_image, config=config, socket_dir=tmp_path) as mock:
+        channel = grpc.insecure_channel(mock.endpoint)
+        controller = pb_grpc.ControllerStub(channel)
+        with mock.admin() as admin:
+            assert [pool.name for pool in admin.pools()] == ["small"]
+            admin.add_fault("CreateVolume", code="UNAVAILABLE", times=1)
+            request = pb.CreateVolumeRequest(
+                name="v1",
+                capacity_range=pb.CapacityRange(required_bytes=1 << 20),
+                volume_capabilities=[
+                    pb.VolumeCapability(
+                        mount=pb.VolumeCapability.MountVolume(),
+                        access_mode=pb.VolumeCapability.AccessMode(mode=1),
+                    )
+                ],
+            )
+            with pytest.raises(grpc.RpcError) as failed:
+                controller.CreateVolume(request, timeout=5)
+            assert failed.value.code() is grpc.StatusCode.UNAVAILABLE
+            assert controller.CreateVolume(request, timeout=5).volume.capacity_bytes == 1 << 20
+            codes = [r.code for r in admin.journal(method="CreateVolume")]
+        node = pb_grpc.NodeStub(channel).NodeGetInfo(pb.NodeGetInfoRequest(), timeout=5)
+        channel.close()
+    assert codes == ["UNAVAILABLE", "OK"]
+    assert node.node_id == "box-1"
+    assert (tmp_path / "driver.yaml").exists(), "a given socket directory is kept"
+
+
+def test_a_bad_configuration_fails_the_start_with_the_drivers_message(driver_image: str) -> None:
+    from csi_mock.container import CsiMockContainer
+
+    container = CsiMockContainer(driver_image, config={"pools": [{"size": "1Gi"}]})
+    with pytest.raises(RuntimeError) as failed, container:
+        pass
+    assert "pools.0.name" in str(failed.value)
