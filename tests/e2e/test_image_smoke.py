@@ -32,6 +32,7 @@ from csi_mock.proto import csi_pb2_grpc as pb_grpc
 
 pytestmark = pytest.mark.e2e
 
+
 def docker_engine_problem() -> str | None:
     """Why no Docker engine can be used here, or None when `docker info` succeeds."""
     if shutil.which("docker") is None:
