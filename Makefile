@@ -6,8 +6,8 @@ ENDPOINT ?= unix:///tmp/csi-mock/csi.sock
 REPORTS ?= reports
 
 # The pinned tools the tests run: csi-sanity, and everything the local cluster needs.
-TEST_TOOLS ?= csi-sanity kubernetes etcd containerd runc cni-plugins csi-provisioner csi-attacher \
-	csi-resizer
+TEST_TOOLS ?= csi-sanity actionlint kubernetes etcd containerd runc cni-plugins csi-provisioner \
+	csi-attacher csi-resizer
 # ... and what the kind cluster needs besides (its node image is built from all of them).
 KIND_TOOLS ?= crictl kind
 # The suites `make e2e-kind` runs on kind: all five mission suites.
@@ -32,7 +32,7 @@ MISSION_WORKERS ?= $(WORKERS)
 KIND_WORKERS ?= 3
 CI_KIND_WORKERS ?= $(KIND_WORKERS)
 
-.PHONY: install system-deps run test e2e e2e-kind user-project e2e-upstream e2e-upstream-run e2e-upstream-kind kind-image cluster-up cluster-down lint unit sanity tools doctor bench bench-e2e mission scale scale-nodes clean
+.PHONY: install system-deps run test e2e e2e-kind user-project github-actions e2e-upstream e2e-upstream-run e2e-upstream-kind kind-image cluster-up cluster-down lint unit sanity tools doctor bench bench-e2e mission scale scale-nodes clean
 
 install:  ## install csi-mock and its development dependencies
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
@@ -46,8 +46,8 @@ run: install  ## run the driver on $(ENDPOINT) with a 100Gi pool for $(NODE_ID)
 
 lint: install
 	$(PYTHON) scripts/gen_proto.py --check
-	$(PYTHON) -m ruff check csi_mock harness tests scripts benchmarks
-	$(PYTHON) -m ruff format --check csi_mock harness tests scripts benchmarks
+	$(PYTHON) -m ruff check csi_mock csi_harness harness tests scripts benchmarks examples
+	$(PYTHON) -m ruff format --check csi_mock csi_harness harness tests scripts benchmarks examples
 	$(PYTHON) -m mypy
 	$(PYTHON) -c "import sys, importlinter.cli as c; sys.exit(c.lint_imports())"  # layer contracts (pyproject.toml)
 
@@ -65,6 +65,12 @@ test: install system-deps lint  ## everything CI runs: lint, unit, driver, crash
 	$(MAKE) --no-print-directory e2e-upstream-run
 	$(MAKE) --no-print-directory e2e-kind-run KIND_SUITES='$(CI_KIND_SUITES)' \
 		KIND_WORKERS=$(CI_KIND_WORKERS)
+	$(PYTHON) scripts/github-actions-steps.py
+
+github-actions: install system-deps  ## run the steps of examples/github-actions/storage-conformance.yml here (kind; engine from scripts/docker)
+	bash scripts/tools.sh build $(TEST_TOOLS) $(KIND_TOOLS)
+	bash scripts/docker/engine.sh start
+	$(PYTHON) scripts/github-actions-steps.py
 
 user-project: install system-deps  ## build the wheel, install it in a fresh venv outside the repo, run examples/user-project on a local cluster
 	bash scripts/tools.sh build $(TEST_TOOLS)
@@ -77,7 +83,7 @@ e2e-kind: install system-deps  ## the mission suites on a fresh kind cluster (Do
 e2e-kind-run:
 	bash scripts/docker/engine.sh start
 	mkdir -p $(REPORTS)/kind
-	$(PYTHON) -m pytest -ra -m e2e --cluster kind --junitxml=$(REPORTS)/kind/junit.xml \
+	$(PYTHON) -m pytest -ra -m e2e --csi-cluster kind --junitxml=$(REPORTS)/kind/junit.xml \
 		$(if $(filter-out 1,$(KIND_WORKERS)),-n $(KIND_WORKERS)) $(KIND_SUITES)
 
 e2e-upstream: install system-deps  ## Kubernetes' External Storage e2e suites (e2e.test) on a local cluster; summary in reports/upstream

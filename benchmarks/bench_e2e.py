@@ -7,7 +7,7 @@ suite, the outcome counts, the exit code and the 10 slowest tests; over the runs
 min and max wall time and the longest streak of runs with 0 failures. Everything goes to
 <out>/results.json; a Markdown block for docs/benchmarks.md to stdout and <out>/results.md.
 
-    python benchmarks/bench_e2e.py [--runs 3] [--out DIR] [--pytest-args "-n 4 --cluster kind"]
+    python benchmarks/bench_e2e.py [--runs 3] [--out DIR] [--pytest-args "-n 4 --csi-cluster kind"]
                                    [--marker mission] [--stop-on-failure] [--dry-run]
 
 pytest's output goes to <out>/run-<i>/pytest.log, its JUnit XML beside it. This module is
@@ -445,7 +445,7 @@ def main() -> int:
         "--out", type=Path, help=f"results directory (default {DEFAULT_OUT}/<timestamp>)"
     )
     parser.add_argument(
-        "--pytest-args", default="", help='more pytest arguments, e.g. "-n 4 --cluster kind"'
+        "--pytest-args", default="", help='more pytest arguments, e.g. "-n 4 --csi-cluster kind"'
     )
     parser.add_argument(
         "--marker", default="mission", help="the -m expression ('' for none; default mission)"

@@ -2,7 +2,7 @@
 
 Install with the extra (``pip install 'csi-mock[harness]'``); the pytest plugin then
 loads by itself and gives the fixtures ``cluster``, ``kube``, ``driver``,
-``namespace`` and ``admin``, the options ``--cluster local|kind|existing`` (and the
+``namespace`` and ``admin``, the options ``--csi-cluster local|kind|existing`` (and the
 others of ``pytest --help``'s "csi-harness" group) and the markers
 ``@pytest.mark.driver(**DriverDeployment fields)`` and ``@pytest.mark.cluster_wide``.
 

@@ -1,20 +1,21 @@
 """pytest plugin of the csi-mock conformance harness (registered as ``csi_harness``).
 
-Options:
-  --cluster local        bring up a local cluster for the session (default)
-  --cluster kind         create a kind cluster for the session (offline node image unless
-                         --node-image), deploy csi-mock in it, delete it afterwards
-  --cluster existing     use a running cluster: a csi-harness local cluster (found by
-                         --kubeconfig, else by --cluster-name), or any cluster whose
-                         --kubeconfig is given, with csi-mock deployed in-cluster; it is
-                         left running
-  --kubeconfig PATH      the existing cluster's kubeconfig
-  --keep-cluster         leave the local or kind cluster running after the session (kind:
-                         and reuse a running one of that name)
-  --cluster-name NAME    name of the local or kind cluster (default csi-harness-e2e)
-  --kind-config FILE     kind configuration (default kind-config/two-nodes.yaml)
-  --node-image IMAGE     kind node image of your own (e.g. from your Kubernetes branch)
-  --feature-gates G=B,.. Kubernetes feature gates for every component (local only)
+Options (all prefixed ``--csi-``: pytest-kind, for one, has ``--cluster-name`` and
+``--keep-cluster``, and two plugins defining an option stop pytest):
+  --csi-cluster local      bring up a local cluster for the session (default)
+  --csi-cluster kind       create a kind cluster for the session (offline node image
+                           unless --csi-node-image), deploy csi-mock in it, delete it after
+  --csi-cluster existing   use a running cluster: a csi-harness local cluster (found by
+                           --csi-kubeconfig, else by --csi-cluster-name), or any cluster
+                           whose --csi-kubeconfig is given, with csi-mock deployed
+                           in-cluster; it is left running
+  --csi-kubeconfig PATH    the existing cluster's kubeconfig
+  --csi-keep-cluster       leave the local or kind cluster running after the session
+                           (kind: and reuse a running one of that name)
+  --csi-cluster-name NAME  name of the local or kind cluster (default csi-harness-e2e)
+  --csi-kind-config FILE   kind configuration (default kind-config/two-nodes.yaml)
+  --csi-node-image IMAGE   kind node image of your own (e.g. from your Kubernetes branch)
+  --csi-feature-gates G=B,...  Kubernetes feature gates for every component (local only)
 
 Running tests at the same time (pytest-xdist, ``-n N``): the first worker whose
 tests need the cluster brings it up, the others attach to it, and the controller
@@ -25,7 +26,7 @@ scheduler, say) runs while no other test runs (``harness.cluster_lock``).
 
 Fixtures:
   ``cluster`` (session)        the running cluster, a ``harness.cluster.Cluster`` whichever
-                               provider ``--cluster`` chose
+                               provider ``--csi-cluster`` chose
   ``local_cluster`` (session)  the same as a ``LocalCluster``, for tests of the local
                                provider itself (skipped on other providers)
   ``kube`` (session)           a lightkube Client for it
@@ -79,21 +80,23 @@ from harness.local.waiting import wait_for
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("csi-harness", "csi-mock conformance harness")
     group.addoption(
-        "--cluster",
+        "--csi-cluster",
         choices=["local", "kind", "existing"],
         default="local",
         help="local or kind: bring a cluster up for the session; existing: use a running one",
     )
     group.addoption(
-        "--kubeconfig",
+        "--csi-kubeconfig",
         default=None,
-        help="with --cluster existing: the kubeconfig of a running cluster",
+        help="with --csi-cluster existing: the kubeconfig of a running cluster",
     )
-    group.addoption("--kind-config", default=None, help="kind configuration file")
-    group.addoption("--node-image", default=None, help="kind node image of your own")
-    group.addoption("--keep-cluster", action="store_true", help="do not tear the cluster down")
-    group.addoption("--cluster-name", default="csi-harness-e2e", help="local cluster name")
-    group.addoption("--feature-gates", default="", help="NAME=true|false,... for every component")
+    group.addoption("--csi-kind-config", default=None, help="kind configuration file")
+    group.addoption("--csi-node-image", default=None, help="kind node image of your own")
+    group.addoption("--csi-keep-cluster", action="store_true", help="do not tear the cluster down")
+    group.addoption("--csi-cluster-name", default="csi-harness-e2e", help="local cluster name")
+    group.addoption(
+        "--csi-feature-gates", default="", help="NAME=true|false,... for every component"
+    )
 
 
 _SESSION_CLUSTER = pytest.StashKey[AbstractContextManager[Cluster]]()
@@ -154,9 +157,9 @@ def _worker_cluster(config: pytest.Config) -> AbstractContextManager[Cluster]:
 
 
 def _shared_cluster(config: pytest.Config) -> SharedCluster | None:
-    """How workers share the cluster of ``--cluster``; None for a cluster of the
-    user's own (``--cluster existing``), which every worker just uses."""
-    provider = config.getoption("--cluster", "local")
+    """How workers share the cluster of ``--csi-cluster``; None for a cluster of the
+    user's own (``--csi-cluster existing``), which every worker just uses."""
+    provider = config.getoption("--csi-cluster", "local")
     if provider == "local":
         return _SharedLocalCluster(_local_cluster_config(config))
     if provider == "kind":
@@ -204,7 +207,7 @@ class _SharedKindCluster:
 
     @property
     def key(self) -> str:
-        return f"kind-{self.pytest_config.getoption('--cluster-name')}"
+        return f"kind-{self.pytest_config.getoption('--csi-cluster-name')}"
 
     @property
     def directory(self) -> Path:
@@ -257,41 +260,45 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The controller of workers tears down the cluster one of them brought up for
-    this session (unless --keep-cluster)."""
+    this session (unless --csi-keep-cluster)."""
     token = config.stash.get(_SESSION_TOKEN, None)
     shared = _shared_cluster(config) if token is not None else None
     if token is None or shared is None:
         return
-    message = end_session(shared, token, keep=bool(config.getoption("--keep-cluster")))
+    message = end_session(shared, token, keep=bool(config.getoption("--csi-keep-cluster")))
     if message is not None:
         _progress_writer(config)(message)
 
 
 def open_cluster(config: pytest.Config) -> AbstractContextManager[Cluster]:
-    """The cluster ``--cluster`` asks for, as a context manager: entered, it yields the
+    """The cluster ``--csi-cluster`` asks for, as a context manager: entered, it yields the
     cluster ready for the suites; left, it tears it down or leaves it running, as the
     options say. Options that do not fit the provider are a ``pytest.UsageError``,
     raised here, before anything is brought up or attached."""
-    provider = config.getoption("--cluster", "local")
-    if provider != "existing" and config.getoption("--kubeconfig", None):
-        raise pytest.UsageError("--kubeconfig names the cluster of --cluster existing")
+    provider = config.getoption("--csi-cluster", "local")
+    if provider != "existing" and config.getoption("--csi-kubeconfig", None):
+        raise pytest.UsageError("--csi-kubeconfig names the cluster of --csi-cluster existing")
     if provider != "kind" and (
-        config.getoption("--kind-config") or config.getoption("--node-image")
+        config.getoption("--csi-kind-config") or config.getoption("--csi-node-image")
     ):
-        raise pytest.UsageError("--kind-config and --node-image are options of --cluster kind")
+        raise pytest.UsageError(
+            "--csi-kind-config and --csi-node-image are options of --csi-cluster kind"
+        )
     progress = _progress_writer(config)
     if provider == "local":
         return _brought_up_local_cluster(
-            _local_cluster_config(config), progress, keep=bool(config.getoption("--keep-cluster"))
+            _local_cluster_config(config),
+            progress,
+            keep=bool(config.getoption("--csi-keep-cluster")),
         )
     if provider == "kind":
         return _kind_cluster(_kind_cluster_for(config, progress), progress)
     if provider == "existing":
-        kubeconfig = config.getoption("--kubeconfig")
+        kubeconfig = config.getoption("--csi-kubeconfig")
         if kubeconfig and not (Path(kubeconfig).resolve().parent / STATE_FILE).exists():
             return _existing_cluster(_existing_cluster_for(Path(kubeconfig), progress), progress)
         return _left_as_found(_attach(config, progress), progress)
-    raise pytest.UsageError(f"--cluster {provider}: no such provider")
+    raise pytest.UsageError(f"--csi-cluster {provider}: no such provider")
 
 
 def _kind_cluster_for(config: pytest.Config, progress: Callable[[str], None]) -> KindCluster:
@@ -300,25 +307,25 @@ def _kind_cluster_for(config: pytest.Config, progress: Callable[[str], None]) ->
     from harness.kind.cluster import DEFAULT_CONFIG, KindCluster
     from harness.kind.node_image import NodeImageError, require_docker
 
-    if config.getoption("--feature-gates"):
+    if config.getoption("--csi-feature-gates"):
         raise pytest.UsageError(
-            "--feature-gates: a kind cluster takes its gates from --kind-config "
+            "--csi-feature-gates: a kind cluster takes its gates from --csi-kind-config "
             "(kind-config/capacity-scoring.yaml shows how)"
         )
-    kind_config = Path(config.getoption("--kind-config") or DEFAULT_CONFIG).resolve()
+    kind_config = Path(config.getoption("--csi-kind-config") or DEFAULT_CONFIG).resolve()
     if not kind_config.is_file():
-        raise pytest.UsageError(f"--kind-config {kind_config}: no such file")
+        raise pytest.UsageError(f"--csi-kind-config {kind_config}: no such file")
     try:
         require_docker()
         return KindCluster(
-            config.getoption("--cluster-name", "csi-harness-e2e"),
+            config.getoption("--csi-cluster-name", "csi-harness-e2e"),
             kind_config,
-            node_image=config.getoption("--node-image"),
-            reuse=bool(config.getoption("--keep-cluster")),
+            node_image=config.getoption("--csi-node-image"),
+            reuse=bool(config.getoption("--csi-keep-cluster")),
             progress=progress,
         )
     except (NodeImageError, ToolsMissing) as exc:
-        raise pytest.UsageError(f"--cluster kind: {exc}") from exc
+        raise pytest.UsageError(f"--csi-cluster kind: {exc}") from exc
 
 
 @contextlib.contextmanager
@@ -342,14 +349,14 @@ def _existing_cluster_for(kubeconfig: Path, progress: Callable[[str], None]) -> 
 
     if not kubeconfig.is_file():
         raise pytest.UsageError(
-            f"--kubeconfig {kubeconfig}: no such file (and no local cluster here: no "
+            f"--csi-kubeconfig {kubeconfig}: no such file (and no local cluster here: no "
             f"{STATE_FILE} beside it)"
         )
     cluster = ExistingCluster(kubeconfig, progress=progress)
     try:
         cluster.check_reachable()
     except Unsupported as exc:
-        raise pytest.UsageError(f"--cluster existing: {exc}") from exc
+        raise pytest.UsageError(f"--csi-cluster existing: {exc}") from exc
     return cluster
 
 
@@ -371,10 +378,10 @@ def _existing_cluster(
 
 def _local_cluster_config(config: pytest.Config) -> LocalClusterConfig:
     try:
-        gates = parse_feature_gates(config.getoption("--feature-gates", ""))
+        gates = parse_feature_gates(config.getoption("--csi-feature-gates", ""))
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from exc
-    name = config.getoption("--cluster-name", "csi-harness-e2e")
+    name = config.getoption("--csi-cluster-name", "csi-harness-e2e")
     return LocalClusterConfig(name=name, feature_gates=gates)
 
 
@@ -414,23 +421,23 @@ def _progress_writer(pytestconfig: pytest.Config) -> Callable[[str], None]:
 
 
 def _attach(pytestconfig: pytest.Config, progress: Callable[[str], None]) -> LocalCluster:
-    if pytestconfig.getoption("--feature-gates"):
+    if pytestconfig.getoption("--csi-feature-gates"):
         raise pytest.UsageError(
-            "--feature-gates: an existing cluster keeps the gates it was brought up with "
+            "--csi-feature-gates: an existing cluster keeps the gates it was brought up with "
             "(csi-harness cluster up --feature-gates ...)"
         )
-    kubeconfig = pytestconfig.getoption("--kubeconfig")
+    kubeconfig = pytestconfig.getoption("--csi-kubeconfig")
     if kubeconfig:
         run_dir = Path(kubeconfig).resolve().parent
     else:
         run_dir = LocalClusterConfig(
-            name=pytestconfig.getoption("--cluster-name")
+            name=pytestconfig.getoption("--csi-cluster-name")
         ).effective_run_dir
     try:
         return LocalCluster.attach(run_dir, progress=progress)
     except (ClusterNotRunning, ToolsMissing) as exc:
         raise pytest.UsageError(
-            f"--cluster existing: {exc}\n(only clusters made by csi-harness can be used so "
+            f"--csi-cluster existing: {exc}\n(only clusters made by csi-harness can be used so "
             "far: the suites redeploy the driver as local processes)"
         ) from exc
 
@@ -475,7 +482,7 @@ def kube(cluster: Cluster) -> Client:
 def cluster_access(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[None]:
     """The test's share of the cluster: exclusive for a ``cluster_wide`` test, shared
     with the other tests otherwise (only matters with pytest-xdist workers)."""
-    lock = ClusterLock.for_cluster(f"{request.config.getoption('--cluster')}-{cluster.name}")
+    lock = ClusterLock.for_cluster(f"{request.config.getoption('--csi-cluster')}-{cluster.name}")
     wide = request.node.get_closest_marker(CLUSTER_WIDE) is not None
     with lock.exclusive() if wide else lock.shared():
         yield

@@ -149,7 +149,7 @@ class ConformanceReporter:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         # Each provider's run keeps its own summary and diagnostics (CI runs two).
-        provider = config.getoption("--cluster", "local")
+        provider = config.getoption("--csi-cluster", "local")
         reports = config.rootpath / REPORTS_DIR
         self.record = RunRecord(reports=reports if provider == "local" else reports / provider)
         self._bring_up_reported = not hasattr(config, "workerinput")

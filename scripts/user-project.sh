@@ -34,7 +34,7 @@ case "$where" in
 esac
 echo "== user project: pytest in $WORK/project (csi-mock from $WORK/venv)"
 status=0
-"$WORK/venv/bin/python" -m pytest -p no:cacheprovider --cluster-name csi-user-project "$@" || status=$?
+"$WORK/venv/bin/python" -m pytest -p no:cacheprovider --csi-cluster-name csi-user-project "$@" || status=$?
 if [[ $status -eq 5 ]]; then
   echo "user-project: pytest collected no tests" >&2
 fi

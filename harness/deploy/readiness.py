@@ -121,7 +121,7 @@ def wait_driver_ready(
 def drop_topology_labels(kube: Client, spec: DriverDeployment, nodes: Sequence[str]) -> None:
     """After a suffixed driver is removed: take its topology labels off the nodes.
     Kubelets add a driver's segments as node labels when it registers and never
-    remove them; on a cluster that outlives the session (``--keep-cluster``, an
+    remove them; on a cluster that outlives the session (``--csi-keep-cluster``, an
     existing one) every test's driver would otherwise leave two labels on every node.
     The default driver's labels are left alone: they are the cluster's own."""
     if spec.suffix:

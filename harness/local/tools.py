@@ -61,3 +61,13 @@ class Tools:
                 'csi-provisioner csi-attacher csi-resizer"`'
             )
         return cls(bin_dir)
+
+
+def tool_binary(name: str) -> Path | None:
+    """The pinned binary ``name`` as ``tools.sh path NAME`` reports it; None when it is
+    not built (or tools.sh does not know it)."""
+    out = subprocess.run(
+        ["bash", str(TOOLS_SCRIPT), "path", name], capture_output=True, text=True, check=False
+    )
+    path = Path(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None
+    return path if path is not None and path.is_file() else None

@@ -1,4 +1,4 @@
-"""`--cluster existing`: suites run against a cluster `csi-harness cluster up` brought
+"""`--csi-cluster existing`: suites run against a cluster `csi-harness cluster up` brought
 up, which they leave running with the driver it had."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def cluster_up() -> Iterator[Path]:
         assert down.returncode == 0, down.stderr
 
 
-@pytest.mark.scenario(FEATURE, "--cluster existing: suites run, the cluster keeps its driver")
+@pytest.mark.scenario(FEATURE, "--csi-cluster existing: suites run, the cluster keeps its driver")
 def test_suites_run_against_a_running_cluster_and_leave_its_driver(
     cluster_up: Path, tmp_path: Path
 ) -> None:
@@ -66,8 +66,8 @@ def test_suites_run_against_a_running_cluster_and_leave_its_driver(
     before = RunState.load(kubeconfig.parent)
     assert before is not None
     run = run_pytest(
-        "--cluster=existing",
-        f"--kubeconfig={kubeconfig}",
+        "--csi-cluster=existing",
+        f"--csi-kubeconfig={kubeconfig}",
         f"--junitxml={tmp_path / 'junit.xml'}",
         "tests/e2e/test_volume_limits.py::"
         "test_max_volumes_per_node_is_the_csinode_allocatable_count_on_every_node",
@@ -109,11 +109,11 @@ def test_suites_run_against_a_running_cluster_and_leave_its_driver(
     assert after.config["driver"] == before.config["driver"]
 
 
-@pytest.mark.scenario(FEATURE, "--cluster existing without a running cluster: usage error")
+@pytest.mark.scenario(FEATURE, "--csi-cluster existing without a running cluster: usage error")
 def test_existing_without_a_running_cluster_is_a_usage_error(tmp_path: Path) -> None:
     run = run_pytest(
-        "--cluster=existing",
-        f"--kubeconfig={tmp_path / 'kubeconfig'}",
+        "--csi-cluster=existing",
+        f"--csi-kubeconfig={tmp_path / 'kubeconfig'}",
         "tests/e2e/test_volume_limits.py",
     )
     assert run.returncode == 4, run.stdout[-2000:] + run.stderr[-2000:]  # pytest usage error

@@ -46,9 +46,9 @@ SETUP = Setup(
 
 @pytest.fixture(scope="module", autouse=True)
 def local_only(request: pytest.FixtureRequest) -> None:
-    provider = request.config.getoption("--cluster")
+    provider = request.config.getoption("--csi-cluster")
     if provider != "local":
-        pytest.skip(f"brings up local clusters of its own; --cluster is {provider}")
+        pytest.skip(f"brings up local clusters of its own; --csi-cluster is {provider}")
 
 
 def test_capacity_tracking_binds_every_claim_where_blind_scheduling_keeps_failing(

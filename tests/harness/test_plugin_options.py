@@ -3,6 +3,7 @@ found before any cluster is made or any test runs."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,15 +31,15 @@ def run_pytest(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_missing_kind_config_is_a_usage_error(tmp_path: Path) -> None:
-    run = run_pytest("--cluster=kind", f"--kind-config={tmp_path / 'nope.yaml'}")
+    run = run_pytest("--csi-cluster=kind", f"--csi-kind-config={tmp_path / 'nope.yaml'}")
     assert run.returncode == 4, run.stdout[-2000:] + run.stderr[-2000:]
     assert "nope.yaml: no such file" in run.stderr
 
 
 def test_kind_options_without_kind_are_a_usage_error() -> None:
-    run = run_pytest("--cluster=local", "--node-image=my/node:dev")
+    run = run_pytest("--csi-cluster=local", "--csi-node-image=my/node:dev")
     assert run.returncode == 4
-    assert "options of --cluster kind" in run.stderr
+    assert "options of --csi-cluster kind" in run.stderr
 
 
 def test_an_existing_cluster_that_does_not_answer_is_a_usage_error(tmp_path: Path) -> None:
@@ -49,6 +50,33 @@ def test_an_existing_cluster_that_does_not_answer_is_a_usage_error(tmp_path: Pat
         "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
         "users: [{name: u, user: {token: t}}]\n"
     )
-    run = run_pytest("--cluster=existing", f"--kubeconfig={kubeconfig}")
+    run = run_pytest("--csi-cluster=existing", f"--csi-kubeconfig={kubeconfig}")
     assert run.returncode == 4, run.stdout[-2000:] + run.stderr[-2000:]
     assert "does not answer" in run.stderr
+
+
+# The options other Kubernetes pytest plugins define (pytest-kind: --cluster-name and
+# --keep-cluster; the generic names conftests of other projects use). A second
+# plugin adding one of csi-harness's options would stop pytest at start-up.
+OTHER_PLUGINS_OPTIONS = """
+def pytest_addoption(parser):
+    for name in ("--cluster", "--cluster-name", "--keep-cluster", "--kubeconfig",
+                 "--kind-config", "--node-image", "--feature-gates"):
+        parser.addoption(name, default=None)
+"""
+
+
+def test_the_options_do_not_clash_with_other_kubernetes_plugins(tmp_path: Path) -> None:
+    (tmp_path / "other_plugin.py").write_text(OTHER_PLUGINS_OPTIONS)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "other_plugin", "-p", "no:cacheprovider", "--help"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    for option in ("--csi-cluster=", "--csi-cluster-name=", "--csi-keep-cluster"):
+        assert option in run.stdout, option
