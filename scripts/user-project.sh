@@ -8,8 +8,9 @@
 # project next to it and runs its tests there (a local cluster by default: needs root
 # and the tools built, which the wheel finds through its own packaged tools.sh and the
 # shared cache). Nothing from the source tree is importable in that run: a missing
-# package file fails here, not on a user's machine. Exit status: pytest's (5, no
-# tests, is a failure too).
+# package file fails here, not on a user's machine. Then `csi-harness cluster up`,
+# `status` and `down` from the venv. Exit status: pytest's (5, no tests, is a failure
+# too), else the first failing command's.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -38,4 +39,12 @@ status=0
 if [[ $status -eq 5 ]]; then
   echo "user-project: pytest collected no tests" >&2
 fi
-exit "$status"
+[[ $status -eq 0 ]] || exit "$status"
+
+# The installed commands, as a user runs them by hand.
+echo "== user project: csi-mock and csi-harness from the venv"
+"$WORK/venv/bin/csi-mock" --version
+"$WORK/venv/bin/csi-harness" tools doctor >/dev/null
+"$WORK/venv/bin/csi-harness" cluster up --name csi-user-cli
+"$WORK/venv/bin/csi-harness" cluster status --name csi-user-cli
+"$WORK/venv/bin/csi-harness" cluster down --name csi-user-cli
