@@ -26,15 +26,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import grpc
 import yaml
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.waiting_utils import WaitStrategy, WaitStrategyTarget
 
 from csi_mock.admin.client import AdminClient
-from csi_mock.proto import csi_pb2 as pb
-from csi_mock.proto import csi_pb2_grpc as pb_grpc
-from csi_mock.testing import DEFAULT_CONFIG, merge_config
+from csi_mock.testing import DEFAULT_CONFIG, merge_config, probe_ready
 
 __all__ = ["DEFAULT_IMAGE", "CsiMockContainer", "ProbeReadyWaitStrategy"]
 
@@ -65,16 +62,9 @@ class ProbeReadyWaitStrategy(WaitStrategy):
                     f"the csi-mock container {container.status} before it was ready:\n"
                     + (stdout + stderr).decode(errors="replace")[-4000:]
                 )
-            if self.socket_path.exists():
-                with grpc.insecure_channel(f"unix://{self.socket_path}") as channel:
-                    try:
-                        probe = pb_grpc.IdentityStub(channel).Probe(pb.ProbeRequest(), timeout=2)
-                    except grpc.RpcError as error:
-                        last = f"Probe answered {error.code().name}"
-                    else:
-                        if probe.ready.value:
-                            return
-                        last = "Probe says not ready"
+            ready, last = probe_ready(self.socket_path)
+            if ready:
+                return
             time.sleep(self._poll_interval)
         raise TimeoutError(
             f"csi-mock at {self.socket_path} not ready within {self._startup_timeout:g} s ({last})"

@@ -154,21 +154,15 @@ class RunningCsiMock:
         last = "the admin socket does not accept connections"
         while time.monotonic() < deadline:
             self._check_alive()
-            if _accepts(self.admin_socket_path):
+            if accepts_connections(self.admin_socket_path):
                 break
             time.sleep(0.02)
         while time.monotonic() < deadline:
             self._check_alive()
-            with grpc.insecure_channel(self.endpoint) as channel:
-                try:
-                    probe = pb_grpc.IdentityStub(channel).Probe(pb.ProbeRequest(), timeout=2)
-                except grpc.RpcError as error:
-                    last = f"Probe answered {error.code().name}"
-                else:
-                    if probe.ready.value:
-                        self._admin = AdminClient(self.admin_socket_path)
-                        return
-                    last = "Probe says not ready"
+            ready, last = probe_ready(self.socket_path)
+            if ready:
+                self._admin = AdminClient(self.admin_socket_path)
+                return
             time.sleep(0.05)
         raise CsiMockStartError(
             f"csi-mock at {self.endpoint} was not ready within {timeout:g} s ({last});"
@@ -232,7 +226,20 @@ def merge_config(*layers: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _accepts(path: Path) -> bool:
+def probe_ready(socket_path: Path) -> tuple[bool, str]:
+    """(ready, what was seen) from one Identity.Probe over a unix socket."""
+    if not socket_path.exists():
+        return False, "no socket yet"
+    with grpc.insecure_channel(f"unix://{socket_path}") as channel:
+        try:
+            probe = pb_grpc.IdentityStub(channel).Probe(pb.ProbeRequest(), timeout=2)
+        except grpc.RpcError as error:
+            return False, f"Probe answered {error.code().name}"
+    return (True, "ready") if probe.ready.value else (False, "Probe says not ready")
+
+
+def accepts_connections(path: Path) -> bool:
+    """Whether a unix socket accepts connections (a killed process's file does not)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
         try:
             probe.connect(str(path))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -26,6 +25,7 @@ import yaml
 from csi_mock.admin.client import AdminClient
 from csi_mock.proto import csi_pb2 as pb
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
+from csi_mock.testing import accepts_connections
 
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -86,7 +86,7 @@ class DriverProcess:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise AssertionError(f"driver exited with {self.process.returncode} at start-up")
-            if _accepts(admin_socket):
+            if accepts_connections(admin_socket):
                 break
             time.sleep(0.01)
         while time.monotonic() < deadline:
@@ -150,15 +150,6 @@ class DriverProcess:
     def admin_client(self) -> AdminClient:
         assert self.admin is not None, "driver not running"
         return self.admin
-
-
-def _accepts(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        try:
-            probe.connect(str(path))
-        except OSError:
-            return False
-    return True
 
 
 # -- the database, read from outside ------------------------------------------------------
