@@ -65,6 +65,15 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
                 time=time.time(), method=method, service=service, request=key_fields(request)
             )
             started = time.perf_counter()
+            published = False
+
+            def publish() -> None:
+                nonlocal published
+                published = True
+                record.duration_ms = round((time.perf_counter() - started) * 1000, 3)
+                for sink in self._sinks:
+                    sink(record)
+
             try:
                 if service != "Identity" and not self._readiness.ready:
                     raise Unavailable(self._readiness.failure or "driver state is still loading")
@@ -91,11 +100,13 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
                     raise
                 code, message = status_of(error)
                 record.code, record.message = code.name, message
+                # context.abort() sends the status at once: publish first, so that a
+                # caller reading the journal as soon as it has its answer finds the call.
+                publish()
                 await context.abort(code, message)
             finally:
-                record.duration_ms = round((time.perf_counter() - started) * 1000, 3)
-                for sink in self._sinks:
-                    sink(record)
+                if not published:
+                    publish()
 
         return grpc.unary_unary_rpc_method_handler(
             observed,
