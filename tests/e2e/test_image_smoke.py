@@ -139,3 +139,17 @@ def test_a_bad_configuration_fails_the_start_with_the_drivers_message(driver_ima
     with pytest.raises(RuntimeError) as failed, container:
         pass
     assert "pools.0.name" in str(failed.value)
+
+
+def test_the_image_carries_the_driver_without_the_harness(driver_image: str) -> None:
+    from csi_mock.container import CsiMockContainer
+
+    probe = (
+        "import importlib.util as u;"
+        "print(','.join(m for m in ('csi_mock', 'harness', 'csi_harness', 'lightkube',"
+        " 'cryptography') if u.find_spec(m)))"
+    )
+    with CsiMockContainer(driver_image) as mock:
+        result = mock.exec(["python3", "-c", probe])
+    assert result.exit_code == 0, result.output
+    assert result.output.decode().strip() == "csi_mock"
