@@ -26,6 +26,8 @@ from pydantic import (
 )
 
 from csi_mock.fault_rules import FaultRuleSpec
+from csi_mock.model.kind import KIND_PARAMETER
+from csi_mock.model.mutable_parameters import MutableParameterRules
 from csi_mock.model.pool import Allocation
 from csi_mock.model.quantity import QuantityError, parse_quantity
 
@@ -165,6 +167,46 @@ class NodeConfig(_Model):
     """Register with the kubelet (replacing node-driver-registrar); None: do not."""
 
 
+def _parameter_value(value: object) -> object:
+    """YAML reads `iops: [1000]` and `[true]` as a number and a bool; parameter values
+    are strings, as Kubernetes writes them."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
+ParameterValue = Annotated[str, BeforeValidator(_parameter_value)]
+
+
+class ModifyConfig(_Model):
+    """ControllerModifyVolume and CreateVolume's mutable_parameters (MODIFY_VOLUME)."""
+
+    mutable_parameters: dict[str, list[ParameterValue]] | None = None
+    """Parameter name -> allowed values; an empty list allows any value. None: any name
+    with any value (hostpathplugin's --enable-controller-modify-volume alone)."""
+
+    @field_validator("mutable_parameters")
+    @classmethod
+    def _names(cls, parameters: dict[str, list[str]] | None) -> dict[str, list[str]] | None:
+        for name in parameters or {}:
+            if not name:
+                raise ValueError("a parameter name must not be empty")
+            if name == KIND_PARAMETER:
+                raise ValueError(
+                    f"{name!r} selects the volume's kind, which cannot change after creation"
+                )
+        return parameters
+
+    def rules(self) -> MutableParameterRules:
+        if self.mutable_parameters is None:
+            return MutableParameterRules(None)
+        return MutableParameterRules(
+            {name: tuple(values) for name, values in self.mutable_parameters.items()}
+        )
+
+
 class ControllerConfig(_Model):
     known_nodes: list[str] | None = None
     """Node IDs (globs) ControllerPublishVolume accepts; default: any, or only this
@@ -173,6 +215,8 @@ class ControllerConfig(_Model):
     default_volume_size: Quantity = 1 << 30
     report_maximum_volume_size: bool = True
     expansion: bool = True
+    modify: ModifyConfig | None = None
+    """None: no MODIFY_VOLUME; ControllerModifyVolume is UNIMPLEMENTED."""
 
 
 class AdminConfig(_Model):

@@ -139,3 +139,70 @@ def test_an_unknown_registration_key_is_refused_by_name() -> None:
 def test_a_registration_socket_path_too_long_for_a_unix_socket_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"node\.registration\.plugins_registry: .* 107 bytes"):
         validate_config(registering(plugins_registry="/" + "r" * 100))
+
+
+# -- controller.modify --------------------------------------------------------------------
+
+
+def modifying(**modify: object) -> dict[str, object]:
+    return base(controller={"modify": modify})
+
+
+def test_modify_is_off_unless_configured() -> None:
+    assert validate_config(base()).controller.modify is None
+    assert validate_config(base(controller={"modify": None})).controller.modify is None
+
+
+def test_modify_without_mutable_parameters_allows_any_name_and_value() -> None:
+    modify = validate_config(modifying()).controller.modify
+    assert modify is not None
+    assert modify.rules().allowed is None
+
+
+def test_mutable_parameters_map_names_to_allowed_values_in_order() -> None:
+    config = validate_config(
+        modifying(mutable_parameters={"iops": [], "tier": ["gold", "silver", "bronze"]})
+    )
+    assert config.controller.modify is not None
+    assert config.controller.modify.rules().allowed == {
+        "iops": (),
+        "tier": ("gold", "silver", "bronze"),
+    }
+
+
+def test_yaml_numbers_and_booleans_are_allowed_values_as_kubernetes_writes_them(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "node: {id: n1}\ncontroller:\n  modify:\n    mutable_parameters:\n"
+        "      iops: [1000, 2.5]\n      encrypted: [true, false]\n"
+    )
+    modify = load_config(path).controller.modify
+    assert modify is not None
+    assert modify.mutable_parameters == {"iops": ["1000", "2.5"], "encrypted": ["true", "false"]}
+
+
+def test_an_empty_mutable_parameter_name_is_refused_by_key() -> None:
+    with pytest.raises(
+        ConfigError,
+        match=r"controller\.modify\.mutable_parameters: a parameter name must not be empty",
+    ):
+        validate_config(modifying(mutable_parameters={"": []}))
+
+
+def test_the_kind_parameter_cannot_be_mutable() -> None:
+    with pytest.raises(
+        ConfigError, match=r"controller\.modify\.mutable_parameters: 'kind' selects the volume"
+    ):
+        validate_config(modifying(mutable_parameters={"kind": ["fast"]}))
+
+
+def test_a_mutable_parameter_without_a_list_of_values_is_refused_by_key() -> None:
+    with pytest.raises(ConfigError, match=r"controller\.modify\.mutable_parameters\.tier: "):
+        validate_config(modifying(mutable_parameters={"tier": "gold"}))
+
+
+def test_an_unknown_modify_key_is_refused_by_name() -> None:
+    with pytest.raises(ConfigError, match=r"controller\.modify\.parameters: unknown key"):
+        validate_config(modifying(parameters={"tier": []}))
