@@ -89,3 +89,5 @@ class Volume:
     created_at: float = 0.0
     seq: int = 0
     """Insertion order, used as the ListVolumes pagination key."""
+    mutable_parameters: Mapping[str, str] = field(default_factory=dict)
+    """CreateVolume's mutable_parameters with every ControllerModifyVolume merged in."""

@@ -18,7 +18,13 @@ from pathlib import Path
 
 from csi_mock.model.volume import AccessType, Capability, Volume
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # 1 -> 2: a volume's mutable parameters (ControllerModifyVolume).
+    1: ("ALTER TABLE volumes ADD COLUMN mutable_parameters TEXT NOT NULL DEFAULT '{}'",),
+}
+"""Statements that bring a database of schema N to N + 1, applied in order at open."""
 
 CHECKPOINT_EVERY_COMMITS = 150
 """How often the checkpoint thread copies the WAL back into the database: about 800
@@ -44,7 +50,8 @@ CREATE TABLE IF NOT EXISTS volumes (
     segment TEXT NOT NULL,
     parameters TEXT NOT NULL,
     capabilities TEXT NOT NULL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    mutable_parameters TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS volumes_by_pool ON volumes(pool);
 CREATE TABLE IF NOT EXISTS pools (
@@ -148,10 +155,25 @@ class StateStore:
                 self._db.execute(
                     "INSERT INTO meta(key, value) VALUES('schema', ?)", (str(SCHEMA_VERSION),)
                 )
-            elif int(row["value"]) != SCHEMA_VERSION:
-                raise RuntimeError(
-                    f"{path}: state schema {row['value']} is not the supported {SCHEMA_VERSION}"
-                )
+            else:
+                self._migrate(int(row["value"]))
+
+    def _migrate(self, version: int) -> None:
+        """Bring a database written by an older csi-mock to SCHEMA_VERSION (in the
+        caller's transaction: a crash leaves the old schema, which the next start
+        migrates again)."""
+        if version > SCHEMA_VERSION:
+            raise RuntimeError(
+                f"{self.path}: state schema {version} is newer than the supported"
+                f" {SCHEMA_VERSION}"
+            )
+        for step in range(version, SCHEMA_VERSION):
+            for statement in _MIGRATIONS[step]:
+                self._db.execute(statement)
+        if version != SCHEMA_VERSION:
+            self._db.execute(
+                "UPDATE meta SET value=? WHERE key='schema'", (str(SCHEMA_VERSION),)
+            )
 
     def close(self) -> None:
         self._checkpointer.stop()
@@ -188,8 +210,8 @@ class StateStore:
     def insert_volume(self, volume: Volume) -> Volume:
         cursor = self._db.execute(
             "INSERT INTO volumes(id, name, pool, kind, size, allocation, extent_offset,"
-            " access_type, segment, parameters, capabilities, created_at)"
-            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+            " access_type, segment, parameters, capabilities, created_at, mutable_parameters)"
+            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 volume.id,
                 volume.name,
@@ -203,6 +225,7 @@ class StateStore:
                 _dumps(volume.parameters),
                 json.dumps([c.to_json() for c in volume.capabilities]),
                 volume.created_at,
+                _dumps(volume.mutable_parameters),
             ),
         )
         self._add_pool_usage(volume.pool, volume.allocation)
@@ -220,6 +243,11 @@ class StateStore:
             (size, allocation, offset, volume.id),
         )
         self._add_pool_usage(volume.pool, allocation - volume.allocation)
+
+    def set_mutable_parameters(self, volume_id: str, parameters: Mapping[str, str]) -> None:
+        self._db.execute(
+            "UPDATE volumes SET mutable_parameters=? WHERE id=?", (_dumps(parameters), volume_id)
+        )
 
     def volume_by_id(self, volume_id: str) -> Volume | None:
         row = self._db.execute("SELECT * FROM volumes WHERE id=?", (volume_id,)).fetchone()
@@ -455,6 +483,7 @@ def _volume(row: sqlite3.Row) -> Volume:
         capabilities=tuple(Capability.from_json(c) for c in json.loads(row["capabilities"])),
         created_at=row["created_at"],
         seq=row["seq"],
+        mutable_parameters=json.loads(row["mutable_parameters"]),
     )
 
 
