@@ -24,8 +24,10 @@ from csi_mock.model.errors import (
     InvalidArgument,
     NotFound,
     OutOfRange,
+    Unimplemented,
 )
 from csi_mock.model.kind import VolumeKind
+from csi_mock.model.mutable_parameters import MutableParameterRules, modified_parameters, satisfies
 from csi_mock.model.placement import PlacementRequest, place_volume, validate_range
 from csi_mock.model.pool import Pool, PoolSpec
 from csi_mock.model.topology import Segment, reachable_from_any
@@ -50,6 +52,7 @@ class CreateRequest:
     parameters: Mapping[str, str] | None = None
     requisite: Sequence[Segment] = ()
     preferred: Sequence[Segment] = ()
+    mutable_parameters: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,8 @@ class Controller:
         ]
         self._pools = {pool.name: pool for pool in self.pools}
         self.attach_limit = config.controller.attach_limit
+        modify = config.controller.modify  # None: no MODIFY_VOLUME
+        self.mutable_rules: MutableParameterRules | None = modify.rules() if modify else None
         self._frozen: list[Pool] | None = None
 
     # -- start-up --------------------------------------------------------------------
@@ -127,6 +132,13 @@ class Controller:
         parameters = dict(request.parameters or {})
         kind = resolve_kind(parameters, self.kinds, self.config.effective_default_kind)
         validate_range(request.required_bytes, request.limit_bytes)
+        mutable = dict(request.mutable_parameters or {})
+        if mutable:
+            if self.mutable_rules is None:
+                raise InvalidArgument(
+                    "mutable_parameters is not supported (no MODIFY_VOLUME capability)"
+                )
+            self.mutable_rules.check(mutable)
 
         existing = self.store.volume_by_name(request.name)
         if existing is not None:
@@ -157,6 +169,7 @@ class Controller:
             parameters=parameters,
             capabilities=tuple(request.capabilities),
             created_at=time.time(),
+            mutable_parameters=mutable,
         )
         try:
             # Backing first: a crash now leaves only an orphan entry that load() removes.
@@ -187,6 +200,8 @@ class Controller:
             problems.append(f"parameters {dict(significant(existing.parameters))}")
         if request.requisite and not reachable_from_any(existing.segment, request.requisite):
             problems.append(f"it is not reachable from the requisite topology {existing.segment}")
+        if not satisfies(existing.mutable_parameters, request.mutable_parameters or {}):
+            problems.append(f"mutable_parameters {dict(existing.mutable_parameters)}")
         if problems:
             raise AlreadyExistsIncompatible(
                 f"volume {existing.name!r} already exists with " + "; ".join(problems)
@@ -251,6 +266,21 @@ class Controller:
             raise
         return replace(volume, size=required, allocation=allocation, offset=offset)
 
+    def modify_volume(self, volume_id: str, mutable_parameters: Mapping[str, str]) -> Volume:
+        """Merge `mutable_parameters` into the volume's (ControllerModifyVolume); the
+        volume is looked up first, so a missing one is NOT_FOUND whatever is asked."""
+        rules = self.mutable_rules
+        if rules is None:
+            raise Unimplemented("volume modification is not supported")
+        if not volume_id:
+            raise InvalidArgument("volume_id is required")
+        with self.store.transaction():
+            volume = self._require(volume_id)
+            merged = modified_parameters(volume.mutable_parameters, mutable_parameters, rules)
+            if merged != volume.mutable_parameters:
+                self.store.set_mutable_parameters(volume.id, merged)
+        return replace(volume, mutable_parameters=merged)
+
     def get_volume(self, volume_id: str) -> VolumeStatus:
         if not volume_id:
             raise InvalidArgument("volume_id is required")
@@ -271,9 +301,14 @@ class Controller:
         return [VolumeStatus(v, self._published_nodes(v.id)) for v in page], next_token
 
     def validate_capabilities(
-        self, volume_id: str, capabilities: Sequence[Capability], parameters: Mapping[str, str]
+        self,
+        volume_id: str,
+        capabilities: Sequence[Capability],
+        parameters: Mapping[str, str],
+        mutable_parameters: Mapping[str, str] | None = None,
     ) -> str | None:
-        """None when every capability is supported, otherwise why not."""
+        """None when every capability is supported, otherwise why not. Mutable parameters
+        are judged only with MODIFY_VOLUME (without it none are confirmed)."""
         if not volume_id:
             raise InvalidArgument("volume_id is required")
         if not capabilities:
@@ -284,6 +319,13 @@ class Controller:
                 return f"volume is a {volume.access_type.value} volume"
         if parameters and significant(parameters) != significant(volume.parameters):
             return "parameters differ from the ones the volume was created with"
+        if mutable_parameters and self.mutable_rules is not None:
+            try:
+                self.mutable_rules.check(mutable_parameters)
+            except InvalidArgument as refused:
+                return str(refused)
+            if not satisfies(volume.mutable_parameters, mutable_parameters):
+                return "mutable_parameters differ from the volume's"
         return None
 
     # -- capacity --------------------------------------------------------------------

@@ -39,7 +39,7 @@ class ControllerServicer(pb_grpc.ControllerServicer):
     async def CreateVolume(
         self, request: pb.CreateVolumeRequest, context: Context
     ) -> pb.CreateVolumeResponse:
-        if request.mutable_parameters:
+        if request.mutable_parameters and self._config.controller.modify is None:
             raise InvalidArgument(
                 "mutable_parameters is not supported (no MODIFY_VOLUME capability)"
             )
@@ -55,6 +55,7 @@ class ControllerServicer(pb_grpc.ControllerServicer):
                 parameters=dict(request.parameters),
                 requisite=[dict(t.segments) for t in requirements.requisite],
                 preferred=[dict(t.segments) for t in requirements.preferred],
+                mutable_parameters=dict(request.mutable_parameters),
             )
         )
         return pb.CreateVolumeResponse(volume=self._volume_to_pb(volume))
@@ -88,6 +89,7 @@ class ControllerServicer(pb_grpc.ControllerServicer):
             request.volume_id,
             capabilities_from_pb(request.volume_capabilities),
             dict(request.parameters),
+            dict(request.mutable_parameters),
         )
         if problem is not None:
             return pb.ValidateVolumeCapabilitiesResponse(message=problem)
@@ -96,6 +98,8 @@ class ControllerServicer(pb_grpc.ControllerServicer):
             volume_capabilities=request.volume_capabilities,
             parameters=request.parameters,
         )
+        if self._config.controller.modify is not None:
+            confirmed.mutable_parameters.update(request.mutable_parameters)
         return pb.ValidateVolumeCapabilitiesResponse(confirmed=confirmed)
 
     async def ListVolumes(
@@ -149,6 +153,8 @@ class ControllerServicer(pb_grpc.ControllerServicer):
             rpcs.append(RPC.LIST_VOLUMES_PUBLISHED_NODES)
         if self._config.controller.expansion:
             rpcs.append(RPC.EXPAND_VOLUME)
+        if self._config.controller.modify is not None:
+            rpcs.append(RPC.MODIFY_VOLUME)
         return pb.ControllerGetCapabilitiesResponse(
             capabilities=[pb.ControllerServiceCapability(rpc=RPC(type=rpc)) for rpc in rpcs]
         )
@@ -166,6 +172,12 @@ class ControllerServicer(pb_grpc.ControllerServicer):
         return pb.ControllerExpandVolumeResponse(
             capacity_bytes=volume.size, node_expansion_required=True
         )
+
+    async def ControllerModifyVolume(
+        self, request: pb.ControllerModifyVolumeRequest, context: Context
+    ) -> pb.ControllerModifyVolumeResponse:
+        self._controller.modify_volume(request.volume_id, dict(request.mutable_parameters))
+        return pb.ControllerModifyVolumeResponse()
 
     async def ControllerGetVolume(
         self, request: pb.ControllerGetVolumeRequest, context: Context
@@ -191,9 +203,6 @@ class ControllerServicer(pb_grpc.ControllerServicer):
 
     async def GetSnapshot(self, request: Any, context: Context) -> Any:
         raise Unimplemented("snapshots are not supported")
-
-    async def ControllerModifyVolume(self, request: Any, context: Context) -> Any:
-        raise Unimplemented("volume modification is not supported")
 
     # -- helpers -------------------------------------------------------------------------
 

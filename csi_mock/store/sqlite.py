@@ -164,16 +164,13 @@ class StateStore:
         migrates again)."""
         if version > SCHEMA_VERSION:
             raise RuntimeError(
-                f"{self.path}: state schema {version} is newer than the supported"
-                f" {SCHEMA_VERSION}"
+                f"{self.path}: state schema {version} is newer than the supported {SCHEMA_VERSION}"
             )
         for step in range(version, SCHEMA_VERSION):
             for statement in _MIGRATIONS[step]:
                 self._db.execute(statement)
         if version != SCHEMA_VERSION:
-            self._db.execute(
-                "UPDATE meta SET value=? WHERE key='schema'", (str(SCHEMA_VERSION),)
-            )
+            self._db.execute("UPDATE meta SET value=? WHERE key='schema'", (str(SCHEMA_VERSION),))
 
     def close(self) -> None:
         self._checkpointer.stop()
