@@ -211,6 +211,9 @@ class VolumeView:
     """Where this process's node service staged it, if it did."""
     target_paths: list[str] = field(default_factory=list)
     """Where this process's node service published it."""
+    mutable_parameters: dict[str, str] = field(default_factory=dict)
+    """Its mutable parameters now: CreateVolume's with every ControllerModifyVolume
+    merged in (a VolumeAttributesClass's parameters, in Kubernetes)."""
 
     @classmethod
     def of(
@@ -236,6 +239,7 @@ class VolumeView:
             attachments=list(attachments),
             staging_path=staging_path,
             target_paths=list(target_paths),
+            mutable_parameters=dict(volume.mutable_parameters),
         )
 
     @property

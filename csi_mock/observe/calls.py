@@ -59,10 +59,11 @@ def key_fields(request: Message) -> dict[str, Any]:
         found["required_bytes"] = capacity.required_bytes
         if capacity.limit_bytes:
             found["limit_bytes"] = capacity.limit_bytes
-    if "parameters" in descriptor.fields_by_name:
-        parameters = dict(request.parameters)  # type: ignore[attr-defined]
-        if parameters:
-            found["parameters"] = parameters
+    for name in ("parameters", "mutable_parameters"):
+        if name in descriptor.fields_by_name:
+            parameters = dict(getattr(request, name))
+            if parameters:
+                found[name] = parameters
     if "accessible_topology" in descriptor.fields_by_name and request.HasField(
         "accessible_topology"
     ):
