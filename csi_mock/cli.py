@@ -147,6 +147,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_go_bool("enable-attach", help="advertise attach (PUBLISH_UNPUBLISH_VOLUME)")
     serve.add_go_bool("enable-topology", help="advertise topology (default true)")
+    serve.add_go_bool(
+        "enable-controller-modify-volume",
+        help="advertise MODIFY_VOLUME: ControllerModifyVolume and CreateVolume's"
+        " mutable_parameters (config key controller.modify)",
+    )
+    _flag(
+        serve,
+        "accepted-mutable-parameter-names",
+        action="append",
+        metavar="NAMES",
+        help="comma-separated mutable parameter names, any value (repeatable); only with"
+        " --enable-controller-modify-volume, without it every name is accepted",
+    )
     _flag(
         serve,
         "plugins-registry",
@@ -303,6 +316,7 @@ def resolve_config(args: argparse.Namespace, env: dict[str, str]) -> DriverConfi
         config = load_config(args.config, overrides_from_flags(args, env))
     except ConfigError as error:
         raise _name_flags(error) from None
+    config = _modify_flags(args, config)
     max_size = _max_volume_size(args.max_volume_size) if args.max_volume_size is not None else None
     data = config.model_dump()
     if args.capacity:
@@ -328,6 +342,44 @@ def resolve_config(args: argparse.Namespace, env: dict[str, str]) -> DriverConfi
         return validate_config(data, source="flags")
     except ConfigError as error:
         raise _name_flags(error) from None
+
+
+def _modify_flags(args: argparse.Namespace, config: DriverConfig) -> DriverConfig:
+    """hostpathplugin's --enable-controller-modify-volume and
+    --accepted-mutable-parameter-names: the names (any value) when both are given; any
+    name with the flag alone, unless the config file's controller.modify says which;
+    false turns modification off. As in hostpathplugin, the names alone do nothing."""
+    enabled = args.enable_controller_modify_volume
+    if enabled is None:
+        return config
+    modify: dict[str, Any] | None = None
+    if enabled:
+        names = _mutable_parameter_names(args.accepted_mutable_parameter_names or [])
+        if not names and config.controller.modify is not None:
+            return config
+        modify = {"mutable_parameters": {name: [] for name in names}} if names else {}
+    data = config.model_dump()
+    data["controller"]["modify"] = modify
+    try:
+        return validate_config(data, source="flags")
+    except ConfigError as error:
+        raise ConfigError(f"{error} [--accepted-mutable-parameter-names]") from None
+
+
+def _mutable_parameter_names(values: Sequence[str]) -> list[str]:
+    """Each value split at commas and trimmed, as hostpathplugin's StringArray does."""
+    names = []
+    for value in values:
+        for part in value.split(","):
+            name = part.strip()
+            if not name:
+                raise ConfigError(
+                    f"--accepted-mutable-parameter-names: {value!r} has an empty name"
+                    " (hostpathplugin would accept only the empty name, refusing every"
+                    " other); give names separated by commas"
+                )
+            names.append(name)
+    return names
 
 
 def main(argv: Sequence[str] | None = None) -> int:

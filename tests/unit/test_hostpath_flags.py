@@ -335,3 +335,120 @@ def test_a_tcp_endpoint_is_refused_naming_the_flag() -> None:
 def test_an_invalid_drivername_is_refused_naming_the_flag() -> None:
     with pytest.raises(ConfigError, match=r"  name: .*'Not_DNS'\) \[--drivername\]"):
         resolve("--nodeid=n1", "--drivername=Not_DNS")
+
+
+# -- --enable-controller-modify-volume and --accepted-mutable-parameter-names ----------------
+
+
+async def modify(served: Served, volume_id: str, **mutable: str) -> None:
+    await served.controller.ControllerModifyVolume(
+        pb.ControllerModifyVolumeRequest(volume_id=volume_id, mutable_parameters=mutable)
+    )
+
+
+async def controller_rpcs(served: Served) -> set[int]:
+    response = await served.controller.ControllerGetCapabilities(
+        pb.ControllerGetCapabilitiesRequest()
+    )
+    return {c.rpc.type for c in response.capabilities}
+
+
+async def test_enable_controller_modify_volume_alone_accepts_any_mutable_parameter(
+    serve: Serve,
+) -> None:
+    served = await serve("--nodeid=n1", "--enable-controller-modify-volume")
+    request = create_request("v", GiB)
+    request.mutable_parameters["anything"] = "1"
+    volume = (await served.controller.CreateVolume(request)).volume
+
+    await modify(served, volume.volume_id, XXX_FakeKey="XXX_FakeValue")
+
+    assert RPC.MODIFY_VOLUME in await controller_rpcs(served)
+
+
+async def test_without_enable_controller_modify_volume_modify_is_not_advertised(
+    serve: Serve,
+) -> None:
+    served = await serve("--nodeid=n1")
+    assert RPC.MODIFY_VOLUME not in await controller_rpcs(served)
+
+
+async def test_accepted_mutable_parameter_names_allow_those_names_with_any_value(
+    serve: Serve,
+) -> None:
+    served = await serve(
+        "--nodeid=n1",
+        "--enable-controller-modify-volume",
+        "--accepted-mutable-parameter-names=iops,tier",
+    )
+    volume = (await served.controller.CreateVolume(create_request("v", GiB))).volume
+
+    await modify(served, volume.volume_id, tier="whatever", iops="3")
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await modify(served, volume.volume_id, XXX_FakeKey="XXX_FakeValue")
+    assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+    assert "'XXX_FakeKey'" in (refused.value.details() or "")
+
+
+def test_accepted_mutable_parameter_names_without_enable_do_nothing() -> None:
+    config = resolve("--nodeid=n1", "--accepted-mutable-parameter-names=iops")
+    assert config.controller.modify is None
+
+
+def test_accepted_mutable_parameter_names_split_at_commas_trimmed_and_repeatable() -> None:
+    config = resolve(
+        "--nodeid=n1",
+        "--enable-controller-modify-volume=true",
+        "--accepted-mutable-parameter-names=iops, tier",
+        "-accepted-mutable-parameter-names=throughput",
+    )
+    assert config.controller.modify is not None
+    assert config.controller.modify.mutable_parameters == {
+        "iops": [],
+        "tier": [],
+        "throughput": [],
+    }
+
+
+def test_an_empty_mutable_parameter_name_is_refused_naming_the_flag() -> None:
+    with pytest.raises(ConfigError, match=r"^--accepted-mutable-parameter-names: 'a,,b' has"):
+        resolve(
+            "--nodeid=n1",
+            "--enable-controller-modify-volume",
+            "--accepted-mutable-parameter-names=a,,b",
+        )
+
+
+def modify_config(tmp_path: Path) -> Path:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "node: {id: n1}\ncontroller:\n  modify:\n    mutable_parameters: {tier: [gold]}\n"
+    )
+    return path
+
+
+def test_enable_controller_modify_volume_keeps_the_config_files_mutable_parameters(
+    tmp_path: Path,
+) -> None:
+    config = resolve(f"--config={modify_config(tmp_path)}", "--enable-controller-modify-volume")
+    assert config.controller.modify is not None
+    assert config.controller.modify.mutable_parameters == {"tier": ["gold"]}
+
+
+def test_accepted_mutable_parameter_names_replace_the_config_files(tmp_path: Path) -> None:
+    config = resolve(
+        f"--config={modify_config(tmp_path)}",
+        "--enable-controller-modify-volume",
+        "--accepted-mutable-parameter-names=iops",
+    )
+    assert config.controller.modify is not None
+    assert config.controller.modify.mutable_parameters == {"iops": []}
+
+
+def test_enable_controller_modify_volume_false_turns_the_config_files_modify_off(
+    tmp_path: Path,
+) -> None:
+    config = resolve(
+        f"--config={modify_config(tmp_path)}", "--enable-controller-modify-volume=false"
+    )
+    assert config.controller.modify is None
