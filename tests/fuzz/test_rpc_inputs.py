@@ -58,7 +58,6 @@ EXAMPLES = {
     "DeleteSnapshot": 15,
     "ListSnapshots": 15,
     "GetSnapshot": 15,
-    "ControllerModifyVolume": 15,
 }
 DEFAULT_EXAMPLES = 50
 # Fields each RPC requires: leaving one out makes a request bad in that field.
@@ -70,6 +69,7 @@ REQUIRED = {
     "ValidateVolumeCapabilities": {"volume_id", "volume_capabilities"},
     "ControllerExpandVolume": {"volume_id", "capacity_range"},
     "ControllerGetVolume": {"volume_id"},
+    "ControllerModifyVolume": {"volume_id", "mutable_parameters"},
     "NodeStageVolume": {"volume_id", "staging_target_path", "volume_capability"},
     "NodeUnstageVolume": {"volume_id", "staging_target_path"},
     "NodePublishVolume": {"volume_id", "target_path", "volume_capability"},
@@ -77,8 +77,10 @@ REQUIRED = {
     "NodeGetVolumeStats": {"volume_id", "volume_path"},
     "NodeExpandVolume": {"volume_id", "volume_path"},
 }
+# Mutable parameters the driver accepts (MODIFY_VOLUME is on).
+MODIFY = {"mutable_parameters": {"iops": [], "tier": ["gold", "silver"]}}
 # Fields the driver refuses whenever they are set (features it does not offer).
-UNSUPPORTED = frozenset({"volume_content_source", "mutable_parameters"})
+UNSUPPORTED = frozenset({"volume_content_source"})
 
 
 # -- the driver of this module -----------------------------------------------------------
@@ -86,7 +88,9 @@ UNSUPPORTED = frozenset({"volume_content_source", "mutable_parameters"})
 
 @pytest.fixture(scope="module")
 def fuzzed(sandbox: Sandbox) -> Iterator[BackgroundDriver]:
-    driver = start_background_driver(sandbox, admin=False, attach_required=True)
+    driver = start_background_driver(
+        sandbox, admin=False, attach_required=True, controller={"modify": MODIFY}
+    )
     try:
         yield driver
     finally:
@@ -312,6 +316,8 @@ def set_field(message: Message, fd: Any, draws: Draws, depth: int) -> None:
         good: dict[str, str] | None = {}
         if name == "parameters":
             good = {"kind": draws.draw(st.sampled_from(["striped", "mirrored"]))}
+        elif name == "mutable_parameters":
+            good = draws.draw(st.sampled_from([{"tier": "gold"}, {"tier": "silver", "iops": "1"}]))
         elif name == "publish_context":
             good = draws.publish_context
         elif name == "volume_context":
