@@ -21,6 +21,9 @@ class PlacementRequest:
     requisite: Sequence[Segment] = field(default_factory=tuple)
     preferred: Sequence[Segment] = field(default_factory=tuple)
     default_size: int = 1 << 30
+    source_segment: Segment | None = None
+    """Where the data the volume is created with lives (a snapshot's or a source
+    volume's segment); None: created empty, any pool."""
 
 
 @dataclass(frozen=True)
@@ -40,14 +43,37 @@ def validate_range(required: int, limit: int) -> None:
         raise OutOfRange(f"capacity_range: required_bytes {required} exceeds limit_bytes {limit}")
 
 
+def range_for_source(required: int, limit: int, source_size: int, source: str) -> int:
+    """The required_bytes of a volume created with the data of `source` (a snapshot or
+    volume of `source_size` bytes): at least that size, so a request without a size or
+    with a smaller one gets the source's size; a limit below it is OutOfRange."""
+    validate_range(required, limit)
+    if limit and limit < source_size:
+        raise OutOfRange(
+            f"capacity_range: limit_bytes {limit} cannot hold {source} of {source_size} bytes"
+        )
+    return max(required, source_size)
+
+
+def can_take_data_from(pool: Pool, source_segment: Segment) -> bool:
+    """True when data bound to `source_segment` is reachable from everywhere a volume in
+    `pool` is (every label of the source's segment is one of the pool's): a copy made
+    there needs no transfer between segments. A source without a segment can go anywhere."""
+    return segment_within(source_segment, pool.segment)
+
+
 def candidate_pools(request: PlacementRequest, pools: Sequence[Pool]) -> list[Pool]:
     """Pools allowed for the request, in the order they should be tried.
 
     Pools reachable from the preferred segments come first, in the order of those
     segments; then pools reachable from any requisite segment, in configuration order.
-    Without requisite segments every pool serving the kind is allowed.
+    Without requisite segments every pool serving the kind is allowed. A volume created
+    from a source may only go where the source's data is (`can_take_data_from`).
     """
     serving = [pool for pool in pools if pool.serves(request.kind)]
+    if request.source_segment is not None:
+        source = request.source_segment
+        serving = [pool for pool in serving if can_take_data_from(pool, source)]
     ordered: list[Pool] = []
     seen: set[str] = set()
 
@@ -88,8 +114,11 @@ def place_volume(request: PlacementRequest, pools: Sequence[Pool]) -> Placement:
     candidates = candidate_pools(request, pools)
     if not candidates:
         where = ", ".join(format_segment(s) for s in request.requisite) or "any segment"
+        source = ""
+        if request.source_segment is not None:
+            source = f" and holds data of segment {format_segment(request.source_segment)}"
         raise CapacityExhausted(
-            f"no pool serving kind {request.kind.name!r} is reachable from {where}"
+            f"no pool serving kind {request.kind.name!r} is reachable from {where}{source}"
         )
     fitting_range = False
     for pool in candidates:

@@ -97,7 +97,12 @@ class Pool:
         return size
 
     def reserve(self, allocation: int) -> int | None:
-        """Take `allocation` pool bytes; return the extent offset (0 if pooled) or None."""
+        """Take `allocation` pool bytes; return the extent offset (0 if pooled) or None.
+
+        Nothing (0 bytes) always fits, at offset 0, without an extent (a snapshot that
+        shares its blocks)."""
+        if allocation == 0:
+            return 0
         if allocation > self.free():
             return None
         offset = 0

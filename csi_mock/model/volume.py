@@ -71,6 +71,33 @@ class Capability:
         )
 
 
+class SourceType(enum.Enum):
+    """What a new volume's data comes from (CSI's VolumeContentSource)."""
+
+    SNAPSHOT = "snapshot"
+    VOLUME = "volume"
+
+
+@dataclass(frozen=True)
+class ContentSource:
+    """A CreateVolume's volume_content_source: a snapshot to restore or a volume to clone."""
+
+    type: SourceType
+    id: str
+
+    def __str__(self) -> str:
+        return f"{self.type.value} {self.id}"
+
+    def to_json(self) -> dict[str, str]:
+        return {self.type.value: self.id}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, str]) -> ContentSource | None:
+        for type_, id_ in data.items():
+            return cls(SourceType(type_), id_)
+        return None
+
+
 @dataclass(frozen=True)
 class Volume:
     """A provisioned volume: where it lives and what it was created for."""
@@ -91,3 +118,5 @@ class Volume:
     """Insertion order, used as the ListVolumes pagination key."""
     mutable_parameters: Mapping[str, str] = field(default_factory=dict)
     """CreateVolume's mutable_parameters with every ControllerModifyVolume merged in."""
+    content_source: ContentSource | None = None
+    """The snapshot or volume whose data it was created with; None: created empty."""

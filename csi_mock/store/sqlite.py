@@ -16,13 +16,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from csi_mock.model.volume import AccessType, Capability, Volume
+from csi_mock.model.snapshot import Snapshot
+from csi_mock.model.volume import AccessType, Capability, ContentSource, Volume
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _MIGRATIONS: dict[int, tuple[str, ...]] = {
     # 1 -> 2: a volume's mutable parameters (ControllerModifyVolume).
     1: ("ALTER TABLE volumes ADD COLUMN mutable_parameters TEXT NOT NULL DEFAULT '{}'",),
+    # 2 -> 3: the snapshot or volume a volume was created from (the snapshots table
+    # itself is created by _SCHEMA, which runs first).
+    2: ("ALTER TABLE volumes ADD COLUMN content_source TEXT NOT NULL DEFAULT '{}'",),
 }
 """Statements that bring a database of schema N to N + 1, applied in order at open."""
 
@@ -51,9 +55,27 @@ CREATE TABLE IF NOT EXISTS volumes (
     parameters TEXT NOT NULL,
     capabilities TEXT NOT NULL,
     created_at REAL NOT NULL,
-    mutable_parameters TEXT NOT NULL DEFAULT '{}'
+    mutable_parameters TEXT NOT NULL DEFAULT '{}',
+    content_source TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS volumes_by_pool ON volumes(pool);
+CREATE TABLE IF NOT EXISTS snapshots (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL UNIQUE,
+    source_volume_id TEXT NOT NULL,
+    pool TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    charge INTEGER NOT NULL,
+    extent_offset INTEGER NOT NULL,
+    access_type TEXT NOT NULL,
+    segment TEXT NOT NULL,
+    parameters TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    ready_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS snapshots_by_source ON snapshots(source_volume_id);
 CREATE TABLE IF NOT EXISTS pools (
     name TEXT PRIMARY KEY,
     total INTEGER,
@@ -207,8 +229,8 @@ class StateStore:
     def insert_volume(self, volume: Volume) -> Volume:
         cursor = self._db.execute(
             "INSERT INTO volumes(id, name, pool, kind, size, allocation, extent_offset,"
-            " access_type, segment, parameters, capabilities, created_at, mutable_parameters)"
-            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " access_type, segment, parameters, capabilities, created_at, mutable_parameters,"
+            " content_source) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 volume.id,
                 volume.name,
@@ -223,6 +245,7 @@ class StateStore:
                 json.dumps([c.to_json() for c in volume.capabilities]),
                 volume.created_at,
                 _dumps(volume.mutable_parameters),
+                _dumps(volume.content_source.to_json() if volume.content_source else {}),
             ),
         )
         self._add_pool_usage(volume.pool, volume.allocation)
@@ -268,14 +291,92 @@ class StateStore:
         return int(row["m"])
 
     def allocations(self) -> dict[str, list[tuple[int, int]]]:
-        """(offset, allocation) of every volume, by pool. Read once at start-up."""
+        """(offset, allocation) of every volume and (offset, charge) of every snapshot,
+        by pool. Read once at start-up."""
         result: dict[str, list[tuple[int, int]]] = {}
-        for row in self._db.execute("SELECT pool, extent_offset, allocation FROM volumes"):
+        rows = self._db.execute(
+            "SELECT pool, extent_offset, allocation FROM volumes"
+            " UNION ALL SELECT pool, extent_offset, charge FROM snapshots"
+        )
+        for row in rows:
             result.setdefault(row["pool"], []).append((row["extent_offset"], row["allocation"]))
         return result
 
     def all_volume_ids(self) -> set[str]:
         return {row["id"] for row in self._db.execute("SELECT id FROM volumes")}
+
+    # -- snapshots ---------------------------------------------------------------
+
+    def insert_snapshot(self, snapshot: Snapshot) -> Snapshot:
+        """Record a cut snapshot and add its charge to its pool's usage."""
+        cursor = self._db.execute(
+            "INSERT INTO snapshots(id, name, source_volume_id, pool, kind, size, charge,"
+            " extent_offset, access_type, segment, parameters, created_at, ready_at)"
+            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                snapshot.id,
+                snapshot.name,
+                snapshot.source_volume_id,
+                snapshot.pool,
+                snapshot.kind,
+                snapshot.size,
+                snapshot.charge,
+                snapshot.offset,
+                snapshot.access_type.value,
+                _dumps(snapshot.segment),
+                _dumps(snapshot.parameters),
+                snapshot.created_at,
+                snapshot.ready_at,
+            ),
+        )
+        self._add_pool_usage(snapshot.pool, snapshot.charge)
+        seq = cursor.lastrowid
+        assert seq is not None
+        return replace(snapshot, seq=seq)
+
+    def delete_snapshot(self, snapshot: Snapshot) -> None:
+        self._db.execute("DELETE FROM snapshots WHERE id=?", (snapshot.id,))
+        self._add_pool_usage(snapshot.pool, -snapshot.charge)
+
+    def snapshot_by_id(self, snapshot_id: str) -> Snapshot | None:
+        row = self._db.execute("SELECT * FROM snapshots WHERE id=?", (snapshot_id,)).fetchone()
+        return _snapshot(row) if row else None
+
+    def snapshot_by_name(self, name: str) -> Snapshot | None:
+        row = self._db.execute("SELECT * FROM snapshots WHERE name=?", (name,)).fetchone()
+        return _snapshot(row) if row else None
+
+    def snapshots_after(
+        self,
+        seq: int,
+        limit: int | None,
+        *,
+        snapshot_id: str | None = None,
+        source_volume_id: str | None = None,
+    ) -> list[Snapshot]:
+        """Snapshots in creation order with seq > `seq` (keyset pagination), only the
+        one with `snapshot_id` and only those of `source_volume_id` when given."""
+        query = "SELECT * FROM snapshots WHERE seq>?"
+        args: list[object] = [seq]
+        if snapshot_id is not None:
+            query += " AND id=?"
+            args.append(snapshot_id)
+        if source_volume_id is not None:
+            query += " AND source_volume_id=?"
+            args.append(source_volume_id)
+        query += " ORDER BY seq"
+        if limit:
+            query += " LIMIT ?"
+            args.append(limit)
+        return [_snapshot(row) for row in self._db.execute(query, args)]
+
+    def max_snapshot_seq(self) -> int:
+        """The highest seq ever given to a snapshot (AUTOINCREMENT never reuses one)."""
+        row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name='snapshots'").fetchone()
+        return int(row["seq"]) if row else 0
+
+    def all_snapshot_ids(self) -> set[str]:
+        return {row["id"] for row in self._db.execute("SELECT id FROM snapshots")}
 
     # -- pools -------------------------------------------------------------------
 
@@ -481,6 +582,26 @@ def _volume(row: sqlite3.Row) -> Volume:
         created_at=row["created_at"],
         seq=row["seq"],
         mutable_parameters=json.loads(row["mutable_parameters"]),
+        content_source=ContentSource.from_json(json.loads(row["content_source"])),
+    )
+
+
+def _snapshot(row: sqlite3.Row) -> Snapshot:
+    return Snapshot(
+        id=row["id"],
+        name=row["name"],
+        source_volume_id=row["source_volume_id"],
+        pool=row["pool"],
+        kind=row["kind"],
+        size=row["size"],
+        charge=row["charge"],
+        offset=row["extent_offset"],
+        access_type=AccessType(row["access_type"]),
+        segment=json.loads(row["segment"]),
+        parameters=json.loads(row["parameters"]),
+        created_at=row["created_at"],
+        ready_at=row["ready_at"],
+        seq=row["seq"],
     )
 
 

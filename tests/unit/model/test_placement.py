@@ -2,7 +2,13 @@ import pytest
 
 from csi_mock.model.errors import CapacityExhausted, InvalidArgument, OutOfRange
 from csi_mock.model.kind import VolumeKind
-from csi_mock.model.placement import PlacementRequest, candidate_pools, place_volume
+from csi_mock.model.placement import (
+    PlacementRequest,
+    can_take_data_from,
+    candidate_pools,
+    place_volume,
+    range_for_source,
+)
 from csi_mock.model.pool import Pool, PoolSpec
 
 GI = 2**30
@@ -86,3 +92,49 @@ def test_pools_serving_other_kinds_are_not_candidates() -> None:
     pools = [Pool(PoolSpec("fast", 10 * GI, kinds=frozenset({"fast"})))]
     with pytest.raises(CapacityExhausted):
         place_volume(PlacementRequest(STRIPED, GI), pools)
+
+
+# -- volumes created from a snapshot or a volume ---------------------------------------
+
+
+def test_a_volume_from_a_source_goes_only_to_pools_of_the_sources_segment() -> None:
+    pools = make_pools()
+    request = PlacementRequest(STRIPED, GI, source_segment={KEY: "n2"})
+    assert [p.name for p in candidate_pools(request, pools)] == ["n2"]
+
+
+def test_a_pool_within_the_sources_segment_can_take_its_data() -> None:
+    zone_pool = Pool(PoolSpec("zone-a", 10 * GI, {ZONE: "a"}))
+    node_in_zone = Pool(PoolSpec("a-n1", 10 * GI, {ZONE: "a", KEY: "n1"}))
+    node_elsewhere = Pool(PoolSpec("b-n2", 10 * GI, {ZONE: "b", KEY: "n2"}))
+    everywhere = Pool(PoolSpec("everywhere", 10 * GI))
+    pools = [zone_pool, node_in_zone, node_elsewhere, everywhere]
+
+    request = PlacementRequest(STRIPED, GI, source_segment={ZONE: "a"})
+
+    assert [p.name for p in candidate_pools(request, pools)] == ["zone-a", "a-n1"]
+    assert can_take_data_from(everywhere, {}) and not can_take_data_from(everywhere, {ZONE: "a"})
+
+
+def test_a_source_pool_outside_the_requisite_topology_is_resource_exhausted() -> None:
+    request = PlacementRequest(STRIPED, GI, requisite=[{KEY: "n1"}], source_segment={KEY: "n2"})
+    with pytest.raises(CapacityExhausted, match="holds data of segment"):
+        place_volume(request, make_pools()[:3])
+
+
+def test_a_full_source_pool_is_resource_exhausted_though_others_have_room() -> None:
+    pools = make_pools()
+    pools[0].reserve(10 * GI)
+    with pytest.raises(CapacityExhausted, match="no allowed pool has room"):
+        place_volume(PlacementRequest(STRIPED, GI, source_segment={KEY: "n1"}), pools)
+
+
+def test_a_volume_from_a_source_is_at_least_as_large_as_the_source() -> None:
+    assert range_for_source(0, 0, 3 * GI, "snapshot s") == 3 * GI
+    assert range_for_source(GI, 0, 3 * GI, "snapshot s") == 3 * GI
+    assert range_for_source(5 * GI, 0, 3 * GI, "snapshot s") == 5 * GI
+
+
+def test_a_limit_below_the_sources_size_is_out_of_range() -> None:
+    with pytest.raises(OutOfRange, match="cannot hold snapshot s of 3221225472 bytes"):
+        range_for_source(0, 2 * GI, 3 * GI, "snapshot s")

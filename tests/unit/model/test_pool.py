@@ -103,3 +103,17 @@ def test_undo_regrow_gives_back_the_new_extent_and_retakes_the_old_one() -> None
     assert p.used == 6 * GI
     assert p.largest_free_extent() == 4 * GI
     assert p.reserve(4 * GI) == 6 * GI
+
+
+def test_reserving_nothing_fits_even_a_full_contiguous_pool_and_takes_no_extent() -> None:
+    p = pool(size=2 * GI, allocation=Allocation.CONTIGUOUS)
+    assert p.reserve(2 * GI) == 0
+    assert p.reserve(0) == 0
+    p.release(0, 0)
+    assert (p.used, p.largest_free_extent()) == (2 * GI, 0)
+
+
+def test_a_snapshot_charge_loaded_with_the_volumes_keeps_its_extent() -> None:
+    p = pool(size=4 * GI, allocation=Allocation.CONTIGUOUS)
+    p.load([(0, GI), (GI, 2 * GI), (3 * GI, 0)], external=0)
+    assert (p.used, p.largest_free_extent()) == (3 * GI, GI)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from csi_mock.model.volume import AccessType, Volume
+from csi_mock.model.snapshot import Snapshot
+from csi_mock.model.volume import AccessType, ContentSource, SourceType, Volume
 from csi_mock.store.sqlite import SCHEMA_VERSION, StateStore
 
 # The meta and volumes tables exactly as schema 1 (csi-mock before mutable parameters)
@@ -120,3 +121,86 @@ def test_a_database_of_a_newer_schema_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(RuntimeError, match=f"state schema {SCHEMA_VERSION + 1} is newer"):
         StateStore(path)
+
+
+# -- schema 3: snapshots and content sources -----------------------------------------------
+
+
+def snapshot(**fields: object) -> Snapshot:
+    values: dict[str, object] = {
+        "id": "snap-1",
+        "name": "snapshot-1",
+        "source_volume_id": "vol-old",
+        "pool": "p",
+        "kind": "default",
+        "size": 1024,
+        "charge": 1024,
+        "offset": 0,
+        "access_type": AccessType.MOUNT,
+        "created_at": 2.5,
+        "ready_at": 3.5,
+    }
+    values.update(fields)
+    return Snapshot(**values)  # type: ignore[arg-type]
+
+
+def test_an_old_database_takes_snapshots_and_counts_their_charge_in_its_pool(
+    tmp_path: Path,
+) -> None:
+    store = StateStore(old_database(tmp_path / "state.db"))
+    try:
+        with store.transaction():
+            store.set_pool_used("p", 1024)
+            stored = store.insert_snapshot(snapshot(parameters={"a": "b"}))
+        assert store.snapshot_by_name("snapshot-1") == stored
+        assert stored.seq == 1 and stored.parameters == {"a": "b"}
+        assert store.pool_usage()["p"].used == 2048
+        assert store.allocations() == {"p": [(0, 1024), (0, 1024)]}
+    finally:
+        store.close()
+
+
+def test_a_migrated_volume_has_no_content_source_and_a_new_one_keeps_its_own(
+    tmp_path: Path,
+) -> None:
+    store = StateStore(old_database(tmp_path / "state.db"))
+    try:
+        restored = Volume(
+            id="vol-2",
+            name="pvc-2",
+            pool="p",
+            kind="default",
+            size=1024,
+            allocation=1024,
+            offset=0,
+            access_type=AccessType.MOUNT,
+            content_source=ContentSource(SourceType.SNAPSHOT, "snap-1"),
+        )
+        with store.transaction():
+            store.insert_volume(restored)
+        old, new = store.volume_by_id("vol-old"), store.volume_by_id("vol-2")
+    finally:
+        store.close()
+    assert old is not None and old.content_source is None
+    assert new is not None and new.content_source == ContentSource(SourceType.SNAPSHOT, "snap-1")
+
+
+def test_snapshots_page_in_creation_order_and_filter_by_id_and_source(tmp_path: Path) -> None:
+    store = StateStore(tmp_path / "state.db")
+    try:
+        with store.transaction():
+            for n, source in enumerate(["vol-a", "vol-b", "vol-a"], 1):
+                store.insert_snapshot(
+                    snapshot(id=f"snap-{n}", name=f"s{n}", source_volume_id=source)
+                )
+            store.delete_snapshot(snapshot(id="snap-3", source_volume_id="vol-a"))
+        assert [s.id for s in store.snapshots_after(0, None)] == ["snap-1", "snap-2"]
+        assert [s.id for s in store.snapshots_after(1, 1)] == ["snap-2"]
+        assert [s.id for s in store.snapshots_after(0, None, source_volume_id="vol-a")] == [
+            "snap-1"
+        ]
+        assert [s.id for s in store.snapshots_after(0, None, snapshot_id="snap-2")] == ["snap-2"]
+        # The deleted last snapshot's seq stays a valid page token.
+        assert store.max_snapshot_seq() == 3
+    finally:
+        store.close()
