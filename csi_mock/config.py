@@ -25,11 +25,12 @@ from pydantic import (
     model_validator,
 )
 
-from csi_mock.fault_rules import FaultRuleSpec
+from csi_mock.fault_rules import Duration, FaultRuleSpec
 from csi_mock.model.kind import KIND_PARAMETER
 from csi_mock.model.mutable_parameters import MutableParameterRules
 from csi_mock.model.pool import Allocation
 from csi_mock.model.quantity import QuantityError, parse_quantity
+from csi_mock.model.snapshot import SnapshotAccounting
 
 DEFAULT_DRIVER_NAME = "csi-mock.example"
 DEFAULT_NODE_TOPOLOGY_KEY = "topology.csi-mock.example/node"
@@ -207,6 +208,16 @@ class ModifyConfig(_Model):
         )
 
 
+class SnapshotConfig(_Model):
+    """CreateSnapshot, DeleteSnapshot, ListSnapshots, GetSnapshot and restores
+    (CREATE_DELETE_SNAPSHOT, LIST_SNAPSHOTS, GET_SNAPSHOT)."""
+
+    accounting: SnapshotAccounting = SnapshotAccounting.FULL
+    """How much of the source volume's pool a snapshot takes."""
+    ready_after: Duration = Field(0.0, ge=0)
+    """Seconds (or a Go duration) after its creation until a snapshot is ready_to_use."""
+
+
 class ControllerConfig(_Model):
     known_nodes: list[str] | None = None
     """Node IDs (globs) ControllerPublishVolume accepts; default: any, or only this
@@ -217,6 +228,11 @@ class ControllerConfig(_Model):
     expansion: bool = True
     modify: ModifyConfig | None = None
     """None: no MODIFY_VOLUME; ControllerModifyVolume is UNIMPLEMENTED."""
+    snapshots: SnapshotConfig | None = None
+    """None: no snapshots; the snapshot RPCs are UNIMPLEMENTED and a snapshot content
+    source is refused."""
+    clones: bool = False
+    """CLONE_VOLUME: CreateVolume with a volume content source."""
 
 
 class AdminConfig(_Model):
@@ -326,6 +342,12 @@ class DriverConfig(_Model):
     @property
     def volumes_dir(self) -> Path:
         return self.backend_dir or self.state_dir / "volumes"
+
+    @property
+    def snapshots_dir(self) -> Path:
+        """Where snapshot data lives: apart from the volumes, whose directory start-up
+        cleans of entries without a volume row."""
+        return self.state_dir / "snapshots"
 
     @property
     def effective_default_kind(self) -> str:

@@ -9,11 +9,23 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
+from csi_mock.backend.in_flight import (
+    Claim,
+    InFlight,
+    run_to_completion,
+    snapshot_key,
+    volume_key,
+    volume_name_key,
+)
 from csi_mock.backend.inventory import page_after
+from csi_mock.backend.names import NAME_MAX_BYTES, check_name
 from csi_mock.backend.parameters import resolve_kind, significant
+from csi_mock.backend.snapshots import Snapshots
 from csi_mock.config import DriverConfig
 from csi_mock.host.backing import BackingStore
+from csi_mock.host.copying import copy_data
 from csi_mock.host.paths import is_driver_volume_id
 from csi_mock.model.capacity import CapacityReport, capacity_at
 from csi_mock.model.errors import (
@@ -28,13 +40,19 @@ from csi_mock.model.errors import (
 )
 from csi_mock.model.kind import VolumeKind
 from csi_mock.model.mutable_parameters import MutableParameterRules, modified_parameters, satisfies
-from csi_mock.model.placement import PlacementRequest, place_volume, validate_range
+from csi_mock.model.placement import (
+    Placement,
+    PlacementRequest,
+    place_volume,
+    range_for_source,
+    validate_range,
+)
 from csi_mock.model.pool import Pool, PoolSpec
 from csi_mock.model.topology import Segment, reachable_from_any
-from csi_mock.model.volume import AccessType, Capability, Volume
+from csi_mock.model.volume import AccessType, Capability, ContentSource, SourceType, Volume
 from csi_mock.store.sqlite import Attachment, StateStore
 
-NAME_MAX_BYTES = 128  # CSI: string fields SHALL NOT exceed 128 bytes
+__all__ = ["NAME_MAX_BYTES", "Controller", "CreateRequest", "VolumeStatus", "check_name"]
 PUBLISH_CONTEXT_NODE = "csi-mock/attached-node"
 PUBLISH_CONTEXT_DEVICE = "csi-mock/device"
 VOLUME_CONTEXT_SIZE = "csi-mock/size"
@@ -53,6 +71,20 @@ class CreateRequest:
     requisite: Sequence[Segment] = ()
     preferred: Sequence[Segment] = ()
     mutable_parameters: Mapping[str, str] | None = None
+    content_source: ContentSource | None = None
+
+
+@dataclass(frozen=True)
+class SourceData:
+    """The data a new volume is created with: a snapshot's or a volume's."""
+
+    source: ContentSource
+    path: Path
+    size: int
+    segment: Segment
+    access_type: AccessType
+    key: str
+    """The InFlight key the copy holds (shared) while it reads."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +120,18 @@ class Controller:
         modify = config.controller.modify  # None: no MODIFY_VOLUME
         self.mutable_rules: MutableParameterRules | None = modify.rules() if modify else None
         self._frozen: list[Pool] | None = None
+        self.in_flight = InFlight()
+        """Keys held by operations that copy data across an await (ABORTED for others)."""
+        snapshots = config.controller.snapshots
+        self.snapshots = Snapshots(
+            snapshots,
+            store,
+            self._pools,
+            self.kinds,
+            backing,
+            BackingStore(config.snapshots_dir) if snapshots is not None else None,
+            self.in_flight,
+        )
 
     # -- start-up --------------------------------------------------------------------
 
@@ -119,31 +163,21 @@ class Controller:
         for volume in self.store.volumes_after(0, None):
             if not self.backing.exists(volume.id):
                 self.backing.create(volume.id, volume.access_type, volume.size)
+        self.snapshots.load()
 
     # -- volumes ---------------------------------------------------------------------
 
     def create_volume(self, request: CreateRequest) -> Volume:
-        if not request.name:
-            raise InvalidArgument("name is required")
-        check_name(request.name)
-        if not request.capabilities:
-            raise InvalidArgument("volume_capabilities is required")
-        access_type = _single_access_type(request.capabilities)
-        parameters = dict(request.parameters or {})
-        kind = resolve_kind(parameters, self.kinds, self.config.effective_default_kind)
-        validate_range(request.required_bytes, request.limit_bytes)
-        mutable = dict(request.mutable_parameters or {})
-        if mutable:
-            if self.mutable_rules is None:
-                raise InvalidArgument(
-                    "mutable_parameters is not supported (no MODIFY_VOLUME capability)"
-                )
-            self.mutable_rules.check(mutable)
+        """An empty volume (CreateVolume without a content source)."""
+        if request.content_source is not None:
+            raise InvalidArgument("volume_content_source: use create_volume_from_source")
+        access_type, parameters, kind, mutable = self._validated(request)
 
         existing = self.store.volume_by_name(request.name)
         if existing is not None:
             self._check_compatible(existing, request, access_type, parameters)
             return existing
+        self.in_flight.check(volume_name_key(request.name))
 
         placement = place_volume(
             PlacementRequest(
@@ -182,6 +216,157 @@ class Controller:
             raise
         return volume
 
+    async def create_volume_from_source(self, request: CreateRequest) -> Volume:
+        """A volume holding a copy of a snapshot's or a volume's data (CreateVolume with
+        a content source: a restore or a clone).
+
+        Placed only where the source's data is (model.placement.can_take_data_from), at
+        least as large as the source. The copy runs in a worker thread before the
+        commit, as create_volume's backing entry does: a crash leaves an orphan that
+        load() removes. Meanwhile the name and the source are held (InFlight).
+        """
+        source = request.content_source
+        if source is None:
+            raise InvalidArgument("volume_content_source is required")
+        access_type, parameters, kind, mutable = self._validated(request)
+        existing = self.store.volume_by_name(request.name)
+        if existing is not None:
+            self._check_compatible(existing, request, access_type, parameters)
+            return existing
+        data = self._source_data(source)
+        if data.access_type is not access_type:
+            raise InvalidArgument(
+                f"volume_content_source: {source} holds a {data.access_type.value} volume's"
+                f" data, not a {access_type.value} volume's"
+            )
+        required = range_for_source(
+            request.required_bytes, request.limit_bytes, data.size, str(source)
+        )
+        claim = self.in_flight.hold(
+            f"CreateVolume {request.name!r} from {source}",
+            exclusive=[volume_name_key(request.name)],
+            shared=[data.key],
+        )
+        try:
+            placement = place_volume(
+                PlacementRequest(
+                    kind=kind,
+                    required_bytes=required,
+                    limit_bytes=request.limit_bytes,
+                    requisite=request.requisite,
+                    preferred=request.preferred,
+                    default_size=data.size,
+                    source_segment=data.segment,
+                ),
+                self.pools,
+            )
+        except BaseException:
+            claim.release()
+            raise
+        volume = Volume(
+            id=new_volume_id(),
+            name=request.name,
+            pool=placement.pool.name,
+            kind=kind.name,
+            size=placement.size,
+            allocation=placement.allocation,
+            offset=placement.offset,
+            access_type=access_type,
+            segment=dict(placement.pool.segment),
+            parameters=parameters,
+            capabilities=tuple(request.capabilities),
+            created_at=time.time(),
+            mutable_parameters=mutable,
+            content_source=source,
+        )
+        return await run_to_completion(self._populate(volume, placement, data, claim))
+
+    async def _populate(
+        self, volume: Volume, placement: Placement, data: SourceData, claim: Claim
+    ) -> Volume:
+        with claim:
+            try:
+                # The copy first: a crash now leaves only an orphan entry that load() removes.
+                await asyncio.to_thread(
+                    copy_data,
+                    data.path,
+                    self.backing.path(volume.id),
+                    volume.access_type,
+                    volume.size,
+                )
+                with self.store.transaction():
+                    volume = self.store.insert_volume(volume)
+            except BaseException:
+                placement.pool.release(placement.offset, placement.allocation)
+                self.backing.remove(volume.id)  # On the loop: a failed copy must go now.
+                raise
+        return volume
+
+    def _source_data(self, source: ContentSource) -> SourceData:
+        """Where the data of `source` is, or why it cannot be used (NotFound, or Aborted
+        for a snapshot that is not ready yet)."""
+        if source.type is SourceType.SNAPSHOT:
+            snapshots = self.snapshots
+            if snapshots.data is None:
+                raise InvalidArgument(
+                    "volume_content_source: snapshots are not supported (no snapshots)"
+                )
+            snapshot = snapshots.find(source.id)
+            if snapshot is None:
+                raise NotFound(f"volume_content_source: snapshot {source.id!r} does not exist")
+            if not snapshots.ready_to_use(snapshot):
+                # CSI: only a snapshot that is ready to use MAY be a content source. It
+                # becomes ready by itself, so the CO is told to retry (ABORTED, as for an
+                # operation still pending on it), not to change its request.
+                raise Aborted(
+                    f"volume_content_source: snapshot {source.id} is not ready to use yet"
+                    f" (ready in {snapshot.ready_at - time.time():.1f}s)"
+                )
+            return SourceData(
+                source,
+                snapshots.data.path(snapshot.id),
+                snapshot.size,
+                snapshot.segment,
+                snapshot.access_type,
+                snapshot_key(snapshot.id),
+            )
+        if not self.config.controller.clones:
+            raise InvalidArgument("volume_content_source: cloning volumes is not supported")
+        volume = self._find(source.id)
+        if volume is None:
+            raise NotFound(f"volume_content_source: volume {source.id!r} does not exist")
+        return SourceData(
+            source,
+            self.backing.path(volume.id),
+            volume.size,
+            volume.segment,
+            volume.access_type,
+            volume_key(volume.id),
+        )
+
+    def _validated(
+        self, request: CreateRequest
+    ) -> tuple[AccessType, dict[str, str], VolumeKind, dict[str, str]]:
+        """CreateVolume's checks of the request itself: its access type, parameters,
+        kind and mutable parameters."""
+        if not request.name:
+            raise InvalidArgument("name is required")
+        check_name(request.name)
+        if not request.capabilities:
+            raise InvalidArgument("volume_capabilities is required")
+        access_type = _single_access_type(request.capabilities)
+        parameters = dict(request.parameters or {})
+        kind = resolve_kind(parameters, self.kinds, self.config.effective_default_kind)
+        validate_range(request.required_bytes, request.limit_bytes)
+        mutable = dict(request.mutable_parameters or {})
+        if mutable:
+            if self.mutable_rules is None:
+                raise InvalidArgument(
+                    "mutable_parameters is not supported (no MODIFY_VOLUME capability)"
+                )
+            self.mutable_rules.check(mutable)
+        return access_type, parameters, kind, mutable
+
     def _check_compatible(
         self,
         existing: Volume,
@@ -202,6 +387,8 @@ class Controller:
             problems.append(f"it is not reachable from the requisite topology {existing.segment}")
         if not satisfies(existing.mutable_parameters, request.mutable_parameters or {}):
             problems.append(f"mutable_parameters {dict(existing.mutable_parameters)}")
+        if request.content_source != existing.content_source:
+            problems.append(f"content source {existing.content_source or 'none'}")
         if problems:
             raise AlreadyExistsIncompatible(
                 f"volume {existing.name!r} already exists with " + "; ".join(problems)
@@ -218,6 +405,7 @@ class Controller:
         volume = self._find(volume_id)
         if volume is None:
             return  # Idempotent: already gone.
+        self.in_flight.check(volume_key(volume_id))  # A snapshot or clone reads it now.
         attached = self.store.attachments_of_volume(volume_id)
         if attached:
             raise FailedPrecondition(
@@ -243,6 +431,7 @@ class Controller:
         volume = self._require(volume_id)
         if volume.size >= required:
             return volume  # Idempotent, and shrinking is not a thing in CSI.
+        self.in_flight.check(volume_key(volume_id))  # A copy reads it at its current size.
         pool = self._pools[volume.pool]
         if pool.spec.max_volume_size is not None and required > pool.spec.max_volume_size:
             raise OutOfRange(
@@ -476,21 +665,6 @@ class Controller:
                 return node_id == self.config.node.id
             return True
         return any(fnmatch.fnmatchcase(node_id, pattern) for pattern in patterns)
-
-
-def check_name(name: str) -> None:
-    """CSI names: at most 128 bytes, none of the control characters the spec bans."""
-    if len(name.encode()) > NAME_MAX_BYTES:
-        raise InvalidArgument(f"name is longer than {NAME_MAX_BYTES} bytes")
-    for char in name:
-        if _banned(ord(char)):
-            raise InvalidArgument(f"name contains the banned character U+{ord(char):04X}")
-
-
-def _banned(point: int) -> bool:
-    # Allowed: tab (09), newline (0A) and carriage return (0D); banned: the rest of C0,
-    # DEL and C1 (U+0000-0008, 000B, 000C, 000E-001F, 007F-009F).
-    return (point < 0x20 and point not in (0x09, 0x0A, 0x0D)) or 0x7F <= point <= 0x9F
 
 
 def new_volume_id() -> str:

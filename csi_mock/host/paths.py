@@ -74,6 +74,12 @@ def is_driver_volume_id(volume_id: str) -> bool:
     return bool(_VOLUME_ID.match(volume_id))
 
 
+def is_driver_snapshot_id(snapshot_id: str) -> bool:
+    """True for snapshot IDs of the form this driver generates (`snap-` and a volume
+    ID's characters: safe as a path component)."""
+    return snapshot_id.startswith("snap-") and is_driver_volume_id(snapshot_id)
+
+
 def opaque_id_component(volume_id: str) -> str:
     """A safe directory name for an ID chosen by someone else (inline ephemeral)."""
     return "eph-" + hashlib.sha256(volume_id.encode()).hexdigest()[:32]

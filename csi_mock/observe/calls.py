@@ -15,6 +15,8 @@ from google.protobuf.message import Message
 KEY_FIELDS = (
     "name",
     "volume_id",
+    "source_volume_id",
+    "snapshot_id",
     "node_id",
     "target_path",
     "staging_target_path",

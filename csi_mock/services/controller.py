@@ -17,7 +17,8 @@ from csi_mock.backend.controller import (
 )
 from csi_mock.config import DriverConfig
 from csi_mock.model.errors import InvalidArgument, Unimplemented
-from csi_mock.model.volume import Volume
+from csi_mock.model.snapshot import Snapshot
+from csi_mock.model.volume import ContentSource, SourceType, Volume
 from csi_mock.proto import csi_pb2 as pb
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
 from csi_mock.services.convert import (
@@ -43,22 +44,44 @@ class ControllerServicer(pb_grpc.ControllerServicer):
             raise InvalidArgument(
                 "mutable_parameters is not supported (no MODIFY_VOLUME capability)"
             )
-        if request.HasField("volume_content_source"):
-            raise InvalidArgument("volume_content_source is not supported (no snapshots/clones)")
+        source = self._content_source(request)
         requirements = request.accessibility_requirements
-        volume = self._controller.create_volume(
-            CreateRequest(
-                name=request.name,
-                capabilities=capabilities_from_pb(request.volume_capabilities),
-                required_bytes=request.capacity_range.required_bytes,
-                limit_bytes=request.capacity_range.limit_bytes,
-                parameters=dict(request.parameters),
-                requisite=[dict(t.segments) for t in requirements.requisite],
-                preferred=[dict(t.segments) for t in requirements.preferred],
-                mutable_parameters=dict(request.mutable_parameters),
-            )
+        create = CreateRequest(
+            name=request.name,
+            capabilities=capabilities_from_pb(request.volume_capabilities),
+            required_bytes=request.capacity_range.required_bytes,
+            limit_bytes=request.capacity_range.limit_bytes,
+            parameters=dict(request.parameters),
+            requisite=[dict(t.segments) for t in requirements.requisite],
+            preferred=[dict(t.segments) for t in requirements.preferred],
+            mutable_parameters=dict(request.mutable_parameters),
+            content_source=source,
         )
+        if source is None:
+            volume = self._controller.create_volume(create)
+        else:
+            volume = await self._controller.create_volume_from_source(create)
         return pb.CreateVolumeResponse(volume=self._volume_to_pb(volume))
+
+    def _content_source(self, request: pb.CreateVolumeRequest) -> ContentSource | None:
+        """The request's volume_content_source; refused as before when neither
+        snapshots nor clones are configured."""
+        if not request.HasField("volume_content_source"):
+            return None
+        controller = self._config.controller
+        if controller.snapshots is None and not controller.clones:
+            raise InvalidArgument("volume_content_source is not supported (no snapshots/clones)")
+        message = request.volume_content_source
+        which = message.WhichOneof("type")
+        if which == "snapshot":
+            if not message.snapshot.snapshot_id:
+                raise InvalidArgument("volume_content_source.snapshot.snapshot_id is required")
+            return ContentSource(SourceType.SNAPSHOT, message.snapshot.snapshot_id)
+        if which == "volume":
+            if not message.volume.volume_id:
+                raise InvalidArgument("volume_content_source.volume.volume_id is required")
+            return ContentSource(SourceType.VOLUME, message.volume.volume_id)
+        raise InvalidArgument("volume_content_source: a snapshot or a volume is required")
 
     async def DeleteVolume(
         self, request: pb.DeleteVolumeRequest, context: Context
@@ -155,6 +178,10 @@ class ControllerServicer(pb_grpc.ControllerServicer):
             rpcs.append(RPC.EXPAND_VOLUME)
         if self._config.controller.modify is not None:
             rpcs.append(RPC.MODIFY_VOLUME)
+        if self._config.controller.snapshots is not None:
+            rpcs += [RPC.CREATE_DELETE_SNAPSHOT, RPC.LIST_SNAPSHOTS, RPC.GET_SNAPSHOT]
+        if self._config.controller.clones:
+            rpcs.append(RPC.CLONE_VOLUME)
         return pb.ControllerGetCapabilitiesResponse(
             capabilities=[pb.ControllerServiceCapability(rpc=RPC(type=rpc)) for rpc in rpcs]
         )
@@ -190,19 +217,44 @@ class ControllerServicer(pb_grpc.ControllerServicer):
             ),
         )
 
-    # -- not offered: refused explicitly, matching the advertised capabilities -----------
+    # -- snapshots (UNIMPLEMENTED without controller.snapshots) ---------------------------
 
-    async def CreateSnapshot(self, request: Any, context: Context) -> Any:
-        raise Unimplemented("snapshots are not supported")
+    async def CreateSnapshot(
+        self, request: pb.CreateSnapshotRequest, context: Context
+    ) -> pb.CreateSnapshotResponse:
+        snapshot = await self._controller.snapshots.create(
+            request.name, request.source_volume_id, dict(request.parameters)
+        )
+        return pb.CreateSnapshotResponse(snapshot=self._snapshot_to_pb(snapshot))
 
-    async def DeleteSnapshot(self, request: Any, context: Context) -> Any:
-        raise Unimplemented("snapshots are not supported")
+    async def DeleteSnapshot(
+        self, request: pb.DeleteSnapshotRequest, context: Context
+    ) -> pb.DeleteSnapshotResponse:
+        await self._controller.snapshots.delete(request.snapshot_id)
+        return pb.DeleteSnapshotResponse()
 
-    async def ListSnapshots(self, request: Any, context: Context) -> Any:
-        raise Unimplemented("snapshots are not supported")
+    async def ListSnapshots(
+        self, request: pb.ListSnapshotsRequest, context: Context
+    ) -> pb.ListSnapshotsResponse:
+        snapshots, next_token = self._controller.snapshots.list(
+            request.max_entries,
+            request.starting_token,
+            request.snapshot_id,
+            request.source_volume_id,
+        )
+        return pb.ListSnapshotsResponse(
+            entries=[
+                pb.ListSnapshotsResponse.Entry(snapshot=self._snapshot_to_pb(snapshot))
+                for snapshot in snapshots
+            ],
+            next_token=next_token,
+        )
 
-    async def GetSnapshot(self, request: Any, context: Context) -> Any:
-        raise Unimplemented("snapshots are not supported")
+    async def GetSnapshot(
+        self, request: pb.GetSnapshotRequest, context: Context
+    ) -> pb.GetSnapshotResponse:
+        snapshot = self._controller.snapshots.get(request.snapshot_id)
+        return pb.GetSnapshotResponse(snapshot=self._snapshot_to_pb(snapshot))
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -223,4 +275,19 @@ class ControllerServicer(pb_grpc.ControllerServicer):
         )
         if self._config.topology and volume.segment:
             message.accessible_topology.append(topology_to_pb(volume.segment))
+        source = volume.content_source
+        if source is not None and source.type is SourceType.SNAPSHOT:
+            message.content_source.snapshot.snapshot_id = source.id
+        elif source is not None:
+            message.content_source.volume.volume_id = source.id
+        return message
+
+    def _snapshot_to_pb(self, snapshot: Snapshot) -> pb.Snapshot:
+        message = pb.Snapshot(
+            size_bytes=snapshot.size,
+            snapshot_id=snapshot.id,
+            source_volume_id=snapshot.source_volume_id,
+            ready_to_use=self._controller.snapshots.ready_to_use(snapshot),
+        )
+        message.creation_time.FromNanoseconds(round(snapshot.created_at * 1e9))
         return message

@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 
 from csi_mock.config import ConfigError, Mode, load_config, validate_config
+from csi_mock.model.snapshot import SnapshotAccounting
 
 
 def base(**overrides: object) -> dict[str, object]:
@@ -206,3 +207,46 @@ def test_a_mutable_parameter_without_a_list_of_values_is_refused_by_key() -> Non
 def test_an_unknown_modify_key_is_refused_by_name() -> None:
     with pytest.raises(ConfigError, match=r"controller\.modify\.parameters: unknown key"):
         validate_config(modifying(parameters={"tier": []}))
+
+
+# -- controller.snapshots and controller.clones -------------------------------------------
+
+
+def test_snapshots_and_clones_are_off_unless_configured(tmp_path: Path) -> None:
+    path = tmp_path / "driver.yaml"
+    path.write_text("node: {id: n1}\ncontroller:\n  snapshots:\n")  # a bare key is null
+    for config in (validate_config(base()), load_config(path)):
+        assert config.controller.snapshots is None
+        assert config.controller.clones is False
+
+
+def test_an_empty_snapshots_section_turns_snapshots_on_with_full_accounting() -> None:
+    snapshots = validate_config(base(controller={"snapshots": {}})).controller.snapshots
+    assert snapshots is not None
+    assert (snapshots.accounting, snapshots.ready_after) == (SnapshotAccounting.FULL, 0.0)
+
+
+def test_snapshot_settings_take_a_policy_and_a_go_duration(tmp_path: Path) -> None:
+    path = tmp_path / "driver.yaml"
+    path.write_text(
+        "node: {id: n1}\ncontroller:\n  clones: true\n  snapshots:\n"
+        "    accounting: copy_on_write\n    ready_after: 1m30s\n"
+    )
+    controller = load_config(path).controller
+    assert controller.snapshots is not None and controller.clones
+    assert controller.snapshots.accounting is SnapshotAccounting.COPY_ON_WRITE
+    assert controller.snapshots.ready_after == 90.0
+
+
+@pytest.mark.parametrize(
+    ("snapshots", "message"),
+    [
+        ({"accounting": "thin"}, r"controller\.snapshots\.accounting: .*'full', 'used'"),
+        ({"ready_after": "soon"}, r"controller\.snapshots\.ready_after: 'soon' is not a duration"),
+        ({"ready_after": "-1s"}, r"controller\.snapshots\.ready_after: .*greater than or equal"),
+        ({"ready": "0s"}, r"controller\.snapshots\.ready: unknown key"),
+    ],
+)
+def test_a_bad_snapshot_setting_names_its_key(snapshots: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        validate_config(base(controller={"snapshots": snapshots}))
