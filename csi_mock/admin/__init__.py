@@ -22,6 +22,8 @@ from csi_mock.admin.resources import (
     Limits,
     PoolView,
     RegistrationView,
+    SnapshotPage,
+    SnapshotView,
     VolumePage,
     VolumeView,
 )
@@ -42,6 +44,8 @@ __all__ = [
     "Limits",
     "PoolView",
     "RegistrationView",
+    "SnapshotPage",
+    "SnapshotView",
     "VolumePage",
     "VolumeView",
 ]

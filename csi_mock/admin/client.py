@@ -31,6 +31,7 @@ from csi_mock.admin.resources import (
     Health,
     Limits,
     PoolView,
+    SnapshotPage,
     VolumePage,
     record_from_json,
 )
@@ -240,6 +241,15 @@ class _Api:
         )
 
     @staticmethod
+    def snapshots(limit: int | None, after: int | None) -> _Call[SnapshotPage]:
+        return _Call(
+            "GET",
+            "/v1/snapshots",
+            lambda r: SnapshotPage.from_json(r.json()),
+            params=_query({"limit": limit, "after": after}),
+        )
+
+    @staticmethod
     def journal(query: JournalFilter) -> _Call[list[CallRecord]]:
         return _Call(
             "GET",
@@ -418,6 +428,12 @@ class AsyncAdminClient:
     async def volumes(self, *, limit: int | None = None, after: int | None = None) -> VolumePage:
         return await self._send(_Api.volumes(limit, after))
 
+    async def snapshots(
+        self, *, limit: int | None = None, after: int | None = None
+    ) -> SnapshotPage:
+        """A page of snapshots in creation order, with the pool bytes each one takes."""
+        return await self._send(_Api.snapshots(limit, after))
+
     async def journal(self, **query: Unpack[JournalFilter]) -> list[CallRecord]:
         """Call records, oldest first, e.g. journal(method="CreateVolume", code="OK")."""
         return await self._send(_Api.journal(query))
@@ -527,6 +543,9 @@ class AdminClient:
 
     def volumes(self, *, limit: int | None = None, after: int | None = None) -> VolumePage:
         return self._send(_Api.volumes(limit, after))
+
+    def snapshots(self, *, limit: int | None = None, after: int | None = None) -> SnapshotPage:
+        return self._send(_Api.snapshots(limit, after))
 
     def journal(self, **query: Unpack[JournalFilter]) -> list[CallRecord]:
         return self._send(_Api.journal(query))

@@ -105,6 +105,10 @@ class VolumesQuery(_Input):
     """Volume.seq of the last volume seen (keyset pagination); SQLite's integers are int64."""
 
 
+class SnapshotsQuery(VolumesQuery):
+    """The same paging as volumes, by Snapshot.seq."""
+
+
 class JournalParams(_Input):
     method: str | None = None
     code: StatusCodeName | None = None

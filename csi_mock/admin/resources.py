@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from csi_mock.model.kind import VolumeKind
 from csi_mock.model.pool import Pool
+from csi_mock.model.snapshot import Snapshot
 from csi_mock.model.volume import Volume
 from csi_mock.observe.calls import CallRecord
 
@@ -274,6 +275,75 @@ class VolumePage:
     def from_json(cls, data: Mapping[str, Any]) -> VolumePage:
         return cls(
             volumes=[VolumeView.from_json(v) for v in data.get("volumes", [])],
+            next_after=data.get("next_after"),
+        )
+
+
+@dataclass(frozen=True)
+class SnapshotView:
+    """A snapshot from the state store, with what it takes from its pool."""
+
+    id: str
+    name: str
+    source_volume_id: str
+    pool: str
+    kind: str
+    size: int
+    """The source volume's size when cut (CSI size_bytes)."""
+    charge: int
+    """Pool bytes it takes (controller.snapshots.accounting); the pool's `used` has it."""
+    access_type: str
+    segment: dict[str, str]
+    parameters: dict[str, str]
+    created_at: float
+    ready_at: float
+    ready_to_use: bool
+    seq: int
+
+    @classmethod
+    def of(cls, snapshot: Snapshot, now: float) -> SnapshotView:
+        return cls(
+            id=snapshot.id,
+            name=snapshot.name,
+            source_volume_id=snapshot.source_volume_id,
+            pool=snapshot.pool,
+            kind=snapshot.kind,
+            size=snapshot.size,
+            charge=snapshot.charge,
+            access_type=snapshot.access_type.value,
+            segment=dict(snapshot.segment),
+            parameters=dict(snapshot.parameters),
+            created_at=snapshot.created_at,
+            ready_at=snapshot.ready_at,
+            ready_to_use=snapshot.ready_to_use(now),
+            seq=snapshot.seq,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SnapshotView:
+        return cls(**_known(cls, data))
+
+
+@dataclass(frozen=True)
+class SnapshotPage:
+    """GET /v1/snapshots: one page in creation order; `next_after` continues it."""
+
+    snapshots: list[SnapshotView]
+    next_after: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "snapshots": [snapshot.to_json() for snapshot in self.snapshots],
+            "next_after": self.next_after,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SnapshotPage:
+        return cls(
+            snapshots=[SnapshotView.from_json(s) for s in data.get("snapshots", [])],
             next_after=data.get("next_after"),
         )
 

@@ -1,9 +1,11 @@
-"""What the state store holds about volumes, read for the admin API and ListVolumes."""
+"""What the state store holds about volumes and snapshots, read for the admin API and
+ListVolumes."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from csi_mock.model.snapshot import Snapshot
 from csi_mock.model.volume import Volume
 from csi_mock.store.sqlite import Attachment, StateStore
 
@@ -37,6 +39,15 @@ class Inventory:
     def volume_uses(self, after: int, limit: int) -> tuple[list[VolumeUse], int | None]:
         volumes, next_after = page_after(self._store, after, limit)
         return [self._use(volume) for volume in volumes], next_after
+
+    def snapshots(self, after: int, limit: int) -> tuple[list[Snapshot], int | None]:
+        """At most `limit` snapshots with seq > `after` in creation order, and the
+        `after` of the next page (None on the last page)."""
+        page = self._store.snapshots_after(after, limit + 1)
+        if len(page) > limit:
+            page = page[:limit]
+            return page, page[-1].seq
+        return page, None
 
     def _use(self, volume: Volume) -> VolumeUse:
         staging = self._store.staging(volume.id)

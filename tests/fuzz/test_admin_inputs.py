@@ -82,6 +82,7 @@ ENDPOINTS = [
     Endpoint("GET", "/v1/limits"),
     Endpoint("PATCH", "/v1/limits", body=("max_volumes_per_node", "attach_limit")),
     Endpoint("GET", "/v1/volumes", query=("limit", "after")),
+    Endpoint("GET", "/v1/snapshots", query=("limit", "after")),
     Endpoint(
         "GET", "/v1/journal", query=("method", "code", "volume", "node", "since", "after", "limit")
     ),

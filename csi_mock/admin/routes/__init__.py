@@ -12,6 +12,7 @@ from csi_mock.admin.routes.health import HealthRoutes
 from csi_mock.admin.routes.journal import JournalRoutes
 from csi_mock.admin.routes.limits import LimitsRoutes
 from csi_mock.admin.routes.pools import PoolRoutes
+from csi_mock.admin.routes.snapshots import SnapshotRoutes
 from csi_mock.admin.routes.volumes import VolumeRoutes
 
 if TYPE_CHECKING:
@@ -30,5 +31,6 @@ def all_routes(driver: Driver) -> list[Routes]:
         CapacityRoutes(driver),
         LimitsRoutes(driver),
         VolumeRoutes(driver),
+        SnapshotRoutes(driver),
         JournalRoutes(driver),
     ]
