@@ -152,6 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="advertise MODIFY_VOLUME: ControllerModifyVolume and CreateVolume's"
         " mutable_parameters (config key controller.modify)",
     )
+    serve.add_go_bool(
+        "enable-list-snapshots",
+        help="true: snapshots (CREATE_DELETE_SNAPSHOT, LIST_SNAPSHOTS, GET_SNAPSHOT) with the"
+        " config file's controller.snapshots or full accounting; false is refused",
+    )
     _flag(
         serve,
         "accepted-mutable-parameter-names",
@@ -317,6 +322,7 @@ def resolve_config(args: argparse.Namespace, env: dict[str, str]) -> DriverConfi
     except ConfigError as error:
         raise _name_flags(error) from None
     config = _modify_flags(args, config)
+    config = _snapshot_flags(args, config)
     max_size = _max_volume_size(args.max_volume_size) if args.max_volume_size is not None else None
     data = config.model_dump()
     if args.capacity:
@@ -364,6 +370,26 @@ def _modify_flags(args: argparse.Namespace, config: DriverConfig) -> DriverConfi
         return validate_config(data, source="flags")
     except ConfigError as error:
         raise ConfigError(f"{error} [--accepted-mutable-parameter-names]") from None
+
+
+def _snapshot_flags(args: argparse.Namespace, config: DriverConfig) -> DriverConfig:
+    """hostpathplugin's --enable-list-snapshots. hostpathplugin always offers snapshots,
+    and the flag (default true) only decides whether LIST_SNAPSHOTS is advertised too;
+    csi-mock offers snapshots only when configured, always with ListSnapshots. So true
+    turns snapshots on (the config file's controller.snapshots, else full accounting,
+    ready at once), and false, which csi-mock cannot do, is refused."""
+    enabled = args.enable_list_snapshots
+    if enabled is None or (enabled and config.controller.snapshots is not None):
+        return config
+    if not enabled:
+        raise ConfigError(
+            "--enable-list-snapshots=false: csi-mock does not offer snapshots without"
+            " ListSnapshots (hostpathplugin would still take snapshots); leave the flag out"
+            " for no snapshots, or set it to true"
+        )
+    data = config.model_dump()
+    data["controller"]["snapshots"] = {}
+    return validate_config(data, source="flags")
 
 
 def _mutable_parameter_names(values: Sequence[str]) -> list[str]:

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +168,16 @@ class VolumeRow:
 
 
 @dataclass(frozen=True)
+class SnapshotRow:
+    id: str
+    name: str
+    source_volume_id: str
+    pool: str
+    charge: int
+    offset: int
+
+
+@dataclass(frozen=True)
 class PoolRow:
     name: str
     total: int | None
@@ -186,23 +196,29 @@ class StoreSnapshot:
     """volume ID -> staging path"""
     publications: frozenset[tuple[str, str]]
     """(volume ID, target path)"""
+    snapshots: dict[str, SnapshotRow] = field(default_factory=dict)
 
     def allocated(self, pool: str) -> int:
-        return sum(v.allocation for v in self.volumes.values() if v.pool == pool)
+        """The volumes' allocations and the snapshots' charges in `pool`."""
+        volumes = sum(v.allocation for v in self.volumes.values() if v.pool == pool)
+        return volumes + sum(s.charge for s in self.snapshots.values() if s.pool == pool)
 
     def accounting_problems(self) -> list[str]:
-        """Pools whose `used` column is not the sum of their volumes' allocations.
+        """Pools whose `used` column is not the sum of their volumes' allocations (and
+        their snapshots' charges).
 
         `load()` recomputes `used` from the volume rows at start-up, so this holds in
         a database a killed driver left behind only if every commit kept both in step.
         """
         problems = []
-        for pool in sorted(set(self.pools) | {v.pool for v in self.volumes.values()}):
+        pools = {v.pool for v in self.volumes.values()} | {s.pool for s in self.snapshots.values()}
+        for pool in sorted(set(self.pools) | pools):
             row = self.pools.get(pool)
             used = row.used if row is not None else 0
             if used != self.allocated(pool):
                 problems.append(
-                    f"pool {pool}: used column {used} != sum of volume allocations"
+                    f"pool {pool}: used column {used} != sum of volume allocations and"
+                    " snapshot charges"
                     f" {self.allocated(pool)}"
                 )
         return problems
@@ -232,6 +248,12 @@ def read_store(database: Path) -> StoreSnapshot:
             (row[0], row[1])
             for row in connection.execute("SELECT volume_id, target_path FROM publications")
         )
+        snapshots = {
+            row[0]: SnapshotRow(*row)
+            for row in connection.execute(
+                "SELECT id, name, source_volume_id, pool, charge, extent_offset FROM snapshots"
+            )
+        }
     finally:
         connection.close()
-    return StoreSnapshot(volumes, pools, attachments, stagings, publications)
+    return StoreSnapshot(volumes, pools, attachments, stagings, publications, snapshots)

@@ -452,3 +452,39 @@ def test_enable_controller_modify_volume_false_turns_the_config_files_modify_off
         f"--config={modify_config(tmp_path)}", "--enable-controller-modify-volume=false"
     )
     assert config.controller.modify is None
+
+
+# -- --enable-list-snapshots ------------------------------------------------------------
+
+SNAPSHOT_RPCS = {RPC.CREATE_DELETE_SNAPSHOT, RPC.LIST_SNAPSHOTS, RPC.GET_SNAPSHOT}
+
+
+async def test_enable_list_snapshots_offers_snapshots_with_listing(serve: Serve) -> None:
+    served = await serve("--nodeid=n1", "--enable-list-snapshots")
+    volume = (await served.controller.CreateVolume(create_request("v", GiB))).volume
+
+    await served.controller.CreateSnapshot(
+        pb.CreateSnapshotRequest(name="s", source_volume_id=volume.volume_id)
+    )
+
+    listed = await served.controller.ListSnapshots(pb.ListSnapshotsRequest())
+    assert [e.snapshot.source_volume_id for e in listed.entries] == [volume.volume_id]
+    assert await controller_rpcs(served) >= SNAPSHOT_RPCS
+
+
+async def test_without_enable_list_snapshots_snapshots_are_not_advertised(serve: Serve) -> None:
+    served = await serve("--nodeid=n1")
+    assert not SNAPSHOT_RPCS & await controller_rpcs(served)
+
+
+def test_enable_list_snapshots_keeps_the_config_files_snapshot_settings(tmp_path: Path) -> None:
+    path = tmp_path / "driver.yaml"
+    path.write_text("node: {id: n1}\ncontroller:\n  snapshots: {accounting: used}\n")
+    config = resolve(f"--config={path}", "--enable-list-snapshots=true")
+    assert config.controller.snapshots is not None
+    assert config.controller.snapshots.accounting.value == "used"
+
+
+def test_enable_list_snapshots_false_is_refused_naming_the_flag() -> None:
+    with pytest.raises(ConfigError, match="--enable-list-snapshots=false: csi-mock does not"):
+        resolve("--nodeid=n1", "--enable-list-snapshots=false")
