@@ -12,8 +12,12 @@ one request, random maps. Properties, for every answer:
   was bad;
 * a successful NodeStage/NodePublish created its path inside the sandbox's ``paths``,
   and nothing ever appears elsewhere in the sandbox (``outside``, the working directory);
-* afterwards Probe says ready, GetCapacity answers, and once the example's volumes are
-  cleaned up with valid calls the capacity is exactly what it was (nothing leaked).
+* afterwards Probe says ready, GetCapacity answers, and once the example's volumes and
+  snapshots are cleaned up with valid calls the capacity is exactly what it was (nothing
+  leaked).
+
+The driver takes snapshots (full accounting, ready at once) and clones volumes, so content
+sources and the snapshot RPCs are fuzzed with real snapshots and volumes to refer to.
 """
 
 from __future__ import annotations
@@ -54,10 +58,6 @@ EXAMPLES = {
     "ControllerGetCapabilities": 15,
     "NodeGetCapabilities": 15,
     "NodeGetInfo": 15,
-    "CreateSnapshot": 15,
-    "DeleteSnapshot": 15,
-    "ListSnapshots": 15,
-    "GetSnapshot": 15,
 }
 DEFAULT_EXAMPLES = 50
 # Fields each RPC requires: leaving one out makes a request bad in that field.
@@ -70,6 +70,9 @@ REQUIRED = {
     "ControllerExpandVolume": {"volume_id", "capacity_range"},
     "ControllerGetVolume": {"volume_id"},
     "ControllerModifyVolume": {"volume_id", "mutable_parameters"},
+    "CreateSnapshot": {"name", "source_volume_id"},
+    "DeleteSnapshot": {"snapshot_id"},
+    "GetSnapshot": {"snapshot_id"},
     "NodeStageVolume": {"volume_id", "staging_target_path", "volume_capability"},
     "NodeUnstageVolume": {"volume_id", "staging_target_path"},
     "NodePublishVolume": {"volume_id", "target_path", "volume_capability"},
@@ -79,8 +82,10 @@ REQUIRED = {
 }
 # Mutable parameters the driver accepts (MODIFY_VOLUME is on).
 MODIFY = {"mutable_parameters": {"iops": [], "tier": ["gold", "silver"]}}
+# Snapshots and clones are on: content sources and the snapshot RPCs do real work.
+SNAPSHOTS = {"accounting": "full", "ready_after": "0s"}
 # Fields the driver refuses whenever they are set (features it does not offer).
-UNSUPPORTED = frozenset({"volume_content_source"})
+UNSUPPORTED: frozenset[str] = frozenset()
 
 
 # -- the driver of this module -----------------------------------------------------------
@@ -89,7 +94,10 @@ UNSUPPORTED = frozenset({"volume_content_source"})
 @pytest.fixture(scope="module")
 def fuzzed(sandbox: Sandbox) -> Iterator[BackgroundDriver]:
     driver = start_background_driver(
-        sandbox, admin=False, attach_required=True, controller={"modify": MODIFY}
+        sandbox,
+        admin=False,
+        attach_required=True,
+        controller={"modify": MODIFY, "snapshots": SNAPSHOTS, "clones": True},
     )
     try:
         yield driver
@@ -167,6 +175,7 @@ class Draws:
     sandbox: Sandbox
     data: st.DataObject
     volume_ids: list[str] = field(default_factory=list)
+    snapshot_ids: list[str] = field(default_factory=list)
     publish_context: dict[str, str] = field(default_factory=dict)
     stagings: list[str] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)
@@ -351,6 +360,8 @@ def set_field(message: Message, fd: Any, draws: Draws, depth: int) -> None:
                 draws.bad.add(name)
             target.SetInParent()
             fill(target, draws, depth + 1)
+            if name == "volume_content_source":
+                mark_missing_source(target, draws)
         return
     if fd.type == FieldDescriptor.TYPE_STRING:
         if name in ("target_path", "staging_target_path", "volume_path"):
@@ -358,6 +369,8 @@ def set_field(message: Message, fd: Any, draws: Draws, depth: int) -> None:
             value = draws.path(name, known + draws.stagings if name == "volume_path" else known)
         elif name == "volume_id" or name.endswith("volume_id"):
             value = draws.text(name, draws.volume_ids)
+        elif name == "snapshot_id":
+            value = draws.text(name, draws.snapshot_ids)
         elif name == "node_id":
             value = draws.text(name, ["node-1"])
         elif name == "name":
@@ -380,6 +393,17 @@ def set_field(message: Message, fd: Any, draws: Draws, depth: int) -> None:
         setattr(message, name, value)
     elif fd.type in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT):
         setattr(message, name, draws.draw(st.floats(allow_nan=True)))
+
+
+def mark_missing_source(source: Any, draws: Draws) -> None:
+    """A content source without a type, or without its ID, is bad in that field."""
+    which = source.WhichOneof("type")
+    if which is None:
+        draws.bad.add("volume_content_source")
+    elif which == "snapshot" and not source.snapshot.snapshot_id:
+        draws.bad.add("snapshot_id")
+    elif which == "volume" and not source.volume.volume_id:
+        draws.bad.add("volume_id")
 
 
 def request_type(service: str, method: str) -> type[Message]:
@@ -485,6 +509,14 @@ def set_up(driver: BackgroundDriver, draws: Draws) -> None:
     )
     volume_id = created.volume.volume_id
     draws.volume_ids.append(volume_id)
+    if draws.draw(st.booleans(), "snapshot"):
+        taken = must(
+            driver,
+            "Controller",
+            "CreateSnapshot",
+            pb.CreateSnapshotRequest(name=f"snap-of-{volume_id}", source_volume_id=volume_id),
+        )
+        draws.snapshot_ids.append(taken.snapshot.snapshot_id)
     if depth == 1:
         return
     published = must(
@@ -530,8 +562,16 @@ def set_up(driver: BackgroundDriver, draws: Draws) -> None:
 
 
 def clean_up(driver: BackgroundDriver) -> None:
-    """Undo everything with valid calls: every publication, staging, attachment, volume."""
+    """Undo everything with valid calls: every publication, staging, attachment, volume
+    and snapshot."""
     store = driver.driver.store
+    for entry in must(driver, "Controller", "ListSnapshots", pb.ListSnapshotsRequest()).entries:
+        must(
+            driver,
+            "Controller",
+            "DeleteSnapshot",
+            pb.DeleteSnapshotRequest(snapshot_id=entry.snapshot.snapshot_id),
+        )
     for publication in driver.on_loop(store.publications):
         must(
             driver,
