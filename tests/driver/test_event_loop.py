@@ -12,19 +12,24 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from pathlib import Path
 
+import grpc
+
 from csi_mock.proto import csi_pb2 as pb
+from csi_mock.proto import csi_pb2_grpc as pb_grpc
 from tests.driver.conftest import RunningDriver, StartDriver
 from tests.driver.csi_helpers import GiB, create_volume, publish, stage, stats
 
 SHARE_OF_THE_OPERATION = 0.3
 GIB_FILES = 3
 SMALL_FILES = 30_000
+SNAPSHOT_FILES = 10_000
 
 
-def fill(directory: Path) -> None:
+def fill(directory: Path, small_files: int = SMALL_FILES) -> None:
     """3 GiB of allocated (not sparse) space and many small files."""
     for index in range(GIB_FILES):
         fd = os.open(directory / f"big-{index}", os.O_CREAT | os.O_WRONLY)
@@ -32,7 +37,7 @@ def fill(directory: Path) -> None:
             os.posix_fallocate(fd, 0, GiB)
         finally:
             os.close(fd)
-    for group in range(SMALL_FILES // 500):
+    for group in range(small_files // 500):
         sub = directory / f"d{group}"
         sub.mkdir()
         for index in range(500):
@@ -87,3 +92,72 @@ async def test_probe_answers_while_a_large_volume_is_measured(
     slowest, took = await slowest_probe_while(csi, measuring)
 
     assert_probes_went_on(slowest, took, "NodeGetVolumeStats")
+
+
+async def slowest_probe_from_a_thread(
+    csi: RunningDriver, work: asyncio.Future[object]
+) -> tuple[float, float]:
+    """As slowest_probe_while, with the Probes sent by a blocking client in a thread of
+    its own: a client on the driver's event loop cannot send while the loop is blocked,
+    so a block that falls between two of its Probes goes unseen."""
+    began = time.perf_counter()
+    stop = threading.Event()
+    slowest = [0.0]
+
+    def probe() -> None:
+        with grpc.insecure_channel(f"unix://{csi.config.socket_path}") as channel:
+            identity = pb_grpc.IdentityStub(channel)
+            while not stop.is_set():
+                started = time.perf_counter()
+                identity.Probe(pb.ProbeRequest(), timeout=60)
+                slowest[0] = max(slowest[0], time.perf_counter() - started)
+                time.sleep(0.005)
+
+    prober = asyncio.ensure_future(asyncio.to_thread(probe))
+    try:
+        await work
+    finally:
+        stop.set()
+        await prober
+    return slowest[0], time.perf_counter() - began
+
+
+async def test_probe_answers_while_a_large_volume_is_snapshotted_and_restored(
+    start_driver: StartDriver,
+) -> None:
+    csi = await start_driver(
+        pools=[{"name": "big", "size": "100Gi"}],
+        controller={"snapshots": {"accounting": "used"}},
+    )
+    volume = await create_volume(csi, "pvc-large", 10 * GiB)
+    # A third of the files: a copy costs about 0.2 ms per file, ten times a removal.
+    fill(csi.config.volumes_dir / volume.volume_id, SNAPSHOT_FILES)
+
+    cutting = asyncio.ensure_future(
+        csi.controller.CreateSnapshot(
+            pb.CreateSnapshotRequest(name="snapshot-large", source_volume_id=volume.volume_id)
+        )
+    )
+    slowest, took = await slowest_probe_from_a_thread(csi, cutting)
+    assert_probes_went_on(slowest, took, "CreateSnapshot")
+    snapshot_id = cutting.result().snapshot.snapshot_id
+    print(f"CreateSnapshot: {took * 1000:.0f} ms, slowest Probe {slowest * 1000:.1f} ms")
+
+    request = pb.CreateVolumeRequest(
+        name="pvc-restored",
+        volume_capabilities=[
+            pb.VolumeCapability(
+                mount=pb.VolumeCapability.MountVolume(),
+                access_mode=pb.VolumeCapability.AccessMode(
+                    mode=pb.VolumeCapability.AccessMode.SINGLE_NODE_WRITER
+                ),
+            )
+        ],
+    )
+    request.volume_content_source.snapshot.snapshot_id = snapshot_id
+    restoring = asyncio.ensure_future(csi.controller.CreateVolume(request))
+    slowest, took = await slowest_probe_from_a_thread(csi, restoring)
+    assert_probes_went_on(slowest, took, "CreateVolume from a snapshot")
+    print(f"restore: {took * 1000:.0f} ms, slowest Probe {slowest * 1000:.1f} ms")
+    restored = csi.config.volumes_dir / restoring.result().volume.volume_id
+    assert len(os.listdir(restored)) == GIB_FILES + SNAPSHOT_FILES // 500
