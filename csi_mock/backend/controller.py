@@ -309,7 +309,8 @@ class Controller:
             snapshots = self.snapshots
             if snapshots.data is None:
                 raise InvalidArgument(
-                    "volume_content_source: snapshots are not supported (no snapshots)"
+                    "volume_content_source: snapshots are not supported"
+                    " (controller.snapshots is not set)"
                 )
             snapshot = snapshots.find(source.id)
             if snapshot is None:

@@ -75,10 +75,6 @@ class Snapshots:
         self._in_flight = in_flight
         self._clock = clock
 
-    @property
-    def enabled(self) -> bool:
-        return self.config is not None and self.data is not None
-
     def load(self) -> None:
         """Remove copies without a row (a CreateSnapshot cut short or a DeleteSnapshot
         that committed but did not finish removing). Pool charges are rebuilt with the
