@@ -66,6 +66,8 @@ LOG_ORDER = (
     "csi-provisioner",
     "csi-attacher",
     "csi-resizer",
+    "csi-snapshotter",
+    "snapshot-controller",
     "kube-scheduler",
     "kube-controller-manager",
     "kubelet-",

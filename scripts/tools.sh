@@ -27,7 +27,7 @@ NICE="${CSI_MOCK_TOOLS_NICE:-10}"
 RECIPE=1
 # Build order: csi-sanity first (CI needs it fast), then sidecars, etcd, Kubernetes, the rest.
 UNITS=(csi-sanity csi-provisioner csi-attacher node-driver-registrar livenessprobe
-       csi-resizer etcd kubernetes containerd runc cni-plugins crictl kind hostpathplugin
+       csi-resizer csi-snapshotter etcd kubernetes containerd runc cni-plugins crictl kind hostpathplugin
        ginkgo e2e actionlint)
 
 export GOTOOLCHAIN=local GOWORK=off
@@ -37,11 +37,13 @@ die() { echo "tools.sh: $*" >&2; exit 1; }
 
 GOVERSION=$(go env GOVERSION 2>/dev/null) || die "go not found in PATH"
 
-# load_unit UNIT: sets MODULE VERSION PACKAGES TESTPACKAGES BINARIES CGO LDFLAGS TAGS UNAVAILABLE
+# load_unit UNIT: sets MODULE VERSION PACKAGES TESTPACKAGES BINARIES CGO LDFLAGS TAGS DATA UNAVAILABLE
+# DATA: space-separated MODULE:PATH:DEST, files of a module of the build (CRDs) copied
+# into the unit's store dir as DEST.
 load_unit() {
   local f="$TOOLS_SRC/$1/build.env"
   [[ -f $f ]] || die "unknown unit $1 (no $f)"
-  MODULE= VERSION= PACKAGES= TESTPACKAGES= BINARIES= CGO=0 LDFLAGS= TAGS= UNAVAILABLE=
+  MODULE= VERSION= PACKAGES= TESTPACKAGES= BINARIES= CGO=0 LDFLAGS= TAGS= DATA= UNAVAILABLE=
   # shellcheck disable=SC1090
   source "$f"
 }
@@ -109,9 +111,18 @@ ldflags_for() {
 TMPDIR_ACTIVE=""
 cleanup() { [[ -n $TMPDIR_ACTIVE && -d $TMPDIR_ACTIVE ]] && rm -rf "$TMPDIR_ACTIVE"; TMPDIR_ACTIVE=""; }
 
+# copy_data UNIT MODULE:PATH:DEST DIR: copy PATH of MODULE (as the unit's build resolved
+# it, replacements included) to DIR/DEST.
+copy_data() {
+  local module=${2%%:*} rest=${2#*:} src
+  src=$(cd "$TOOLS_SRC/$1" && go list -m -f '{{if .Replace}}{{.Replace.Dir}}{{else}}{{.Dir}}{{end}}' "$module") || return 1
+  [[ -n $src && -e $src/${rest%%:*} ]] || return 1
+  cp -r "$src/${rest%%:*}" "$3/${rest#*:}" && chmod -R u+w "$3/${rest#*:}"
+}
+
 # build_unit UNIT INDEX TOTAL
 build_unit() {
-  local u=$1 i=$2 n=$3 final tmp pkgs=() p t0 t1 ld b
+  local u=$1 i=$2 n=$3 final tmp pkgs=() p t0 t1 ld b d
   load_unit "$u"
   if [[ -n $UNAVAILABLE ]]; then
     echo "[$i/$n] $u $VERSION: UNAVAILABLE - $UNAVAILABLE" >&2
@@ -150,6 +161,9 @@ build_unit() {
       CGO_ENABLED=$CGO nice -n "$NICE" go test -c -trimpath ${TAGS:+-tags "$TAGS"} \
         -ldflags "$ld" -o "$tmp/${p##*/}.test" "$MODULE/$p"
     ) || { cleanup; FAILED+=("$u"); echo "[$i/$n] $u: TEST BINARY BUILD FAILED ($p)" >&2; return 0; }
+  done
+  for d in $DATA; do
+    copy_data "$u" "$d" "$tmp" || { cleanup; FAILED+=("$u"); echo "[$i/$n] $u: DATA $d missing" >&2; return 0; }
   done
   t1=$(date +%s)
   for b in $BINARIES; do

@@ -215,6 +215,8 @@ class VolumeView:
     mutable_parameters: dict[str, str] = field(default_factory=dict)
     """Its mutable parameters now: CreateVolume's with every ControllerModifyVolume
     merged in (a VolumeAttributesClass's parameters, in Kubernetes)."""
+    content_source: dict[str, str] | None = None
+    """What it was made from: {"snapshot": id} (a restore) or {"volume": id} (a clone)."""
 
     @classmethod
     def of(
@@ -241,6 +243,9 @@ class VolumeView:
             staging_path=staging_path,
             target_paths=list(target_paths),
             mutable_parameters=dict(volume.mutable_parameters),
+            content_source=(
+                volume.content_source.to_json() if volume.content_source is not None else None
+            ),
         )
 
     @property

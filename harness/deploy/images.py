@@ -31,7 +31,14 @@ from harness.resources import DATA_DIR, DOCKER_ENGINE_SCRIPT, DOCKERFILE, TOOLS_
 
 DRIVER_IMAGE = "csi-mock.local/csi-mock:dev"
 BASE_IMAGE = "csi-mock.local/python-base:bookworm"
-SIDECARS = ("csi-provisioner", "csi-attacher", "csi-resizer")
+SIDECARS = (
+    "csi-provisioner",
+    "csi-attacher",
+    "csi-resizer",
+    "csi-snapshotter",
+    "snapshot-controller",
+)
+"""Images from pinned binaries: the CSI sidecars, and the cluster's snapshot-controller."""
 
 
 class DriverImageError(RuntimeError):
@@ -40,15 +47,16 @@ class DriverImageError(RuntimeError):
 
 @functools.cache
 def _pinned_versions() -> dict[str, str]:
-    """Unit -> pinned version, from ``scripts/tools.sh list`` (read once)."""
+    """Unit and binary -> pinned version, from ``scripts/tools.sh list`` (read once)."""
     out = subprocess.run(
         ["bash", str(TOOLS_SCRIPT), "list"], capture_output=True, text=True, check=True
     ).stdout
-    versions = {}
+    versions: dict[str, str] = {}
     for line in out.splitlines():
-        fields = line.split()  # unit, module, version, binaries
+        fields = line.split()  # unit, module, version, binaries[, UNAVAILABLE]
         if len(fields) >= 3:
-            versions[fields[0]] = fields[2]
+            for name in (fields[0], *fields[3:]):
+                versions.setdefault(name, fields[2])
     return versions
 
 

@@ -10,7 +10,8 @@ objects of one deployment in the spec's namespace (``csi-mock`` + its suffix):
 * the node DaemonSet: csi-mock (node mode; distributed: mode all) registering itself
   with the kubelet, as no node-driver-registrar or livenessprobe image exists here;
 * central provisioning: the csi-mock controller, external-provisioner,
-  external-attacher and external-resizer as four Deployments pinned to one node,
+  external-attacher, external-resizer (and with snapshots csi-snapshotter, next to
+  the VolumeSnapshotClass) as Deployments pinned to one node,
   sharing the controller's CSI socket through a directory on that node; distributed:
   an external-provisioner DaemonSet sharing each node's socket directory, and no
   resizer (it has no per-node mode: each node's copy would act on every claim of the
@@ -47,6 +48,7 @@ from harness.deploy.sidecars import (
     attacher_flags,
     provisioner_flags,
     resizer_flags,
+    snapshotter_flags,
 )
 from harness.deploy.spec import (
     DriverDeployment,
@@ -54,8 +56,13 @@ from harness.deploy.spec import (
     csidriver_object,
     driver_config_for,
     read_manifests,
+    snapshot_class_object,
     storage_class_objects,
 )
+
+# lightkube's from_dict knows the VolumeSnapshotClass kind (a CRD's) once
+# harness.kube.snapshots has defined it.
+from harness.kube import snapshots  # noqa: F401
 
 NAME_LABEL = "app.kubernetes.io/name"
 INSTANCE_LABEL = "app.kubernetes.io/instance"
@@ -69,6 +76,7 @@ PROVISIONER_WORKLOAD = "csi-mock-provisioner"
 """A Deployment (central) or a DaemonSet (distributed)."""
 ATTACHER_DEPLOYMENT = "csi-mock-attacher"
 RESIZER_DEPLOYMENT = "csi-mock-resizer"
+SNAPSHOTTER_DEPLOYMENT = "csi-mock-snapshotter"
 NODE_DAEMONSET = "csi-mock-node"
 CONFIG_MAP = "csi-mock-config"
 ADMIN_SECRET = "csi-mock-admin"
@@ -77,6 +85,7 @@ DRIVER_CONTAINER = "csi-mock"
 PROVISIONER = "csi-provisioner"
 ATTACHER = "csi-attacher"
 RESIZER = "csi-resizer"
+SNAPSHOTTER = "csi-snapshotter"
 _CENTRAL_SIDECARS = (PROVISIONER, ATTACHER, RESIZER)
 
 ADMIN_PORT = 9809
@@ -173,6 +182,12 @@ def deployment_components(spec: DriverDeployment, nodes: Sequence[str]) -> dict[
         )
         found.append(Component(ATTACHER, "Deployment", ATTACHER_DEPLOYMENT, "attacher", ATTACHER))
         found.append(Component(RESIZER, "Deployment", RESIZER_DEPLOYMENT, "resizer", RESIZER))
+        if spec.snapshots is not None:
+            found.append(
+                Component(
+                    SNAPSHOTTER, "Deployment", SNAPSHOTTER_DEPLOYMENT, "snapshotter", SNAPSHOTTER
+                )
+            )
     return {component.name: component for component in found}
 
 
@@ -233,9 +248,13 @@ def cluster_scoped_objects(spec: DriverDeployment) -> list[dict[str, Any]]:
 
 
 def _driver_objects(spec: DriverDeployment) -> list[dict[str, Any]]:
-    """The CSIDriver (if any) and the StorageClasses."""
+    """The CSIDriver (if any), the StorageClasses and the VolumeSnapshotClass (with
+    snapshots: the cluster must have the snapshot CRDs)."""
     objects = [csidriver_object(spec)] if spec.csidriver else []
-    return [_owned(obj, spec) for obj in objects + storage_class_objects(spec)]
+    objects += storage_class_objects(spec)
+    if spec.snapshots is not None:
+        objects.append(snapshot_class_object(spec))
+    return [_owned(obj, spec) for obj in objects]
 
 
 def _owned(obj: dict[str, Any], spec: DriverDeployment) -> dict[str, Any]:
@@ -311,6 +330,7 @@ def render_objects(
             workloads.central_provisioner(),
             workloads.attacher(),
             workloads.resizer(),
+            *([workloads.snapshotter()] if spec.snapshots is not None else []),
             workloads.node_daemonset(),
         ]
     return objects
@@ -319,7 +339,9 @@ def render_objects(
 def _sidecars_of(spec: DriverDeployment) -> tuple[str, ...]:
     # Distributed provisioning has no attacher (the spec refuses attach_required there)
     # and no resizer (see the module's docstring).
-    return (PROVISIONER,) if is_distributed(spec) else _CENTRAL_SIDECARS
+    if is_distributed(spec):
+        return (PROVISIONER,)
+    return _CENTRAL_SIDECARS + ((SNAPSHOTTER,) if spec.snapshots is not None else ())
 
 
 def _admin_secret(spec: DriverDeployment, token: str) -> dict[str, Any]:
@@ -599,6 +621,14 @@ class _Workloads:
             "volumes": [self._controller_socket_dir()],
         }
         return self._deployment(RESIZER_DEPLOYMENT, "resizer", pod)
+
+    def snapshotter(self) -> dict[str, Any]:
+        pod = {
+            "serviceAccountName": "csi-mock-controller",
+            "containers": [self._sidecar(SNAPSHOTTER, snapshotter_flags(), [])],
+            "volumes": [self._controller_socket_dir()],
+        }
+        return self._deployment(SNAPSHOTTER_DEPLOYMENT, "snapshotter", pod)
 
     def distributed_provisioner(self) -> dict[str, Any]:
         # Owner: Pod -> this DaemonSet, so a node's objects outlive its stopped provisioner.

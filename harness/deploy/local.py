@@ -44,14 +44,17 @@ from harness.deploy.sidecars import (
     attacher_flags,
     provisioner_flags,
     resizer_flags,
+    snapshotter_flags,
 )
 from harness.deploy.spec import (
     DriverDeployment,
     ProvisionerMode,
     csidriver_object,
     driver_config_for,
+    snapshot_class_object,
     storage_class_objects,
 )
+from harness.kube.snapshots import VolumeSnapshotClass, replace_snapshot_class
 from harness.kube.waits import DRIVER_NAME_LABEL
 from harness.local.processes import Supervisor
 from harness.local.tools import Tools
@@ -171,7 +174,10 @@ class LocalDriver:
         instances = [_instance_component(i) for i in self.instances()]
         if self.distributed:
             return [*instances, *(f"csi-provisioner-{node}" for node in nodes)]
-        return [*instances, "csi-provisioner", "csi-attacher", "csi-resizer"]
+        sidecars = ["csi-provisioner", "csi-attacher", "csi-resizer"]
+        if self.spec.snapshots is not None:
+            sidecars.append("csi-snapshotter")
+        return [*instances, *sidecars]
 
     def component_log(self, component: str) -> str:
         """The component's log file from where it was when this deployment started it
@@ -291,6 +297,9 @@ class LocalDriver:
         for obj in storage_class_objects(self.spec):
             with contextlib.suppress(ApiError):
                 self.kube.delete(StorageClass, obj["metadata"]["name"])
+        if self.spec.snapshots is not None:
+            with contextlib.suppress(ApiError):
+                self.kube.delete(VolumeSnapshotClass, self.spec.snapshot_class())
         if self.spec.suffix:
             with contextlib.suppress(ApiError):
                 self.kube.delete(Namespace, self.spec.namespace, cascade=CascadeType.BACKGROUND)
@@ -323,6 +332,8 @@ class LocalDriver:
                 timeout=10,
             )
             self.kube.create(cast(Any, from_dict(obj)))
+        if self.spec.snapshots is not None:
+            replace_snapshot_class(self.kube, snapshot_class_object(self.spec))
 
     def _write_config(self, instance: str, config: dict[str, Any]) -> Path:
         path = self.root / instance / "config.yaml"
@@ -414,6 +425,11 @@ class LocalDriver:
             self._start_process(
                 "csi-resizer", self._sidecar_argv("csi-resizer", socket, resizer_flags())
             )
+            if self.spec.snapshots is not None:
+                self._start_process(
+                    "csi-snapshotter",
+                    self._sidecar_argv("csi-snapshotter", socket, snapshotter_flags()),
+                )
         time.sleep(0.2)
         self.check_alive()
 

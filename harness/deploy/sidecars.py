@@ -54,6 +54,30 @@ def attacher_flags() -> list[str]:
     return ["--leader-election=false", *_RETRIES, "--v=4"]
 
 
+def snapshotter_flags() -> list[str]:
+    """csi-snapshotter's flags besides --csi-address and --kubeconfig (next to the
+    central controller; the cluster's snapshot-controller does the rest)."""
+    return [
+        "--leader-election=false",
+        "--extra-create-metadata",
+        "--timeout=15s",
+        "--retry-interval-start=500ms",
+        "--retry-interval-max=5s",
+        "--v=4",
+    ]
+
+
+def snapshot_controller_flags() -> list[str]:
+    """The cluster's snapshot-controller's flags besides --kubeconfig (one for every
+    driver, see harness.deploy.snapshot_controller)."""
+    return [
+        "--leader-election=false",
+        "--retry-interval-start=500ms",
+        "--retry-interval-max=5s",
+        "--v=4",
+    ]
+
+
 def resizer_flags() -> list[str]:
     """external-resizer's flags besides --csi-address and --kubeconfig.
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -71,6 +71,16 @@ class DriverDeployment(BaseModel):
     """external-provisioner --kube-api-qps (burst twice that); None: its default, 5
     QPS. Every provisioned volume costs it about three API writes (the PV and two
     events), so the default caps one central provisioner at ~2 volumes a second."""
+    snapshots: Literal["full", "used", "copy_on_write"] | None = None
+    """csi-mock's snapshots with this accounting (``controller.snapshots``), the
+    csi-snapshotter sidecar next to the controller and the VolumeSnapshotClass
+    ``snapshot_class()``; None: no snapshots (the CRDs and the cluster's
+    snapshot-controller do not depend on it)."""
+    clones: bool = False
+    """``controller.clones``: claims may name another claim as their dataSource."""
+    mutable_parameters: dict[str, list[str]] | None = None
+    """``controller.modify.mutable_parameters`` (name -> allowed values, [] for any):
+    ControllerModifyVolume, so VolumeAttributesClasses of the driver apply; None: off."""
     storage_classes: list[str] | None = None
     """Names from deploy/kubernetes/storageclasses.yaml to create; None: all."""
     overrides: dict[str, Any] = Field(default_factory=dict)
@@ -89,6 +99,11 @@ class DriverDeployment(BaseModel):
                 raise ValueError(
                     "provisioner_mode distributed cannot have zone pools: every node's "
                     "instance would count the shared pool as its own"
+                )
+            if self.snapshots is not None or self.mutable_parameters is not None:
+                raise ValueError(
+                    "provisioner_mode distributed cannot have snapshots or mutable_parameters: "
+                    "csi-snapshotter and external-resizer run next to a central controller only"
                 )
         return self
 
@@ -109,6 +124,10 @@ class DriverDeployment(BaseModel):
         """The name of the StorageClass ``base`` of deploy/kubernetes/storageclasses.yaml
         as this deployment creates it."""
         return base + self.suffix
+
+    def snapshot_class(self) -> str:
+        """The name of its VolumeSnapshotClass (deploy/kubernetes/snapshotclass.yaml)."""
+        return "csi-mock" + self.suffix
 
     def segment(self, node: str, zone: str | None) -> dict[str, str]:
         """The topology segment of ``node`` (in ``zone``) that csi-mock reports."""
@@ -163,7 +182,7 @@ def driver_config_for(
         "kinds": {k: {"cost": v} for k, v in spec.kinds.items()},
         "default_kind": spec.default_kind,
         "pools": spec.pool_configs(nodes),
-        "controller": {"attach_limit": spec.attach_limit},
+        "controller": controller_config(spec),
         **{k: str(v) if isinstance(v, Path) else v for k, v in paths.items()},
     }
     if node is not None:
@@ -174,6 +193,18 @@ def driver_config_for(
             "max_volumes_per_node": spec.max_volumes_per_node,
         }
     return deep_merge(config, spec.overrides)
+
+
+def controller_config(spec: DriverDeployment) -> dict[str, Any]:
+    """The ``controller`` section: the attach limit and the optional features."""
+    controller: dict[str, Any] = {"attach_limit": spec.attach_limit}
+    if spec.snapshots is not None:
+        controller["snapshots"] = {"accounting": spec.snapshots}
+    if spec.clones:
+        controller["clones"] = True
+    if spec.mutable_parameters is not None:
+        controller["modify"] = {"mutable_parameters": spec.mutable_parameters}
+    return controller
 
 
 def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -203,6 +234,14 @@ def csidriver_object(spec: DriverDeployment) -> dict[str, Any]:
         obj["spec"].pop("storageCapacity", None)
     else:
         obj["spec"]["storageCapacity"] = spec.storage_capacity
+    return obj
+
+
+def snapshot_class_object(spec: DriverDeployment) -> dict[str, Any]:
+    """The VolumeSnapshotClass of a deployment with snapshots."""
+    (obj,) = read_manifests("snapshotclass.yaml")
+    obj["metadata"]["name"] = spec.snapshot_class()
+    obj["driver"] = spec.name
     return obj
 
 

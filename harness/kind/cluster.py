@@ -19,6 +19,7 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.apps_v1 import DaemonSet, Deployment
 from lightkube.resources.core_v1 import Node, Pod
 
+from harness.deploy import snapshot_controller
 from harness.deploy.images import DRIVER_IMAGE, build_driver_image, build_sidecar_images
 from harness.existing import ExistingCluster
 from harness.kind import network
@@ -185,6 +186,13 @@ class KindCluster(ExistingCluster):
         phase("network")
         self._load_images()
         phase("images")
+        snapshot_controller.install(
+            self.kube,
+            self.tools.snapshot_crds(),
+            self.sidecar_images["snapshot-controller"],
+            field_manager="csi-harness",
+        )
+        phase("snapshot controller")
 
     def down(self) -> None:
         self.remove_driver()

@@ -34,6 +34,7 @@ from harness.cluster import ClusterNode, Driver
 from harness.deploy.local import DriverNode, LocalDriver
 from harness.deploy.readiness import drop_topology_labels, wait_deregistered, wait_driver_ready
 from harness.deploy.spec import DriverDeployment
+from harness.kube.snapshots import install_crds
 from harness.local import components as c
 from harness.local.config import (
     NODE_TYPE_LABEL,
@@ -238,6 +239,11 @@ class LocalCluster:
         )
         phase("kube-apiserver ready")
 
+        kube = Client(KubeConfig.from_file(layout.kubeconfig), field_manager="csi-harness")
+        install_crds(kube, tools.snapshot_crds(), timeout=config.timeout_seconds)
+        supervisor.start("snapshot-controller", c.snapshot_controller_argv(tools, layout))
+        phase("snapshot CRDs established")
+
         (layout.configs / "kube-scheduler.yaml").write_text(
             yaml.safe_dump(c.scheduler_configuration(config, layout), sort_keys=False)
         )
@@ -250,7 +256,6 @@ class LocalCluster:
         simulated = [n for n in nodes if n.type is NodeType.SIMULATED]
         if simulated:
             self._start_simulator(supervisor, simulated)
-        kube = Client(KubeConfig.from_file(layout.kubeconfig), field_manager="csi-harness")
         wait_for(
             f"{len(nodes)} nodes to be Ready",
             lambda: _nodes_ready(kube, [n.name for n in nodes]),

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from harness.deploy.sidecars import snapshot_controller_flags
 from harness.deploy.spec import deep_merge
 from harness.local.config import Component, LocalClusterConfig, format_feature_gates
 from harness.local.pki import ClusterPKI, KeyPair
@@ -244,6 +245,17 @@ def scheduler_argv(
         f"--secure-port={ports['scheduler']}",
         "--profiling=false",
         *_gates(config, Component.SCHEDULER),
+    ]
+
+
+def snapshot_controller_argv(tools: Tools, layout: Layout) -> list[str]:
+    """external-snapshotter's snapshot-controller: one for the cluster, whatever the
+    drivers (it binds VolumeSnapshots to VolumeSnapshotContents, which each driver's
+    csi-snapshotter then cuts)."""
+    return [
+        tools["snapshot-controller"],
+        f"--kubeconfig={layout.component_kubeconfig('csi-sidecars')}",
+        *snapshot_controller_flags(),
     ]
 
 

@@ -34,6 +34,8 @@ STOP_ORDER = (
     "csi-provisioner",
     "csi-attacher",
     "csi-resizer",
+    "csi-snapshotter",
+    "snapshot-controller",
     "node-simulator",
     "kube-scheduler",
     "kube-controller-manager",

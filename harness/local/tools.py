@@ -25,6 +25,8 @@ REQUIRED = (
     "csi-provisioner",
     "csi-attacher",
     "csi-resizer",
+    "csi-snapshotter",
+    "snapshot-controller",
 )
 
 
@@ -58,9 +60,14 @@ class Tools:
             raise ToolsMissing(
                 f"missing in {bin_dir}: {', '.join(missing)}; build them with "
                 '`make tools TOOLS="kubernetes etcd containerd runc cni-plugins '
-                'csi-provisioner csi-attacher csi-resizer"`'
+                'csi-provisioner csi-attacher csi-resizer csi-snapshotter"`'
             )
         return cls(bin_dir)
+
+    def snapshot_crds(self) -> Path:
+        """external-snapshotter's CRDs, built with its binaries (tools/csi-snapshotter's
+        DATA: the crd directory next to them)."""
+        return Path(self["snapshot-controller"]).resolve().parent / "crd"
 
 
 def tool_binary(name: str) -> Path | None:

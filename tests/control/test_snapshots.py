@@ -10,7 +10,7 @@ import pytest
 from csi_mock.proto import csi_pb2 as pb
 from tests.control.conftest import AdminDriver, StartAdmin
 from tests.driver.csi_helpers import GiB, assert_status, create_volume
-from tests.driver.snapshot_helpers import snapshot, snapshots_config
+from tests.driver.snapshot_helpers import from_snapshot, from_volume, snapshot, snapshots_config
 
 
 @pytest.fixture
@@ -79,3 +79,25 @@ async def test_a_fault_rule_fails_create_snapshot_before_it_cuts_and_the_journal
     )
     (deleted,) = await snap.admin.journal(method="DeleteSnapshot")
     assert deleted.request == {"snapshot_id": retried.snapshot_id}
+
+
+async def test_the_volume_listing_shows_what_a_restore_and_a_clone_were_made_from(
+    start_admin: StartAdmin,
+) -> None:
+    driver = await start_admin(controller=snapshots_config("full"))
+    source = await create_volume(driver.csi, "pvc-1", GiB)
+    cut = await snapshot(driver.csi, "s1", source.volume_id)
+    restored = (
+        await driver.csi.controller.CreateVolume(from_snapshot("pvc-2", cut.snapshot_id))
+    ).volume
+    cloned = (
+        await driver.csi.controller.CreateVolume(from_volume("pvc-3", source.volume_id))
+    ).volume
+
+    listed = {v.id: v.content_source for v in (await driver.admin.volumes()).volumes}
+
+    assert listed == {
+        source.volume_id: None,
+        restored.volume_id: {"snapshot": cut.snapshot_id},
+        cloned.volume_id: {"volume": source.volume_id},
+    }

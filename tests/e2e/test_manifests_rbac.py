@@ -98,6 +98,13 @@ def allowed(
         ("watch", "pods", "", "default"),
         ("patch", "events", "", "default"),
         ("watch", "volumeattributesclasses", "storage.k8s.io", ""),
+        # external-provisioner: a restore's snapshot, a claim's attributes class.
+        ("update", "volumesnapshots", "snapshot.storage.k8s.io", "default"),
+        ("get", "volumeattributesclasses", "storage.k8s.io", ""),
+        # csi-snapshotter
+        ("watch", "volumesnapshotclasses", "snapshot.storage.k8s.io", ""),
+        ("patch", "volumesnapshotcontents", "snapshot.storage.k8s.io", ""),
+        ("update", "volumesnapshotcontents/status", "snapshot.storage.k8s.io", ""),
     ],
 )
 def test_controller_sidecars_are_allowed(
@@ -116,6 +123,9 @@ def test_controller_sidecars_are_allowed(
         # The resizer patches a claim's status, never rewrites it, nor touches pods.
         (CONTROLLER, "update", "persistentvolumeclaims/status", "", "default"),
         (CONTROLLER, "patch", "pods", "", "default"),
+        # csi-snapshotter acts on contents; VolumeSnapshots are the snapshot-controller's.
+        (CONTROLLER, "create", "volumesnapshotcontents", "snapshot.storage.k8s.io", ""),
+        (CONTROLLER, "patch", "volumesnapshots/status", "snapshot.storage.k8s.io", "default"),
         (NODE, "patch", "persistentvolumeclaims/status", "", "default"),
         (NODE, "list", "nodes", "", ""),
         (NODE, "get", "pods", "", DRIVER_NAMESPACE),

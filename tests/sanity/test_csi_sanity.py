@@ -39,6 +39,34 @@ class Setup:
     attach_limit: int = 0
     """Also NodeGetInfo's max_volumes_per_node; enables csi-sanity's attach-limit test."""
     extra: dict[str, Any] = field(default_factory=dict)
+    mutable_parameters: dict[str, str] | None = None
+    """Given to csi-sanity's ModifyVolume specs (--csi.testvolumemutableparameters)."""
+    skip_reasons: frozenset[str] | None = None
+    """When set, exactly the reasons csi-sanity must give for its skipped specs: a
+    capability turned on by the setup that csi-sanity still skips fails the run."""
+
+
+# What csi-mock does not implement at all, so csi-sanity skips it even with every
+# optional feature configured (docs/csi-sanity.md).
+NOT_IMPLEMENTED = frozenset(
+    {
+        "GroupControllerService not supported",
+        "ControllerGetVolumeHealth not supported",
+        "ControllerListVolumeHealth not supported",
+        "NodeGetVolumeHealth not supported",
+        "NodeGetStorageHealth not supported",
+        "SNAPSHOT_ACCESSIBILITY_CONSTRAINTS not supported",
+    }
+)
+
+
+def everything(accounting: str) -> dict[str, Any]:
+    """The controller with snapshots, clones and ControllerModifyVolume configured."""
+    return {
+        "snapshots": {"accounting": accounting},
+        "clones": True,
+        "modify": {"mutable_parameters": {"iops": [], "tier": ["gold", "silver", "bronze"]}},
+    }
 
 
 SETUPS = [
@@ -47,6 +75,23 @@ SETUPS = [
     Setup("split-sockets", split=True),
     Setup("split-sockets-attach", split=True, attach=True, attach_limit=4),
     Setup("no-topology", topology=False),
+    Setup(
+        "everything",
+        attach=True,
+        attach_limit=4,
+        extra={"controller": everything("full")},
+        mutable_parameters={"tier": "silver", "iops": "3000"},
+        skip_reasons=NOT_IMPLEMENTED,
+    ),
+    Setup(
+        "split-sockets-everything",
+        split=True,
+        attach=True,
+        attach_limit=4,
+        extra={"controller": everything("copy_on_write")},
+        mutable_parameters={"tier": "gold", "iops": "100"},
+        skip_reasons=NOT_IMPLEMENTED,
+    ),
 ]
 
 
@@ -79,9 +124,13 @@ def driver_config(setup: Setup, root: Path, mode: str, socket: Path) -> dict[str
         "attach_required": setup.attach,
         "topology": setup.topology,
         "node": {"id": "node-1", "max_volumes_per_node": setup.attach_limit},
-        "controller": {"known_nodes": ["node-1"], "attach_limit": setup.attach_limit},
+        "controller": {
+            "known_nodes": ["node-1"],
+            "attach_limit": setup.attach_limit,
+            **setup.extra.get("controller", {}),
+        },
         "pools": [{"name": "node-1", "size": "1Ti", "segment": segment}],
-        **setup.extra,
+        **{key: value for key, value in setup.extra.items() if key != "controller"},
     }
 
 
@@ -128,10 +177,13 @@ class SanityResult:
     passed: int
     failed: list[str]
     skipped: list[str]
+    skip_reasons: set[str] = field(default_factory=set)
+    """The messages of skipped specs (pending specs have none)."""
 
 
 def parse_junit(path: Path) -> SanityResult:
     passed, failed, skipped = 0, [], []
+    reasons: set[str] = set()
     for case in ElementTree.parse(path).getroot().iter("testcase"):
         name = case.get("name", "?")
         status = case.get("status", "")
@@ -139,9 +191,13 @@ def parse_junit(path: Path) -> SanityResult:
             failed.append(name)
         elif case.find("skipped") is not None or status in ("skipped", "pending"):
             skipped.append(name)
+            marker = case.find("skipped")
+            message = marker.get("message", "") if marker is not None else ""
+            if status == "skipped" and message:
+                reasons.add(message.removeprefix("skipped - "))
         else:
             passed += 1
-    return SanityResult(passed, failed, skipped)
+    return SanityResult(passed, failed, skipped, reasons)
 
 
 @pytest.mark.parametrize("setup", SETUPS, ids=[s.name for s in SETUPS])
@@ -177,6 +233,10 @@ def test_csi_sanity_passes_with_no_failures(setup: Setup, sanity_root: Path) -> 
             command.append("--csi.testnodevolumeattachlimit")
         if setup.split:
             command.append(f"--csi.controllerendpoint={controller_socket}")
+        if setup.mutable_parameters is not None:
+            parameters = sanity_root / "mutable-parameters.yaml"
+            parameters.write_text(yaml.safe_dump(setup.mutable_parameters))
+            command.append(f"--csi.testvolumemutableparameters={parameters}")
         run = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
         assert report.exists(), f"csi-sanity wrote no report:\n{run.stdout[-3000:]}"
         result = parse_junit(report)
@@ -192,6 +252,12 @@ def test_csi_sanity_passes_with_no_failures(setup: Setup, sanity_root: Path) -> 
         assert not result.failed, summary + "\n" + "\n".join(result.failed) + run.stdout[-6000:]
         assert run.returncode == 0, run.stdout[-6000:]
         assert result.passed >= 30, f"suspiciously few specs ran: {summary}"
+        if setup.skip_reasons is not None:
+            assert result.skip_reasons == setup.skip_reasons, (
+                f"{summary}; skipped for other reasons than expected: "
+                f"unexpected {sorted(result.skip_reasons - setup.skip_reasons)}, "
+                f"missing {sorted(setup.skip_reasons - result.skip_reasons)}"
+            )
     finally:
         for process in processes:
             process.send_signal(signal.SIGTERM)

@@ -34,7 +34,8 @@ NODES = [ClusterNode("worker2", "zone-b", True), ClusterNode("worker", "zone-a",
 SIDECAR_IMAGES = {
     "csi-provisioner": "csi-mock.local/csi-provisioner:v6.3.0",
     "csi-attacher": "csi-mock.local/csi-attacher:v4.13.0",
-    "csi-resizer": "csi-mock.local/csi-resizer:v1.14.0",
+    "csi-resizer": "csi-mock.local/csi-resizer:v2.3.0",
+    "csi-snapshotter": "csi-mock.local/csi-snapshotter:v8.7.0",
 }
 IMAGE = "csi-mock.local/csi-mock:dev"
 TOKEN = "admin-token-0123456789abcdef"
@@ -123,6 +124,35 @@ def test_central_deployment_runs_controller_sidecars_and_node_plugin() -> None:
         "Deployment/csi-mock-provisioner",
         "Deployment/csi-mock-resizer",
     ]
+
+
+def test_a_deployment_with_snapshots_runs_csi_snapshotter_and_has_its_snapshot_class() -> None:
+    spec = DriverDeployment(**own("a", snapshots="used", clones=True))
+    objects = render(**own("a", snapshots="used", clones=True))
+    workload = find(objects, "Deployment", "csi-mock-snapshotter")
+    args = container(workload, "csi-snapshotter")["args"]
+    assert flag(args, "--leader-election") == "false"
+    assert flag(args, "--csi-address") == "/csi/csi.sock"
+    assert volume(workload, "socket-dir") == volume(
+        find(objects, "Deployment", "csi-mock-controller"), "socket-dir"
+    )
+    assert pod_spec(workload)["serviceAccountName"] == "csi-mock-controller"
+    (snapshot_class,) = [o for o in objects if o["kind"] == "VolumeSnapshotClass"]
+    assert (snapshot_class["metadata"]["name"], snapshot_class["driver"]) == (
+        "csi-mock-a",
+        "a.csi-mock",
+    )
+    assert snapshot_class["metadata"]["labels"][INSTANCE_LABEL] == "a.csi-mock"
+    assert "csi-snapshotter" in deployment_components(spec, ["node-1"])
+    controller = configs(objects)["controller.yaml"]["controller"]
+    assert (controller["snapshots"], controller["clones"]) == ({"accounting": "used"}, True)
+
+
+def test_a_deployment_without_snapshots_has_no_snapshotter_or_snapshot_class() -> None:
+    objects = render()
+    assert "Deployment/csi-mock-snapshotter" not in workloads(objects)
+    assert not [o for o in objects if o["kind"] == "VolumeSnapshotClass"]
+    assert "snapshots" not in configs(objects)["controller.yaml"]["controller"]
 
 
 def test_distributed_deployment_has_no_controller_attacher_or_resizer() -> None:
@@ -622,12 +652,8 @@ def test_a_suffixed_deployments_cluster_scoped_objects_carry_its_suffix_and_driv
     assert identities(cluster_scoped_objects(spec)) == identities(outside)
     assert sorted(o["kind"] for o in outside) == [
         "CSIDriver",
-        "ClusterRole",
-        "ClusterRole",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "ClusterRoleBinding",
-        "ClusterRoleBinding",
+        *["ClusterRole"] * 4,
+        *["ClusterRoleBinding"] * 4,
         "Namespace",
         "StorageClass",
         "StorageClass",
@@ -653,4 +679,6 @@ def test_the_unsuffixed_deployment_names_things_as_the_manifests_do() -> None:
         "csi-mock-external-attacher",
         "csi-mock-external-resizer-runner",
         "csi-mock-external-resizer",
+        "csi-mock-external-snapshotter-runner",
+        "csi-mock-external-snapshotter",
     }
