@@ -37,7 +37,7 @@ from lightkube.types import CascadeType, PatchType
 from csi_mock.admin.client import DEFAULT_TIMEOUT, AdminClient
 from csi_mock.admin.resources import TOKEN_HEADER
 from csi_mock.proto import csi_pb2
-from harness.cluster import ClusterNode
+from harness.cluster import ClusterNode, Unsupported
 from harness.deploy.incluster_objects import (
     ADMIN_PORT,
     APP,
@@ -59,6 +59,7 @@ from harness.deploy.readiness import wait_deregistered, wait_driver_ready
 from harness.deploy.spec import DriverDeployment
 from harness.kube.apiproxy import ApiServerAccess, api_server_access
 from harness.kube.pod_status import describe_pod, pod_name, unrecoverable
+from harness.kube.snapshots import has_snapshot_api
 from harness.kube.waits import DRIVER_NAME_LABEL
 from harness.local.waiting import WaitTimeout, wait_for
 
@@ -242,6 +243,12 @@ class InClusterDriver:
             self._remove_own_leftovers()
         else:
             self.remove()
+        if self._spec.snapshots is not None and not has_snapshot_api(self.kube):
+            raise Unsupported(
+                f"{self._spec.name} takes snapshots, and the cluster has no "
+                "snapshot.storage.k8s.io CRDs: install external-snapshotter's CRDs and "
+                "snapshot-controller (the kind provider does)"
+            )
         self.progress(f"deploying {self._spec.name} in-cluster (generation {self.generation})")
         objects = render_objects(
             self._spec,

@@ -70,6 +70,11 @@ def install_crds(kube: Client, directory: Path, *, timeout: float = 60) -> list[
     return created
 
 
+def has_snapshot_api(kube: Client) -> bool:
+    """Whether the cluster serves VolumeSnapshots (has the snapshot CRDs)."""
+    return not _absent(kube, CustomResourceDefinition, f"volumesnapshots.{GROUP}")
+
+
 def _established(kube: Client, name: str) -> tuple[bool, str]:
     crd = kube.get(CustomResourceDefinition, name)
     conditions = {c.type: c.status for c in (crd.status.conditions or [])} if crd.status else {}
