@@ -2,9 +2,9 @@
 (``e2e.test -storage.testdriver=FILE``), derived from a ``DriverDeployment``.
 
 Field names are those of k8s.io/kubernetes/test/e2e/storage/external (driverDefinition)
-and storage/framework (DriverInfo, Capability). What the driver can do decides each
-capability; what it cannot do yet (snapshots, clones, modify) stays false, so those
-specs are skipped with the suites' own reason.
+and storage/framework (DriverInfo, Capability). What the deployment can do decides each
+capability: snapshots, clones and VolumeAttributesClasses only where it has them
+configured, so without them those specs are skipped with the suites' own reason.
 """
 
 from __future__ import annotations
@@ -36,24 +36,31 @@ def capabilities(spec: DriverDeployment) -> dict[str, bool]:
         "capacity": bool(spec.storage_capacity),
         "singleNodeVolume": True,
         "readWriteOncePod": True,
-        "snapshotDataSource": False,  # Not implemented yet (UNIMPLEMENTED).
-        "pvcDataSource": False,  # Clones: not implemented yet.
+        "snapshotDataSource": spec.snapshots is not None,
+        "pvcDataSource": spec.clones,
         "volumeLimits": False,  # The suites' limit test takes very long; our own suite covers it.
     }
 
 
 def driver_definition(
-    spec: DriverDeployment, *, max_size: str, storage_class_file: str | None = None
+    spec: DriverDeployment,
+    *,
+    max_size: str,
+    storage_class_file: str | None = None,
+    attributes_class_file: str | None = None,
 ) -> dict[str, Any]:
     """The definition for ``spec``. The specs copy the StorageClass from
     ``storage_class_file`` (its path as e2e.test sees it, written from
-    ``storage_class_manifest``), else use the deployment's ``csi-mock`` class as it is."""
+    ``storage_class_manifest``), else use the deployment's ``csi-mock`` class as it is;
+    the VolumeAttributesClass from ``attributes_class_file`` (written from
+    ``attributes_class_manifest``), else they skip the modify specs. With snapshots,
+    they make a VolumeSnapshotClass of the driver's name (SnapshotClass.FromName)."""
     source = (
         {"FromFile": storage_class_file}
         if storage_class_file is not None
         else {"FromExistingClassName": spec.storage_class(STORAGE_CLASS)}
     )
-    return {
+    definition: dict[str, Any] = {
         "StorageClass": source,
         "DriverInfo": {
             "Name": spec.name,
@@ -65,6 +72,28 @@ def driver_definition(
             "TopologyKeys": [spec.node_topology_key, spec.zone_topology_key],
         },
         "InlineVolumes": [{"Attributes": {"size": "16Mi"}}],
+    }
+    if spec.snapshots is not None:
+        definition["SnapshotClass"] = {"FromName": True}
+    if attributes_class_file is not None:
+        definition["VolumeAttributesClass"] = {"FromFile": attributes_class_file}
+    return definition
+
+
+def attributes_class_manifest(spec: DriverDeployment) -> dict[str, Any]:
+    """A VolumeAttributesClass of the driver with, for each of its mutable parameters,
+    the first allowed value (or "1" where any value goes), which the specs copy."""
+    if not spec.mutable_parameters:
+        raise ValueError("a VolumeAttributesClass needs a deployment with mutable_parameters")
+    parameters = {
+        name: values[0] if values else "1" for name, values in spec.mutable_parameters.items()
+    }
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "VolumeAttributesClass",
+        "metadata": {"name": spec.storage_class("csi-mock-e2e")},
+        "driverName": spec.name,
+        "parameters": parameters,
     }
 
 

@@ -46,3 +46,25 @@ def test_the_written_storage_class_is_the_deployments_wait_for_first_consumer_cl
     assert storage_class["provisioner"] == spec.name
     assert storage_class["volumeBindingMode"] == "WaitForFirstConsumer"
     assert storage_class["allowVolumeExpansion"] is True
+
+
+def test_snapshots_clones_and_modify_are_declared_only_where_the_deployment_has_them(
+    tmp_path: Path,
+) -> None:
+    plain = driver_definition(DriverDeployment(), max_size="1Gi")
+    spec = upstream_driver()
+
+    definition = yaml.safe_load(write_testdriver(spec, tmp_path).read_text())
+
+    for capability in ("snapshotDataSource", "pvcDataSource"):
+        assert plain["DriverInfo"]["Capabilities"][capability] is False
+        assert definition["DriverInfo"]["Capabilities"][capability] is True
+    assert "SnapshotClass" not in plain and "VolumeAttributesClass" not in plain
+    assert definition["SnapshotClass"] == {"FromName": True}
+    attributes = yaml.safe_load(Path(definition["VolumeAttributesClass"]["FromFile"]).read_text())
+    assert attributes["kind"] == "VolumeAttributesClass"
+    assert attributes["driverName"] == spec.name
+    # A value the driver takes (controller.modify.mutable_parameters).
+    assert spec.mutable_parameters is not None
+    for name, value in attributes["parameters"].items():
+        assert value in spec.mutable_parameters[name]
