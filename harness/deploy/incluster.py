@@ -58,6 +58,7 @@ from harness.deploy.pod_csi import CommandRunner, PodCsiCaller, run_command
 from harness.deploy.readiness import wait_deregistered, wait_driver_ready
 from harness.deploy.spec import DriverDeployment
 from harness.kube.apiproxy import ApiServerAccess, api_server_access
+from harness.kube.objects import exists
 from harness.kube.pod_status import describe_pod, pod_name, unrecoverable
 from harness.kube.snapshots import has_snapshot_api
 from harness.kube.waits import DRIVER_NAME_LABEL
@@ -307,7 +308,7 @@ class InClusterDriver:
             left = [
                 f"{resource.__name__}/{name}"
                 for resource, name in self._own_cluster_objects()
-                if _exists(self.kube, resource, name)
+                if exists(self.kube, resource, name)
             ]
             return not left, ", ".join(left)
 
@@ -507,16 +508,6 @@ def _is_ready(pod: Pod) -> bool:
 
 def _name(obj: Any) -> str:
     return str(obj.metadata.name)
-
-
-def _exists(kube: Client, resource: Any, name: str) -> bool:
-    try:
-        kube.get(resource, name)
-    except ApiError as exc:
-        if exc.status.code == 404:
-            return False
-        raise
-    return True
 
 
 def _delete(

@@ -54,6 +54,7 @@ from harness.deploy.spec import (
     snapshot_class_object,
     storage_class_objects,
 )
+from harness.kube.objects import gone
 from harness.kube.snapshots import VolumeSnapshotClass, replace_snapshot_class
 from harness.kube.waits import DRIVER_NAME_LABEL
 from harness.local.processes import Supervisor
@@ -315,7 +316,7 @@ class LocalDriver:
                 self.kube.delete(CSIDriver, self.spec.name)
             wait_for(
                 "the old CSIDriver to be deleted",
-                partial(_absent_probe, self.kube, CSIDriver, self.spec.name),
+                partial(gone, self.kube, CSIDriver, self.spec.name),
                 timeout=10,
             )
             self.kube.create(cast(Any, from_dict(csidriver_object(self.spec))))
@@ -328,7 +329,7 @@ class LocalDriver:
                 self.kube.delete(StorageClass, name)
             wait_for(
                 f"StorageClass {name} to be deleted",
-                partial(_absent_probe, self.kube, StorageClass, name),
+                partial(gone, self.kube, StorageClass, name),
                 timeout=10,
             )
             self.kube.create(cast(Any, from_dict(obj)))
@@ -437,17 +438,3 @@ class LocalDriver:
 def _instance_component(instance: str) -> str:
     """The component name of a csi-mock instance."""
     return "csi-mock-controller" if instance == CONTROLLER else f"csi-mock-node-{instance}"
-
-
-def _absent_probe(kube: Client, resource: Any, name: str) -> tuple[bool, str]:
-    return _absent(kube, resource, name), f"{name} still exists"
-
-
-def _absent(kube: Client, resource: Any, name: str) -> bool:
-    try:
-        kube.get(resource, name)
-    except ApiError as exc:
-        if exc.status.code == 404:
-            return True
-        raise
-    return False

@@ -140,6 +140,22 @@ def create(kube: Client, *manifests: dict[str, Any]) -> None:
         kube.create(cast(Any, from_dict(manifest)))
 
 
+def exists(kube: Client, resource: Any, name: str) -> bool:
+    """Whether the (cluster-scoped) object is there; errors other than 404 propagate."""
+    try:
+        kube.get(resource, name)
+    except ApiError as exc:
+        if exc.status.code == 404:
+            return False
+        raise
+    return True
+
+
+def gone(kube: Client, resource: Any, name: str) -> tuple[bool, str]:
+    """A ``wait_for`` probe: the object is no longer there."""
+    return not exists(kube, resource, name), f"{name} still exists"
+
+
 def drop_node_labels(kube: Client, nodes: Iterable[str], keys: Collection[str]) -> None:
     """Remove the label ``keys`` from ``nodes`` (a JSON merge patch with nulls); a node
     that is gone, or an API error, is left as it is: this is clean-up."""

@@ -19,6 +19,7 @@ from lightkube.core.exceptions import ApiError
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
+from harness.kube.objects import exists, gone
 from harness.kube.watching import ListerWatcher, watch_until
 from harness.local.waiting import wait_for
 
@@ -72,7 +73,7 @@ def install_crds(kube: Client, directory: Path, *, timeout: float = 60) -> list[
 
 def has_snapshot_api(kube: Client) -> bool:
     """Whether the cluster serves VolumeSnapshots (has the snapshot CRDs)."""
-    return not _absent(kube, CustomResourceDefinition, f"volumesnapshots.{GROUP}")
+    return exists(kube, CustomResourceDefinition, f"volumesnapshots.{GROUP}")
 
 
 def _established(kube: Client, name: str) -> tuple[bool, str]:
@@ -92,20 +93,10 @@ def replace_snapshot_class(kube: Client, manifest: dict[str, Any]) -> None:
             raise
     wait_for(
         f"VolumeSnapshotClass {name} to be deleted",
-        lambda: (_absent(kube, VolumeSnapshotClass, name), f"{name} still exists"),
+        partial(gone, kube, VolumeSnapshotClass, name),
         timeout=10,
     )
     kube.create(VolumeSnapshotClass.from_dict(manifest))
-
-
-def _absent(kube: Client, resource: Any, name: str) -> bool:
-    try:
-        kube.get(resource, name)
-    except ApiError as exc:
-        if exc.status.code == 404:
-            return True
-        raise
-    return False
 
 
 def volume_snapshot(name: str, namespace: str, claim: str, snapshot_class: str) -> dict[str, Any]:
