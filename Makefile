@@ -7,7 +7,7 @@ REPORTS ?= reports
 
 # The pinned tools the tests run: csi-sanity, and everything the local cluster needs.
 TEST_TOOLS ?= csi-sanity actionlint kubernetes etcd containerd runc cni-plugins csi-provisioner \
-	csi-attacher csi-resizer
+	csi-attacher csi-resizer csi-snapshotter
 # ... and what the kind cluster needs besides (its node image is built from all of them).
 KIND_TOOLS ?= crictl kind
 # The suites `make e2e-kind` runs on kind: all five mission suites.
