@@ -212,7 +212,7 @@ version_of() {
   case $b in
     kubectl) out=$(timeout 20 "$p" version --client 2>&1 | head -1) ;;
     kubeadm) out=$(timeout 20 "$p" version -o short 2>&1) ;;
-    kind) out=$(timeout 20 "$p" version 2>&1) ;;
+    kind|ginkgo) out=$(timeout 20 "$p" version 2>&1 | head -1) ;;
     csi-sanity) out=$(timeout 20 "$p" -version 2>&1) ;;
     containerd-shim-runc-v2) out=$(timeout 20 "$p" -v 2>&1 | grep -i version | head -1) ;;
     bridge|host-local|loopback|portmap) out=$(timeout 20 "$p" </dev/null 2>&1 | head -1) ;;
