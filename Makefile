@@ -10,18 +10,21 @@ TEST_TOOLS ?= csi-sanity actionlint kubernetes etcd containerd runc cni-plugins 
 	csi-attacher csi-resizer csi-snapshotter
 # ... and what the kind cluster needs besides (its node image is built from all of them).
 KIND_TOOLS ?= crictl kind
-# The suites `make e2e-kind` runs on kind: all five mission suites.
+# The suites `make e2e-kind` runs on kind: all five mission suites, snapshots,
+# VolumeAttributesClass and expansion.
 KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach.py \
 	tests/e2e/test_volume_limits.py tests/e2e/test_topology.py tests/e2e/test_capacity_scoring.py \
-	tests/e2e/test_snapshots_and_clones.py tests/e2e/test_volume_attributes_class.py
+	tests/e2e/test_snapshots_and_clones.py tests/e2e/test_volume_attributes_class.py \
+	tests/e2e/test_expansion.py
 # The ones `make test` (CI) runs on kind, to stay within CI's time budget from nothing
-# (docs/toolchain.md): capacity tracking, skip attach and volume limits; snapshots and
-# VolumeAttributesClass (the in-cluster snapshot-controller and csi-snapshotter); and the
-# driver image as a testcontainers module (CsiMockContainer), which needs the engine
-# started there.
+# (docs/toolchain.md): capacity tracking, skip attach and volume limits; snapshots,
+# VolumeAttributesClass and expansion (the in-cluster snapshot-controller, csi-snapshotter
+# and csi-resizer); and the driver image as a testcontainers module (CsiMockContainer),
+# which needs the engine started there.
 CI_KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach.py \
 	tests/e2e/test_volume_limits.py tests/e2e/test_image_smoke.py \
-	tests/e2e/test_snapshots_and_clones.py tests/e2e/test_volume_attributes_class.py
+	tests/e2e/test_snapshots_and_clones.py tests/e2e/test_volume_attributes_class.py \
+	tests/e2e/test_expansion.py
 
 # What `make e2e-upstream` (and CI) needs besides: Kubernetes' e2e.test and ginkgo.
 UPSTREAM_TOOLS ?= e2e ginkgo
