@@ -186,15 +186,22 @@ def wait_pod_unschedulable(
 def wait_bound_volume(
     kube: Client, claim: str, namespace: str, timeout: float = 60
 ) -> PersistentVolume:
-    """Wait until the claim is bound; return its PersistentVolume."""
+    """Wait until the claim is bound; return its PersistentVolume.
+
+    Bound means the claim's phase, not only its volumeName: the binder writes
+    volumeName first and the phase in a second update, and until then the API
+    server treats the claim as unbound (it refuses a change of
+    volumeAttributesClassName, for one).
+    """
 
     def check(claims: dict[str, PersistentVolumeClaim]) -> tuple[bool, str]:
         pvc = claims.get(claim)
         if pvc is None:
             return False, f"no claim {claim}"
         volume = pvc.spec.volumeName if pvc.spec else None
-        if not volume:
-            return False, f"claim {claim} is {pvc.status.phase if pvc.status else None}"
+        phase = pvc.status.phase if pvc.status else None
+        if not volume or phase != "Bound":
+            return False, f"claim {claim} is {phase} with volume {volume or 'none'}"
         return True, volume
 
     volume = watch_until(

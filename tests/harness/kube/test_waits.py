@@ -3,6 +3,7 @@ timeout says was seen last."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -268,3 +269,43 @@ def test_annotation_history_records_each_value_and_resumes_from_the_last_version
     assert values == [None, "worker-1", None]
     assert api.watched[:3] == ["10", "11", "13"]
     assert len(api.listed) == 1
+
+
+def named_claim(version: str, volume: str | None, phase: str) -> Any:
+    return PersistentVolumeClaim.from_dict(
+        {
+            "metadata": {"name": "data", "namespace": "ns", "resourceVersion": version},
+            "spec": {"volumeName": volume} if volume else {},
+            "status": {"phase": phase},
+        }
+    )
+
+
+@dataclass
+class FakeApiWithVolumes(FakeApi):
+    def get(self, resource: type, name: str) -> Any:
+        assert resource is PersistentVolume
+        return volume(name, "1", "1Gi")
+
+
+def test_wait_bound_volume_waits_for_the_phase_after_the_volume_name() -> None:
+    # The binder sets volumeName, then the phase in a second update; in between the
+    # API server still refuses what it allows only for bound claims.
+    api = FakeApiWithVolumes(
+        lists=[([named_claim("5", "pv-1", "Pending")], "10")],
+        watches=[[("MODIFIED", named_claim("11", "pv-1", "Bound"))]],
+    )
+
+    found = waits.wait_bound_volume(api, "data", "ns", timeout=5)  # type: ignore[arg-type]
+
+    assert found.metadata is not None and found.metadata.name == "pv-1"
+    assert api.watched == ["10"]
+
+
+def test_wait_bound_volume_is_not_over_while_the_phase_is_pending() -> None:
+    api = FakeApiWithVolumes(lists=[([named_claim("5", "pv-1", "Pending")], "10")])
+
+    with pytest.raises(WaitTimeout) as failure:
+        waits.wait_bound_volume(api, "data", "ns", timeout=0.1)  # type: ignore[arg-type]
+
+    assert "claim data is Pending with volume pv-1" in str(failure.value)
