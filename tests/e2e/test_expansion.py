@@ -74,6 +74,16 @@ def expanded_to(admin: AdminClient, volume_id: str) -> list[tuple[str, int]]:
     ]
 
 
+def expansion_results(admin: AdminClient, volume_id: str) -> set[tuple[str, int]]:
+    """The distinct (code, required_bytes) of the volume's ControllerExpandVolume calls.
+
+    external-resizer calls again when its update of the claim's status meets a
+    conflict (seen on kind under load), and a repeated expansion to the same size is
+    idempotent; that the volume grew once is what its size in the driver shows.
+    """
+    return set(expanded_to(admin, volume_id))
+
+
 def driver_volume_size(admin: AdminClient, volume_id: str) -> int:
     (volume,) = [v for v in admin.volumes().volumes if v.id == volume_id]
     return volume.size
@@ -113,7 +123,7 @@ def test_a_claim_in_use_grows_on_the_controller_and_on_its_node(
     assert not RESIZE_CONDITIONS & set(claim_conditions(claim)), describe_claim(claim)
     assert claim.status is not None and not claim.status.allocatedResourceStatuses
     wait_volume_capacity(kube, pv_name(pv), 2 * GI)
-    assert expanded_to(admin, volume_id) == [("OK", 2 * GI)]
+    assert expansion_results(admin, volume_id) == {("OK", 2 * GI)}
     assert driver_volume_size(admin, volume_id) == 2 * GI
     grown = node_calls(driver, pod_node, "NodeExpandVolume", volume_id)
     assert [(r.code, r.request.get("required_bytes")) for r in grown][-1:] == [("OK", 2 * GI)]
@@ -138,7 +148,7 @@ def test_a_claim_no_pod_uses_grows_on_the_controller_and_waits_for_its_node(
     )
     assert claim.status is not None
     # The controller's part is done: the volume and its PV have the new size ...
-    assert expanded_to(admin, volume_id) == [("OK", 2 * GI)]
+    assert expansion_results(admin, volume_id) == {("OK", 2 * GI)}
     assert driver_volume_size(admin, volume_id) == 2 * GI
     assert storage_of(kube.get(PersistentVolume, pv_name(pv)).spec.capacity) == 2 * GI  # type: ignore[union-attr]
     assert storage_of(claim.status.allocatedResources) == 2 * GI
@@ -183,7 +193,7 @@ def test_a_pending_node_expansion_completes_when_the_next_pod_mounts_the_claim(
     assert claim.status is not None and not claim.status.allocatedResourceStatuses
     grown = node_calls(driver, pod_node, "NodeExpandVolume", volume_id)
     assert [(r.code, r.request.get("required_bytes")) for r in grown][-1:] == [("OK", 2 * GI)]
-    assert expanded_to(admin, volume_id) == [("OK", 2 * GI)]
+    assert expansion_results(admin, volume_id) == {("OK", 2 * GI)}
 
 
 @pytest.mark.parametrize(
