@@ -98,8 +98,31 @@ def candidate_pools(request: PlacementRequest, pools: Sequence[Pool]) -> list[Po
     return ordered
 
 
+def default_size_for(request: PlacementRequest, pool: Pool) -> int:
+    """The size `pool` gives a volume requested without required_bytes: the default,
+    at most limit_bytes and at most the largest volume of the kind the pool can take
+    now (its max_volume_size, free space or largest extent). A pool with no room keeps
+    the default within its max_volume_size, so it counts as full, not out of range.
+    The pool's minimum still applies (`Pool.size_for_request`)."""
+    size = request.default_size
+    if request.limit_bytes:
+        size = min(size, request.limit_bytes)
+    room = pool.maximum_volume_size(request.kind)
+    if room:
+        return min(size, room)
+    if pool.spec.max_volume_size is not None:
+        size = min(size, pool.spec.max_volume_size)
+    return size
+
+
 def place_volume(request: PlacementRequest, pools: Sequence[Pool]) -> Placement:
     """Reserve space for a new volume on the first allowed pool with room.
+
+    Without required_bytes (no capacity_range, or only a limit) the size is the
+    driver's choice, as CSI allows ("the Plugin MAY choose an implementation-defined
+    capacity range"): `default_size`, capped by limit_bytes and, per pool, by the
+    largest volume that pool can take now (`default_size_for`). So a request without
+    a size succeeds wherever GetCapacity advertises a maximum_volume_size above 0.
 
     Raises OutOfRange when no allowed pool can hold a volume of the requested range
     at all (its per-volume bounds), and CapacityExhausted when some could but none has
@@ -122,7 +145,8 @@ def place_volume(request: PlacementRequest, pools: Sequence[Pool]) -> Placement:
         )
     fitting_range = False
     for pool in candidates:
-        size = pool.size_for_request(required, request.limit_bytes)
+        wanted = required if request.required_bytes else default_size_for(request, pool)
+        size = pool.size_for_request(wanted, request.limit_bytes)
         if size is None:
             continue
         fitting_range = True

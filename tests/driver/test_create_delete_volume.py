@@ -39,6 +39,32 @@ async def test_create_volume_without_capacity_range_gets_the_default_size(
     assert response.volume.capacity_bytes == GiB
 
 
+async def test_create_volume_without_capacity_range_fits_a_pools_smaller_maximum(
+    start_driver: StartDriver,
+) -> None:
+    csi = await start_driver(pools=[{"name": "p", "size": "10Gi", "max_volume_size": "100Mi"}])
+    advertised = (await capacity(csi)).maximum_volume_size.value
+    request = create_request("pvc-default")
+    request.ClearField("capacity_range")
+
+    response = await csi.controller.CreateVolume(request)
+
+    assert response.volume.capacity_bytes == advertised == 100 * MiB
+
+
+async def test_create_volume_without_capacity_range_fits_a_pool_smaller_than_the_default(
+    start_driver: StartDriver,
+) -> None:
+    csi = await start_driver(pools=[{"name": "p", "size": "512Mi"}])
+    request = create_request("pvc-default")
+    request.ClearField("capacity_range")
+
+    response = await csi.controller.CreateVolume(request)
+
+    assert response.volume.capacity_bytes == 512 * MiB
+    assert (await capacity(csi)).available_capacity == 0
+
+
 async def test_create_volume_with_only_a_limit_below_the_default_gets_the_limit(
     csi: RunningDriver,
 ) -> None:

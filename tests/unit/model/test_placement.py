@@ -81,6 +81,35 @@ def test_default_size_is_used_when_no_range_is_given_and_bounded_by_limit() -> N
     assert place_volume(limited, pools).size == GI // 2
 
 
+def test_without_a_range_the_default_is_clamped_to_the_pools_maximum_volume_size() -> None:
+    pools = [Pool(PoolSpec("small", 10 * GI, max_volume_size=GI // 10))]
+    assert place_volume(PlacementRequest(STRIPED, default_size=GI), pools).size == GI // 10
+
+
+def test_without_a_range_the_default_is_clamped_to_what_fits_in_the_pool() -> None:
+    pools = [Pool(PoolSpec("tiny", GI // 2))]
+    placement = place_volume(PlacementRequest(STRIPED, default_size=GI), pools)
+    assert placement.size == GI // 2
+
+
+def test_without_a_range_the_default_is_clamped_per_pool_in_placement_order() -> None:
+    pools = [Pool(PoolSpec("a", 10 * GI, max_volume_size=GI // 4)), Pool(PoolSpec("b", 10 * GI))]
+    placement = place_volume(PlacementRequest(STRIPED, default_size=GI), pools)
+    assert (placement.pool.name, placement.size) == ("a", GI // 4)
+
+
+def test_without_a_range_a_full_pool_is_still_resource_exhausted() -> None:
+    pools = [Pool(PoolSpec("full", GI))]
+    place_volume(PlacementRequest(STRIPED, GI), pools)
+    with pytest.raises(CapacityExhausted):
+        place_volume(PlacementRequest(STRIPED, default_size=GI), pools)
+
+
+def test_without_a_range_the_default_stays_above_the_pools_minimum() -> None:
+    pools = [Pool(PoolSpec("p", 10 * GI, min_volume_size=2 * GI))]
+    assert place_volume(PlacementRequest(STRIPED, default_size=GI), pools).size == 2 * GI
+
+
 def test_negative_sizes_are_invalid_and_required_above_limit_out_of_range() -> None:
     with pytest.raises(InvalidArgument):
         place_volume(PlacementRequest(STRIPED, -1), make_pools())
