@@ -19,7 +19,7 @@ from csi_mock.backend.in_flight import (
     volume_key,
     volume_name_key,
 )
-from csi_mock.backend.inventory import page_after
+from csi_mock.backend.inventory import page_after, token_after
 from csi_mock.backend.names import NAME_MAX_BYTES, check_name
 from csi_mock.backend.parameters import resolve_kind, significant
 from csi_mock.backend.snapshots import Snapshots
@@ -480,12 +480,7 @@ class Controller:
     def list_volumes(self, max_entries: int, starting_token: str) -> tuple[list[VolumeStatus], str]:
         if max_entries < 0:
             raise InvalidArgument("max_entries must not be negative")
-        after = 0
-        if starting_token:
-            valid = starting_token.isascii() and starting_token.isdigit()
-            if not valid or int(starting_token) > self.store.max_volume_seq():
-                raise Aborted(f"starting_token {starting_token!r} is not valid")
-            after = int(starting_token)
+        after = token_after(starting_token, self.store.max_volume_seq())
         page, next_after = page_after(self.store, after, max_entries)
         next_token = str(next_after) if next_after is not None else ""
         return [VolumeStatus(v, self._published_nodes(v.id)) for v in page], next_token

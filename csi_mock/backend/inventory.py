@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from csi_mock.model.errors import Aborted
 from csi_mock.model.snapshot import Snapshot
 from csi_mock.model.volume import Volume
 from csi_mock.store.sqlite import Attachment, StateStore
@@ -18,6 +19,35 @@ class VolumeUse:
     attachments: tuple[Attachment, ...]
     staging_path: str | None
     target_paths: tuple[str, ...]
+
+
+TOKEN_MAX_DIGITS = 19
+"""A token is a creation sequence number, an SQLite int64: never more digits than this.
+Checked before int(), which refuses over 4,300 digits with a ValueError."""
+
+
+def token_after(starting_token: str, highest_seq: int) -> int:
+    """The `after` key of a ListVolumes or ListSnapshots `starting_token`: the creation
+    sequence number of the last entry of the page before (0 for no token).
+
+    Valid is any number up to `highest_seq`, the highest sequence number ever handed
+    out (AUTOINCREMENT never reuses one): a token stays valid when the entries it
+    names, or newer ones, are deleted. Anything else is a token this driver never
+    gave, ABORTED as CSI asks for an invalid starting_token.
+    """
+    if not starting_token:
+        return 0
+    valid = (
+        len(starting_token) <= TOKEN_MAX_DIGITS
+        and starting_token.isascii()
+        and starting_token.isdigit()
+    )
+    if not valid or int(starting_token) > highest_seq:
+        shown = starting_token if len(starting_token) <= 40 else f"{starting_token[:40]}..."
+        raise Aborted(
+            f"starting_token {shown!r} is not valid: not a next_token this driver handed out"
+        )
+    return int(starting_token)
 
 
 def page_after(store: StateStore, after: int, limit: int | None) -> tuple[list[Volume], int | None]:

@@ -26,13 +26,13 @@ from csi_mock.backend.in_flight import (
     snapshot_name_key,
     volume_key,
 )
+from csi_mock.backend.inventory import token_after
 from csi_mock.backend.names import check_name
 from csi_mock.config import SnapshotConfig
 from csi_mock.host.backing import BackingStore, usage_of
 from csi_mock.host.copying import copy_data
 from csi_mock.host.paths import is_driver_snapshot_id, is_driver_volume_id
 from csi_mock.model.errors import (
-    Aborted,
     AlreadyExistsIncompatible,
     CapacityExhausted,
     InvalidArgument,
@@ -218,12 +218,7 @@ class Snapshots:
         self._require_enabled()
         if max_entries < 0:
             raise InvalidArgument("max_entries must not be negative")
-        after = 0
-        if starting_token:
-            valid = starting_token.isascii() and starting_token.isdigit()
-            if not valid or int(starting_token) > self._store.max_snapshot_seq():
-                raise Aborted(f"starting_token {starting_token!r} is not valid")
-            after = int(starting_token)
+        after = token_after(starting_token, self._store.max_snapshot_seq())
         if snapshot_id and not is_driver_snapshot_id(snapshot_id):
             return [], ""
         page = self._store.snapshots_after(

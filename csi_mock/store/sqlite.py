@@ -287,7 +287,12 @@ class StateStore:
         return [_volume(row) for row in self._db.execute(query, args)]
 
     def max_volume_seq(self) -> int:
-        row = self._db.execute("SELECT COALESCE(MAX(seq), 0) AS m FROM volumes").fetchone()
+        """The highest seq ever given to a volume (AUTOINCREMENT never reuses one), so
+        a ListVolumes token stays valid when the newest volumes are deleted."""
+        row = self._db.execute(
+            "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name='volumes'), 0),"
+            " COALESCE((SELECT MAX(seq) FROM volumes), 0)) AS m"
+        ).fetchone()
         return int(row["m"])
 
     def allocations(self) -> dict[str, list[tuple[int, int]]]:

@@ -123,6 +123,45 @@ async def test_list_volumes_with_a_superscript_digit_token_is_aborted(csi: Runni
     assert_status(raised, grpc.StatusCode.ABORTED, "starting_token")
 
 
+async def test_list_volumes_with_a_token_of_5000_digits_is_aborted(csi: RunningDriver) -> None:
+    # Past Python's 4,300-digit int conversion limit, which once made this INTERNAL.
+    await make_volumes(csi, 2)
+
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await page(csi, 1, "1" * 5000)
+
+    assert_status(raised, grpc.StatusCode.ABORTED, "starting_token")
+
+
+async def test_list_volumes_next_token_survives_deleting_the_newest_volumes(
+    csi: RunningDriver,
+) -> None:
+    # The token names the last volume of the first page; it and every newer one go.
+    ids = await make_volumes(csi, 4)
+    first = await page(csi, 2)
+    for volume_id in ids[1:]:
+        await csi.controller.DeleteVolume(pb.DeleteVolumeRequest(volume_id=volume_id))
+
+    rest = await page(csi, 2, first.next_token)
+
+    assert list(rest.entries) == []
+    assert rest.next_token == ""
+
+
+async def test_list_volumes_next_token_of_deleted_volumes_lists_the_newer_ones(
+    csi: RunningDriver,
+) -> None:
+    ids = await make_volumes(csi, 3)
+    first = await page(csi, 2)
+    for volume_id in ids:
+        await csi.controller.DeleteVolume(pb.DeleteVolumeRequest(volume_id=volume_id))
+    later = (await create_volume(csi, "pvc-later", MiB)).volume_id
+
+    rest = await page(csi, 2, first.next_token)
+
+    assert [e.volume.volume_id for e in rest.entries] == [later]
+
+
 async def test_list_volumes_with_negative_max_entries_is_invalid_argument(
     csi: RunningDriver,
 ) -> None:

@@ -358,6 +358,15 @@ async def test_list_snapshots_with_a_token_it_never_gave_is_aborted(
     assert_status(raised, grpc.StatusCode.ABORTED, "starting_token")
 
 
+async def test_list_snapshots_with_a_token_of_5000_digits_is_aborted(snap: RunningDriver) -> None:
+    # Past Python's 4,300-digit int conversion limit, which once made this INTERNAL.
+    volume = await create_volume(snap, "pvc-1")
+    await snapshot(snap, "s1", volume.volume_id)
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await list_snapshots(snap, starting_token="1" * 5000)
+    assert_status(raised, grpc.StatusCode.ABORTED, "starting_token")
+
+
 async def test_list_snapshots_with_negative_max_entries_is_invalid(snap: RunningDriver) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as raised:
         await list_snapshots(snap, max_entries=-1)
