@@ -166,6 +166,17 @@ class NodeConfig(_Model):
     directory is not shared with this node (e.g. separate kind nodes)."""
     registration: RegistrationConfig | None = None
     """Register with the kubelet (replacing node-driver-registrar); None: do not."""
+    allowed_roots: list[str] | None = None
+    """Directories staging and target paths must be within (e.g. the kubelet's root
+    directory); None: anywhere but the driver's own directories."""
+
+    @field_validator("allowed_roots")
+    @classmethod
+    def _absolute_roots(cls, roots: list[str] | None) -> list[str] | None:
+        for root in roots or []:
+            if not os.path.isabs(root):
+                raise ValueError(f"{root!r} is not an absolute path")
+        return roots
 
 
 def _parameter_value(value: object) -> object:

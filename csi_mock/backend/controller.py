@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import fnmatch
+import logging
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -52,6 +53,7 @@ from csi_mock.model.topology import Segment, reachable_from_any
 from csi_mock.model.volume import AccessType, Capability, ContentSource, SourceType, Volume
 from csi_mock.store.sqlite import Attachment, StateStore
 
+log = logging.getLogger(__name__)
 __all__ = ["NAME_MAX_BYTES", "Controller", "CreateRequest", "VolumeStatus", "check_name"]
 PUBLISH_CONTEXT_NODE = "csi-mock/attached-node"
 PUBLISH_CONTEXT_DEVICE = "csi-mock/device"
@@ -138,8 +140,10 @@ class Controller:
     def load(self) -> None:
         """Rebuild accounting from the store and make the backing files agree with it.
 
-        After a crash the store is the truth: backing entries without a volume row are
-        removed (a create or delete was cut short) and missing ones are recreated.
+        After a crash the store is the truth for what the driver wrote itself: a
+        create or delete cut short is finished in the direction the store says
+        (BackingStore.reconcile). A live backing entry without a row is moved to
+        lost+found, never removed; a row without data gets an empty entry, logged.
         """
         usage = self.store.pool_usage()
         allocations = self.store.allocations()
@@ -156,12 +160,12 @@ class Controller:
                 pool.load(allocations.get(pool.name, []), saved.external if saved else 0)
                 if saved is None or saved.used != pool.used:
                     self.store.set_pool_used(pool.name, pool.used)
-        known = self.store.all_volume_ids()
-        for leftover in self.backing.ids() - known:
-            if is_driver_volume_id(leftover):
-                self.backing.remove(leftover)
+        done = self.backing.reconcile(self.store.all_volume_ids(), is_driver_volume_id)
+        for volume_id in done.promoted + done.restored:
+            log.info("volume %s: a create or delete cut short by a crash, finished", volume_id)
         for volume in self.store.volumes_after(0, None):
             if not self.backing.exists(volume.id):
+                log.warning("volume %s had no backing data: created empty", volume.id)
                 self.backing.create(volume.id, volume.access_type, volume.size)
         self.snapshots.load()
 
@@ -206,14 +210,15 @@ class Controller:
             mutable_parameters=mutable,
         )
         try:
-            # Backing first: a crash now leaves only an orphan entry that load() removes.
-            self.backing.create(volume.id, access_type, volume.size)
+            # Backing first, as pending: a crash now leaves an entry that load() discards.
+            self.backing.create(volume.id, access_type, volume.size, pending=True)
             with self.store.transaction():
                 volume = self.store.insert_volume(volume)
         except BaseException:
             placement.pool.release(placement.offset, placement.allocation)
-            self.backing.remove(volume.id)
+            self.backing.discard(self.backing.pending_path(volume.id))
             raise
+        self.backing.promote(volume.id)  # A crash before this: load() promotes it.
         return volume
 
     async def create_volume_from_source(self, request: CreateRequest) -> Volume:
@@ -286,11 +291,11 @@ class Controller:
     ) -> Volume:
         with claim:
             try:
-                # The copy first: a crash now leaves only an orphan entry that load() removes.
+                # The copy first, as pending: a crash now leaves an entry load() discards.
                 await asyncio.to_thread(
                     copy_data,
                     data.path,
-                    self.backing.path(volume.id),
+                    self.backing.pending_path(volume.id),
                     volume.access_type,
                     volume.size,
                 )
@@ -298,8 +303,10 @@ class Controller:
                     volume = self.store.insert_volume(volume)
             except BaseException:
                 placement.pool.release(placement.offset, placement.allocation)
-                self.backing.remove(volume.id)  # On the loop: a failed copy must go now.
+                # On the loop: a failed copy must go now.
+                self.backing.discard(self.backing.pending_path(volume.id))
                 raise
+            self.backing.promote(volume.id)
         return volume
 
     def _source_data(self, source: ContentSource) -> SourceData:
@@ -398,8 +405,13 @@ class Controller:
     async def delete_volume(self, volume_id: str) -> None:
         """Forget the volume, then remove its data off the event loop.
 
-        The state change is one synchronous step; the removal of a large tree, which
-        can take seconds, runs in a worker thread so that other calls go on meanwhile.
+        A volume that is staged or published (on this driver's node, or shown by any
+        mount on this host) is refused with FAILED_PRECONDITION, as the CSI spec allows
+        for a volume in use: deleting it would give its space back while mounts still
+        show its data, and free a block volume's loop device for the next volume.
+        The data is moved aside before the row goes, so from the commit on a node
+        finds no such volume; its removal, which can take seconds, runs in a worker
+        thread so that other calls go on meanwhile.
         """
         if not volume_id:
             raise InvalidArgument("volume_id is required")
@@ -413,11 +425,32 @@ class Controller:
                 f"volume {volume_id} is still published to node(s) "
                 + ", ".join(a.node_id for a in attached)
             )
-        with self.store.transaction():
-            self.store.delete_volume(volume)
+        users = self._users_of(volume_id)
+        if users:
+            raise FailedPrecondition(f"volume {volume_id} is in use: " + "; ".join(users))
+        retired = self.backing.retire(volume.id)
+        try:
+            with self.store.transaction():
+                self.store.delete_volume(volume)
+        except BaseException:
+            if retired is not None:
+                self.backing.unretire(volume.id)
+            raise
         self._pools[volume.pool].release(volume.offset, volume.allocation)
-        # After the commit: a crash now leaves an orphan backing entry that load() removes.
-        await asyncio.to_thread(self.backing.remove, volume.id)
+        if retired is not None:
+            await asyncio.to_thread(self.backing.discard, retired)
+
+    def _users_of(self, volume_id: str) -> list[str]:
+        """What still uses a volume: its staging and publications recorded by this
+        driver's node service, else mounts on this host that show its data (a node
+        service in another process)."""
+        staging = self.store.staging(volume_id)
+        users = [f"staged at {staging.staging_path}"] if staging is not None else []
+        users += [
+            f"published at {publication.target_path}"
+            for publication in self.store.publications_of_volume(volume_id)
+        ]
+        return users or self.backing.users(volume_id)
 
     def expand_volume(self, volume_id: str, required: int, limit: int) -> Volume:
         if not volume_id:

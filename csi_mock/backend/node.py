@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import stat
 from collections.abc import Mapping
@@ -11,14 +12,17 @@ from pathlib import Path
 
 from csi_mock.backend.controller import PUBLISH_CONTEXT_NODE, VOLUME_CONTEXT_SIZE
 from csi_mock.config import EPHEMERAL_CONTEXT_KEY, DriverConfig
-from csi_mock.host.backing import BackingStore, Usage, remove_tree, usage_of
-from csi_mock.host.loop import LoopDevices
+from csi_mock.host.backing import BackingStore, Usage, usage_of
+from csi_mock.host.loop import LoopDeviceError, LoopDevices
 from csi_mock.host.mounts import Mounter
 from csi_mock.host.paths import (
+    EPHEMERAL_PREFIX,
+    PathPolicy,
     checked_path,
     is_driver_volume_id,
     make_mount_point,
     opaque_id_component,
+    remove_mount_point,
 )
 from csi_mock.model.errors import (
     AlreadyExistsIncompatible,
@@ -31,6 +35,7 @@ from csi_mock.model.quantity import QuantityError, parse_quantity
 from csi_mock.model.volume import AccessMode, AccessType, Capability
 from csi_mock.store.sqlite import Publication, Staging, StateStore
 
+log = logging.getLogger(__name__)
 EPHEMERAL_SIZE_KEY = "size"
 # Modes under which a volume may have only one publication on a node (CSI NodePublish).
 _ONE_PUBLICATION_MODES = frozenset(
@@ -82,8 +87,13 @@ class Node:
         self.loops = loops
         """Publishes block volumes as loop device nodes; None: as their backing file."""
         self.max_volumes_per_node = config.node.max_volumes_per_node
-        self.ephemeral_root = config.state_dir / "ephemeral"
-        self.ephemeral_root.mkdir(parents=True, exist_ok=True)
+        self.ephemeral = BackingStore(config.state_dir / "ephemeral")
+        """Inline ephemeral volumes' data, by opaque_id_component of their IDs."""
+        self.paths = PathPolicy.of(
+            config.node.allowed_roots,
+            [str(config.state_dir), str(config.volumes_dir), str(config.snapshots_dir)],
+        )
+        """Where staging and target paths may be (checked when they are created)."""
 
     def info(self) -> NodeInfo:
         return NodeInfo(self.node_id, self.max_volumes_per_node, self.config.node_segment())
@@ -117,7 +127,7 @@ class Node:
         for backing in set(self.loops.attached().values()):
             path = str(backing)
             if path.startswith(root) and path not in needed:
-                self.loops.detach(backing)
+                self._detach(backing)
         problems = []
         for publication in block:
             try:
@@ -128,9 +138,7 @@ class Node:
 
     def _remove_orphaned_ephemeral_data(self) -> None:
         recorded = {Path(p.data_path).name for p in self.store.publications() if p.ephemeral}
-        for entry in os.scandir(self.ephemeral_root):
-            if entry.name not in recorded:
-                remove_tree(Path(entry.path))
+        self.ephemeral.reconcile(recorded, lambda name: name.startswith(EPHEMERAL_PREFIX))
 
     # -- staging -----------------------------------------------------------------------
 
@@ -144,7 +152,7 @@ class Node:
     ) -> None:
         if not volume_id:
             raise InvalidArgument("volume_id is required")
-        staging_path = checked_path(staging_path, "staging_target_path")
+        staging_path = self.paths.check(staging_path, "staging_target_path")
         if capability is None:
             raise InvalidArgument("volume_capability is required")
         self._require_attached(volume_id, publish_context)
@@ -173,7 +181,7 @@ class Node:
             raise
 
     def _ensure_staged(self, staging: Staging) -> None:
-        make_mount_point(staging.staging_path, "staging_target_path", directory=True)
+        self._make_mount_point(staging.staging_path, "staging_target_path", directory=True)
         # Block volumes need no staging mount: publish binds the backing file directly.
         if staging.capability.access_type is AccessType.MOUNT and not self.mounter.is_mounted(
             staging.staging_path
@@ -209,7 +217,7 @@ class Node:
     ) -> None:
         if not volume_id:
             raise InvalidArgument("volume_id is required")
-        target_path = checked_path(target_path, "target_path")
+        target_path = self.paths.check(target_path, "target_path")
         if capability is None:
             raise InvalidArgument("volume_capability is required")
         ephemeral = volume_context.get(EPHEMERAL_CONTEXT_KEY) == "true"
@@ -239,9 +247,13 @@ class Node:
                 publish_context,
                 volume_context,
             )
+        if publication.ephemeral:  # Its data before its row; load() discards it.
+            self.ephemeral.create(data_name(publication), AccessType.MOUNT, 0, pending=True)
         # Record first, then mount, as for staging.
         with self.store.transaction():
             self.store.add_publication(publication)
+        if publication.ephemeral:
+            self.ephemeral.promote(data_name(publication))
         try:
             self._ensure_published(publication)
         except BaseException:
@@ -326,8 +338,7 @@ class Node:
             )
         except QuantityError as error:
             raise InvalidArgument(f"volume_context {EPHEMERAL_SIZE_KEY}: {error}") from None
-        data_path = self.ephemeral_root / opaque_id_component(volume_id)
-        data_path.mkdir(exist_ok=True)
+        data_path = self.ephemeral.path(opaque_id_component(volume_id))
         return Publication(
             volume_id=volume_id,
             target_path=target_path,
@@ -344,14 +355,14 @@ class Node:
         source = publication.staging_path
         mounted = self.mounter.is_mounted(target)
         if publication.capability.access_type is AccessType.BLOCK:
-            make_mount_point(target, "target_path", directory=False)
+            self._make_mount_point(target, "target_path", directory=False)
             if self.loops is not None:
                 source = self.loops.attach(Path(publication.data_path))
                 if mounted and not _same_file(target, source):
                     self.mounter.unmount(target)  # A device of before a crash or reboot.
                     mounted = False
         else:
-            make_mount_point(target, "target_path", directory=True)
+            self._make_mount_point(target, "target_path", directory=True)
         if not mounted:
             self.mounter.bind(source, target, readonly=publication.readonly)
 
@@ -363,23 +374,22 @@ class Node:
         if publication is None:
             return  # Idempotent: nothing published there by us.
         self.mounter.unmount(target_path)
-        if self.mounter.real:
-            _remove_mount_point(target_path)  # Only the now-empty mount point.
-        else:
-            remove_tree(Path(target_path))
+        # Only the now-empty mount point: anything else there is not the driver's.
+        remove_mount_point(target_path)
+        # An ephemeral volume's data is moved aside before its row goes (a crash
+        # between: load() moves it back), and removed after, off the loop.
+        retired = self.ephemeral.retire(data_name(publication)) if publication.ephemeral else None
         with self.store.transaction():
             self.store.remove_publication(volume_id, target_path)
-        if publication.ephemeral:
-            # After the commit and off the loop (the data can be large); a crash before
-            # the removal leaves data without a publication, which load() removes.
-            await asyncio.to_thread(remove_tree, Path(publication.data_path))
+        if retired is not None:
+            await asyncio.to_thread(self.ephemeral.discard, retired)
         # After the commit: a crash before this leaves a device that load() tears down.
         if (
             self.loops is not None
             and publication.capability.access_type is AccessType.BLOCK
             and not self.store.publications_of_volume(volume_id)
         ):
-            self.loops.detach(Path(publication.data_path))
+            self._detach(Path(publication.data_path))
 
     # -- stats and expansion ------------------------------------------------------------
 
@@ -440,6 +450,22 @@ class Node:
         return max(required, self._size_of(record))
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _make_mount_point(self, path: str, field: str, *, directory: bool) -> None:
+        root = self.paths.root_of(path)
+        if root is None:  # Recorded under an older node.allowed_roots.
+            raise FailedPrecondition(f"{field} {path!r} is outside the allowed roots")
+        make_mount_point(path, field, directory=directory, root=root)
+
+    def _detach(self, backing: Path) -> None:
+        """Free a block volume's loop device, unless a mount still shows it (the
+        kubelet's own bind mount of our node, say): then it stays until the volume is
+        deleted or the driver restarts, and its number is not handed to another volume."""
+        assert self.loops is not None
+        try:
+            self.loops.detach(backing)
+        except LoopDeviceError as error:
+            log.warning("loop device kept: %s", error)
 
     def _require_attached(self, volume_id: str, publish_context: Mapping[str, str]) -> None:
         if not self.config.attach_required:
@@ -508,6 +534,11 @@ class Node:
         return self.config.controller.default_volume_size
 
 
+def data_name(publication: Publication) -> str:
+    """The name of an ephemeral publication's data in Node.ephemeral."""
+    return Path(publication.data_path).name
+
+
 def _measure(data_path: Path) -> tuple[Usage, int] | None:
     """A volume's usage and its filesystem's inode count; None when the data is gone."""
     try:
@@ -548,13 +579,3 @@ def _same_file(a: str, b: str) -> bool:
             and (first.st_rdev == second.st_rdev)
         )
     return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
-
-
-def _remove_mount_point(path: str) -> None:
-    try:
-        if os.path.isdir(path):
-            os.rmdir(path)
-        else:
-            os.unlink(path)
-    except FileNotFoundError:
-        pass

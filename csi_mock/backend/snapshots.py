@@ -82,9 +82,7 @@ class Snapshots:
         if self.data is None:
             return
         known = self._store.all_snapshot_ids()
-        for leftover in self.data.ids() - known:
-            if is_driver_snapshot_id(leftover):
-                self.data.remove(leftover)
+        self.data.reconcile(known, is_driver_snapshot_id)
         for snapshot_id in sorted(known - self.data.ids()):
             log.warning(
                 "snapshot %s has no data in %s: restores from it fail", snapshot_id, self.data.root
@@ -169,16 +167,21 @@ class Snapshots:
             )
         snapshot = replace(snapshot, charge=charge, offset=offset)
         try:
-            # The copy first: a crash now leaves only an orphan copy that load() removes.
+            # The copy first, as pending: a crash now leaves a copy that load() discards.
             await asyncio.to_thread(
-                copy_data, self._volumes.path(volume.id), data.path(snapshot.id), volume.access_type
+                copy_data,
+                self._volumes.path(volume.id),
+                data.pending_path(snapshot.id),
+                volume.access_type,
             )
             with self._store.transaction():
                 snapshot = self._store.insert_snapshot(snapshot)
         except BaseException:
             pool.release(offset, charge)
-            data.remove(snapshot.id)  # On the loop: a failed copy is rare, and must go now.
+            # On the loop: a failed copy is rare, and must go now.
+            data.discard(data.pending_path(snapshot.id))
             raise
+        data.promote(snapshot.id)
         return snapshot
 
     async def delete(self, snapshot_id: str) -> None:
@@ -193,11 +196,17 @@ class Snapshots:
         snapshot = self._store.snapshot_by_id(snapshot_id)
         if snapshot is None:
             return
-        with self._store.transaction():
-            self._store.delete_snapshot(snapshot)
+        retired = data.retire(snapshot.id)  # A crash before the commit: load() restores it.
+        try:
+            with self._store.transaction():
+                self._store.delete_snapshot(snapshot)
+        except BaseException:
+            if retired is not None:
+                data.unretire(snapshot.id)
+            raise
         self._pools[snapshot.pool].release(snapshot.offset, snapshot.charge)
-        # After the commit: a crash now leaves an orphan copy that load() removes.
-        await asyncio.to_thread(data.remove, snapshot.id)
+        if retired is not None:
+            await asyncio.to_thread(data.discard, retired)
 
     def get(self, snapshot_id: str) -> Snapshot:
         self._require_enabled()

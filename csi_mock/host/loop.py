@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Protocol
 
+from csi_mock.host.mount_table import MountTable
+
 log = logging.getLogger(__name__)
 
 # ioctl numbers from <linux/loop.h>.
@@ -49,7 +51,13 @@ class LoopDevices(Protocol):
 
     def detach(self, backing: Path) -> None:
         """Tear down every loop device backed by `backing` (idempotent). A device
-        still open elsewhere is torn down by the kernel when its last user closes it."""
+        still open elsewhere is torn down by the kernel when its last user closes it.
+        LoopDeviceError (EBUSY) when a mount still shows one of them: freed, its number
+        would go to the next volume, and that mount would show the other volume."""
+        ...
+
+    def devices_of(self, backing: Path) -> list[str]:
+        """Device nodes of the loop devices backed by `backing`."""
         ...
 
     def refresh_size(self, backing: Path) -> None:
@@ -95,7 +103,17 @@ class KernelLoopDevices:
         raise LoopDeviceError(errno.EBUSY, f"no free loop device for {backing}")
 
     def detach(self, backing: Path) -> None:
-        for device in self._devices_of(backing):
+        devices = self.devices_of(backing)
+        if devices:
+            table = MountTable.read()
+            shown = {device: table.mounts_of_device(device) for device in devices}
+            if any(shown.values()):
+                raise LoopDeviceError(
+                    errno.EBUSY,
+                    f"{backing}'s loop device is still mounted: "
+                    + "; ".join(f"{d} at {', '.join(p)}" for d, p in shown.items() if p),
+                )
+        for device in devices:
             try:
                 _device_ioctl(device, os.O_RDONLY, LOOP_CLR_FD, 0)
             except FileNotFoundError:
@@ -108,7 +126,7 @@ class KernelLoopDevices:
             log.info("loop device %s detached from %s", device, backing)
 
     def refresh_size(self, backing: Path) -> None:
-        for device in self._devices_of(backing):
+        for device in self.devices_of(backing):
             _device_ioctl(device, os.O_RDONLY, LOOP_SET_CAPACITY, 0)
 
     def attached(self) -> dict[str, Path]:
@@ -123,10 +141,10 @@ class KernelLoopDevices:
         return found
 
     def device_of(self, backing: Path) -> str | None:
-        devices = self._devices_of(backing)
+        devices = self.devices_of(backing)
         return devices[0] if devices else None
 
-    def _devices_of(self, backing: Path) -> list[str]:
+    def devices_of(self, backing: Path) -> list[str]:
         wanted = os.path.realpath(backing)
         return sorted(device for device, path in self.attached().items() if str(path) == wanted)
 

@@ -9,10 +9,13 @@ import os
 import struct
 from typing import Protocol
 
+from csi_mock.host.mount_table import MountTable
+
 MS_RDONLY = 0x1
 MS_REMOUNT = 0x20
 MS_BIND = 0x1000
 MNT_DETACH = 0x2
+UMOUNT_NOFOLLOW = 0x8
 
 # statx(2): <linux/stat.h> and <fcntl.h>.
 AT_FDCWD = -100
@@ -71,9 +74,10 @@ class BindMounter:
                 raise
 
     def unmount(self, target: str) -> None:
-        # Lazy detach, so a busy mount never wedges NodeUnpublish.
+        # Lazy detach, so a busy mount never wedges NodeUnpublish; never through a
+        # symbolic link put in the target's place.
         while self.is_mounted(target):
-            if self._libc.umount2(os.fsencode(target), MNT_DETACH) != 0:
+            if self._libc.umount2(os.fsencode(target), MNT_DETACH | UMOUNT_NOFOLLOW) != 0:
                 error = ctypes.get_errno()
                 raise OSError(error, f"umount {target}: {os.strerror(error)}")
 
@@ -125,25 +129,4 @@ class DirectoryMounter:
 
 def mount_points() -> set[str]:
     """Mount points of this process's mount namespace, from /proc/self/mountinfo."""
-    points: set[str] = set()
-    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as info:
-        for line in info:
-            fields = line.split(" ", 5)
-            if len(fields) > 4:
-                points.add(_unescape(fields[4]))
-    return points
-
-
-def _unescape(field: str) -> str:
-    # mountinfo escapes space, tab, newline and backslash as \ooo octal.
-    if "\\" not in field:
-        return field
-    out, i = [], 0
-    while i < len(field):
-        if field[i] == "\\" and field[i + 1 : i + 4].isdigit():
-            out.append(chr(int(field[i + 1 : i + 4], 8)))
-            i += 4
-        else:
-            out.append(field[i])
-            i += 1
-    return "".join(out)
+    return MountTable.read().points()

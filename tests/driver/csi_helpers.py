@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import grpc
 import pytest
 
+from csi_mock.host.backing import LOST_DIR, PENDING_DIR, RETIRED_DIR
 from csi_mock.proto import csi_pb2 as pb
 
 if TYPE_CHECKING:
@@ -285,3 +286,16 @@ async def staged_and_published(
             await unpublish(csi, volume_id, target)
     finally:
         await unstage(csi, volume_id, staging)
+
+
+def backing_entries(root: Path) -> set[str]:
+    """What a BackingStore root holds: live entries by name, and the driver's pending,
+    retired and parked ones as '.pending/<name>', '.retired/<name>', 'lost+found/<name>'
+    (empty when nothing at all is left behind)."""
+    found = set()
+    for entry in os.scandir(root):
+        if entry.name in (PENDING_DIR, RETIRED_DIR, LOST_DIR):
+            found |= {f"{entry.name}/{name}" for name in os.listdir(entry.path)}
+        else:
+            found.add(entry.name)
+    return found

@@ -13,13 +13,15 @@ import stat
 import struct
 from pathlib import Path
 
+import grpc
 import pytest
 
-from csi_mock.host.loop import KernelLoopDevices
+from csi_mock.host.loop import KernelLoopDevices, LoopDeviceError
 from csi_mock.proto import csi_pb2 as pb
 from csi_mock.server import Driver, DriverServer
 from tests.driver.conftest import RunningDriver, StartDriver
 from tests.driver.csi_helpers import (
+    assert_status,
     block_capability,
     create_volume,
     publish,
@@ -225,3 +227,70 @@ async def test_loop_mode_without_real_mounts_is_a_config_error(tmp_path: Path) -
     )
     with pytest.raises(ConfigError, match=r"node\.block_device: loop needs real mounts"):
         DriverServer(Driver.open(config))
+
+
+# -- a loop device is never reused while a mount shows it (issue 28, item 1) -------------
+
+
+async def test_delete_of_a_published_block_volume_is_refused_and_keeps_its_device(
+    loop_csi: RunningDriver, staging: Path, target: Path
+) -> None:
+    volume = await create_volume(loop_csi, "pvc-blk", 4 * MiB, capabilities=[block_capability()])
+
+    async with staged_and_published(
+        loop_csi, volume.volume_id, staging, target, block_capability()
+    ):
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await loop_csi.controller.DeleteVolume(
+                pb.DeleteVolumeRequest(volume_id=volume.volume_id)
+            )
+        assert_status(raised, grpc.StatusCode.FAILED_PRECONDITION, "in use", str(target))
+        (device,) = loops_backed_by(backing_file(loop_csi, volume.volume_id))
+        assert target.stat().st_rdev == os.stat(device).st_rdev
+
+    await loop_csi.controller.DeleteVolume(pb.DeleteVolumeRequest(volume_id=volume.volume_id))
+
+
+async def test_delete_is_refused_while_a_mount_shows_the_device_though_no_row_says_so(
+    loop_csi: RunningDriver, staging: Path, target: Path
+) -> None:
+    # A node service in another process: this controller's store has no record of the
+    # publication, only the host's mounts tell.
+    volume = await create_volume(loop_csi, "pvc-blk", 4 * MiB, capabilities=[block_capability()])
+    store = loop_csi.driver.store
+    async with staged_and_published(
+        loop_csi, volume.volume_id, staging, target, block_capability()
+    ):
+        staged = store.staging(volume.volume_id)
+        (published,) = store.publications_of_volume(volume.volume_id)
+        assert staged is not None
+        with store.transaction():
+            store.remove_publication(volume.volume_id, str(target))
+            store.remove_staging(volume.volume_id)
+        try:
+            with pytest.raises(grpc.aio.AioRpcError) as raised:
+                await loop_csi.controller.DeleteVolume(
+                    pb.DeleteVolumeRequest(volume_id=volume.volume_id)
+                )
+            assert_status(raised, grpc.StatusCode.FAILED_PRECONDITION, "mounted at", str(target))
+        finally:
+            with store.transaction():
+                store.add_staging(staged)
+                store.add_publication(published)
+
+
+async def test_a_loop_device_that_a_mount_shows_is_not_detached(
+    loop_csi: RunningDriver, staging: Path, target: Path
+) -> None:
+    volume = await create_volume(loop_csi, "pvc-blk", 4 * MiB, capabilities=[block_capability()])
+    backing = backing_file(loop_csi, volume.volume_id)
+
+    async with staged_and_published(
+        loop_csi, volume.volume_id, staging, target, block_capability()
+    ):
+        with pytest.raises(LoopDeviceError) as raised:
+            KernelLoopDevices().detach(backing)
+        assert str(target) in str(raised.value)
+        assert len(loops_backed_by(backing)) == 1
+
+    assert loops_backed_by(backing) == []

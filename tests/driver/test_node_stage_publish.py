@@ -5,7 +5,6 @@ with real mounts checked through /proc/self/mountinfo (root only).
 """
 
 import errno
-import os
 import sqlite3
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from tests.driver.csi_helpers import (
     SINGLE_NODE_WRITER,
     MiB,
     assert_status,
+    backing_entries,
     block_capability,
     create_volume,
     is_mount_point,
@@ -507,7 +507,7 @@ EPHEMERAL = {EPHEMERAL_KEY: "true", "size": "1Mi"}
 
 
 def ephemeral_storage(csi: RunningDriver) -> list[str]:
-    return sorted(os.listdir(csi.config.state_dir / "ephemeral"))
+    return sorted(backing_entries(csi.config.state_dir / "ephemeral"))
 
 
 async def test_inline_ephemeral_volume_is_created_on_publish_without_staging(
@@ -558,16 +558,37 @@ async def test_inline_ephemeral_data_left_by_an_interrupted_unpublish_is_removed
 ) -> None:
     await publish(csi, "csi-eph-1", target, None, volume_context=EPHEMERAL)
     await publish(csi, "csi-eph-2", target.with_name("other"), None, volume_context=EPHEMERAL)
-    # A crash between the unpublish's commit and the removal of the data:
+    node = csi.driver.node
+    assert node is not None
+    # A crash between the unpublish's commit and the removal of the data it moved aside:
+    (publication,) = csi.driver.store.publications_of_volume("csi-eph-1")
+    node.ephemeral.retire(Path(publication.data_path).name)
     with csi.driver.store.transaction():
         csi.driver.store.remove_publication("csi-eph-1", str(target))
 
-    assert csi.driver.node is not None
-    csi.driver.node.load()
+    node.load()
 
     assert len(ephemeral_storage(csi)) == 1
     report = await stats(csi, "csi-eph-2", target.with_name("other"))
     assert usage(report, BYTES).total == MiB
+
+
+async def test_inline_ephemeral_data_without_a_row_is_moved_aside_not_deleted(
+    csi: RunningDriver, target: Path
+) -> None:
+    await publish(csi, "csi-eph-1", target, None, volume_context=EPHEMERAL)
+    node = csi.driver.node
+    assert node is not None
+    (publication,) = csi.driver.store.publications_of_volume("csi-eph-1")
+    (Path(publication.data_path) / "kept").write_text("data")
+    with csi.driver.store.transaction():  # A database that lost the row.
+        csi.driver.store.remove_publication("csi-eph-1", str(target))
+
+    node.load()
+
+    (parked,) = [e for e in ephemeral_storage(csi)]
+    assert parked.startswith("lost+found/" + Path(publication.data_path).name)
+    assert (node.ephemeral.root / parked / "kept").read_text() == "data"
 
 
 async def test_inline_ephemeral_publish_twice_is_ok(csi: RunningDriver, target: Path) -> None:

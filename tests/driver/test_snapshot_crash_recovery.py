@@ -17,7 +17,9 @@ from pathlib import Path
 import grpc
 import pytest
 
+from csi_mock.host.backing import PENDING_DIR
 from csi_mock.proto import csi_pb2 as pb
+from tests.driver.csi_helpers import backing_entries
 from tests.driver.subprocess_driver import DriverProcess, read_store
 
 GI = 2**30
@@ -112,7 +114,9 @@ def test_kill_9_during_a_snapshot_copy_leaves_no_snapshot_and_start_up_removes_t
     snapshots_dir = driver.state_dir / "snapshots"
 
     cut_short = kill_mid_copy(
-        driver, lambda: create_snapshot(driver, "snapshot-1", volume.volume_id), snapshots_dir
+        driver,
+        lambda: create_snapshot(driver, "snapshot-1", volume.volume_id),
+        snapshots_dir / PENDING_DIR,
     )
 
     left = read_store(driver.database)
@@ -142,7 +146,7 @@ def test_kill_9_during_a_restore_leaves_no_volume_and_a_snapshot_survives_kill_9
     cut_short = kill_mid_copy(
         driver,
         lambda: create_volume(driver, "restored", snapshot=taken.snapshot_id),
-        driver.volumes_dir,
+        driver.volumes_dir / PENDING_DIR,
     )
 
     left = read_store(driver.database)
@@ -170,4 +174,4 @@ def test_kill_9_during_a_restore_leaves_no_volume_and_a_snapshot_survives_kill_9
     assert sources[source.volume_id].WhichOneof("type") is None
     driver.controller.DeleteSnapshot(pb.DeleteSnapshotRequest(snapshot_id=taken.snapshot_id))
     assert available(driver) == POOL_SIZE - 4 * GI
-    assert list((driver.state_dir / "snapshots").iterdir()) == []
+    assert backing_entries(driver.state_dir / "snapshots") == set()
