@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import grpc
@@ -30,6 +31,12 @@ from csi_mock.services.convert import (
 
 Context = grpc.aio.ServicerContext[Any, Any]
 RPC = pb.ControllerServiceCapability.RPC
+
+LIST_CHUNK = 200
+"""Volumes a ListVolumes without max_entries reads and converts at a time (about 10 ms
+of work), pausing LIST_PAUSE seconds between chunks for other calls. A bare sleep(0) is
+one turn of the loop, too few for a waiting call to be received and answered."""
+LIST_PAUSE = 0.001
 
 
 class ControllerServicer(pb_grpc.ControllerServicer):
@@ -128,21 +135,20 @@ class ControllerServicer(pb_grpc.ControllerServicer):
     async def ListVolumes(
         self, request: pb.ListVolumesRequest, context: Context
     ) -> pb.ListVolumesResponse:
-        statuses, next_token = self._controller.list_volumes(
-            request.max_entries, request.starting_token
-        )
-        return pb.ListVolumesResponse(
-            entries=[
-                pb.ListVolumesResponse.Entry(
-                    volume=self._volume_to_pb(status.volume),
-                    status=pb.ListVolumesResponse.VolumeStatus(
-                        published_node_ids=list(status.published_nodes)
-                    ),
-                )
-                for status in statuses
-            ],
-            next_token=next_token,
-        )
+        # Without max_entries the reply holds every volume: read and convert them a
+        # chunk at a time and let other calls run in between, so 20,000 volumes do not
+        # hold the event loop for most of a second. Between chunks the driver's own
+        # tokens carry on where the last chunk ended, like a CO paging through.
+        entries: list[pb.ListVolumesResponse.Entry] = []
+        token = request.starting_token
+        while True:
+            statuses, token = self._controller.list_volumes(
+                request.max_entries or LIST_CHUNK, token
+            )
+            entries += [self._volume_entry(status) for status in statuses]
+            if request.max_entries or not token:
+                return pb.ListVolumesResponse(entries=entries, next_token=token)
+            await asyncio.sleep(LIST_PAUSE)
 
     async def GetCapacity(
         self, request: pb.GetCapacityRequest, context: Context
@@ -261,6 +267,14 @@ class ControllerServicer(pb_grpc.ControllerServicer):
     def _require_attach(self, method: str) -> None:
         if not self._config.attach_required:
             raise Unimplemented(f"{method}: attach is disabled (attach_required: false)")
+
+    def _volume_entry(self, status: VolumeStatus) -> pb.ListVolumesResponse.Entry:
+        return pb.ListVolumesResponse.Entry(
+            volume=self._volume_to_pb(status.volume),
+            status=pb.ListVolumesResponse.VolumeStatus(
+                published_node_ids=list(status.published_nodes)
+            ),
+        )
 
     def _volume_to_pb(self, volume: Volume) -> pb.Volume:
         message = pb.Volume(

@@ -18,10 +18,12 @@ from pathlib import Path
 
 import grpc
 
+from csi_mock.backend.controller import CreateRequest
+from csi_mock.model.volume import AccessMode, AccessType, Capability
 from csi_mock.proto import csi_pb2 as pb
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
 from tests.driver.conftest import RunningDriver, StartDriver
-from tests.driver.csi_helpers import GiB, create_volume, publish, stage, stats
+from tests.driver.csi_helpers import GiB, MiB, create_volume, publish, stage, stats
 
 SHARE_OF_THE_OPERATION = 0.3
 GIB_FILES = 3
@@ -161,3 +163,23 @@ async def test_probe_answers_while_a_large_volume_is_snapshotted_and_restored(
     print(f"restore: {took * 1000:.0f} ms, slowest Probe {slowest * 1000:.1f} ms")
     restored = csi.config.volumes_dir / restoring.result().volume.volume_id
     assert len(os.listdir(restored)) == GIB_FILES + SNAPSHOT_FILES // 500
+
+
+LISTED_VOLUMES = 2_000
+
+
+async def test_probe_answers_while_every_volume_is_listed(start_driver: StartDriver) -> None:
+    csi = await start_driver(pools=[{"name": "big", "size": "100Gi"}])
+    # Through the backend, not gRPC: the listing is under test, and this is 3x faster.
+    capabilities = [Capability(AccessType.MOUNT, AccessMode.SINGLE_NODE_WRITER)]
+    for index in range(LISTED_VOLUMES):
+        csi.driver.controller.create_volume(
+            CreateRequest(name=f"pvc-{index}", capabilities=capabilities, required_bytes=MiB)
+        )
+
+    listing = asyncio.ensure_future(csi.controller.ListVolumes(pb.ListVolumesRequest()))
+    slowest, took = await slowest_probe_from_a_thread(csi, listing)
+
+    assert len(listing.result().entries) == LISTED_VOLUMES
+    assert listing.result().next_token == ""
+    assert_probes_went_on(slowest, took, "ListVolumes without max_entries")
