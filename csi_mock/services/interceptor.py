@@ -1,6 +1,7 @@
 """The one interceptor around every CSI service.
 
-It refuses volume RPCs until state is loaded, turns domain errors into status codes,
+It refuses volume RPCs until state is loaded and requests that do not decode (a string
+that is not UTF-8: INVALID_ARGUMENT naming the field), turns domain errors into status codes,
 times each call and hands a CallRecord to every sink (JSON log, journal, metrics).
 """
 
@@ -18,6 +19,7 @@ from csi_mock.control.faults import FaultEngine
 from csi_mock.fault_rules import FaultRuleSpec
 from csi_mock.model.errors import InjectedFault, Unavailable
 from csi_mock.observe.calls import CallRecord, RecordSink, key_fields, split_method
+from csi_mock.services.decoding import UndecodableRequest, lenient
 from csi_mock.services.readiness import Readiness
 from csi_mock.services.status import status_of
 
@@ -61,8 +63,12 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         behaviour: Behaviour = handler.unary_unary  # type: ignore[assignment]
 
         async def observed(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+            undecodable = isinstance(request, UndecodableRequest)
             record = CallRecord(
-                time=time.time(), method=method, service=service, request=key_fields(request)
+                time=time.time(),
+                method=method,
+                service=service,
+                request={} if undecodable else key_fields(request),
             )
             started = time.perf_counter()
             published = False
@@ -75,6 +81,8 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
                     sink(record)
 
             try:
+                if undecodable:
+                    raise request.error
                 if service != "Identity" and not self._readiness.ready:
                     raise Unavailable(self._readiness.failure or "driver state is still loading")
                 rule = self._faults.select(method, record.request) if self._faults else None
@@ -110,7 +118,9 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
 
         return grpc.unary_unary_rpc_method_handler(
             observed,
-            request_deserializer=handler.request_deserializer,
+            # Bytes that are not a valid request (a string that is not UTF-8) reach
+            # `observed` as an UndecodableRequest, refused as INVALID_ARGUMENT.
+            request_deserializer=lenient(handler.request_deserializer),
             response_serializer=handler.response_serializer,
         )
 

@@ -494,6 +494,83 @@ async def test_name_with_a_banned_control_character_is_invalid_argument(
     await assert_refused_without_effect(csi, base, create(name=f"pvc{character}x"), INVALID, "name")
 
 
+# -- bytes that are not a valid request --------------------------------------------------
+
+MARK = "\u00e9\u00e9"
+"""Four bytes in UTF-8 (C3 A9 C3 A9), replaced on the wire by four that are not UTF-8."""
+NOT_UTF8 = b"\xff\xfe\xc3\x28"
+
+
+def raw(method: str, request: Any, wire: Callable[[bytes], bytes] | None = None) -> Call:
+    """`request` serialized, with every MARK replaced by bytes that are not UTF-8, sent as
+    they are: a protobuf client refuses to build such a message itself."""
+
+    def call(csi: RunningDriver, base: Base) -> Awaitable[Any]:
+        data = request.SerializeToString()
+        data = wire(data) if wire else data.replace(MARK.encode(), NOT_UTF8)
+        send = csi.channel.unary_unary(method)
+        return send(data)  # type: ignore[no-any-return]
+
+    return call
+
+
+def create_marked(**fields: Any) -> Any:
+    request = create_request("pvc-new")
+    for name, value in fields.items():
+        if name == "parameters":
+            request.parameters.update(value)
+        elif name == "fs_type":
+            request.volume_capabilities[0].mount.fs_type = value
+        else:
+            setattr(request, name, value)
+    return request
+
+
+CREATE = "/csi.v1.Controller/CreateVolume"
+
+
+async def test_name_that_is_not_utf8_is_invalid_argument_naming_it(
+    csi: RunningDriver, base: Base
+) -> None:
+    call = raw(CREATE, create_marked(name=f"pvc-{MARK}"))
+    await assert_refused_without_effect(csi, base, call, INVALID, "name", "UTF-8")
+
+
+async def test_nested_field_that_is_not_utf8_is_invalid_argument_naming_its_path(
+    csi: RunningDriver, base: Base
+) -> None:
+    call = raw(CREATE, create_marked(fs_type=MARK))
+    await assert_refused_without_effect(
+        csi, base, call, INVALID, "volume_capabilities[0].mount.fs_type"
+    )
+
+
+async def test_parameter_value_that_is_not_utf8_is_invalid_argument_naming_its_key(
+    csi: RunningDriver, base: Base
+) -> None:
+    call = raw(CREATE, create_marked(parameters={"kind": MARK}))
+    await assert_refused_without_effect(csi, base, call, INVALID, "parameters['kind']")
+
+
+async def test_node_path_that_is_not_utf8_is_invalid_argument_naming_it(
+    csi: RunningDriver, base: Base
+) -> None:
+    request = pb.NodeUnpublishVolumeRequest(
+        volume_id=base.volume_id, target_path=f"{base.target}{MARK}"
+    )
+    call = raw("/csi.v1.Node/NodeUnpublishVolume", request)
+    await assert_refused_without_effect(csi, base, call, INVALID, "target_path")
+
+
+async def test_bytes_that_are_no_request_are_invalid_argument(
+    csi: RunningDriver, base: Base
+) -> None:
+    call = raw(CREATE, create_marked(), wire=lambda data: data[: len(data) // 2] + b"\xff")
+    await assert_refused_without_effect(
+        csi, base, call, INVALID, "not a valid csi.v1.CreateVolumeRequest"
+    )
+
+
 @pytest.mark.parametrize("character", ["\t", "\n", "\r"], ids=["tab", "newline", "return"])
 async def test_name_with_common_whitespace_is_accepted(csi: RunningDriver, character: str) -> None:
     # Spec (CreateVolumeRequest.name): "Any Unicode string that conforms to the length
