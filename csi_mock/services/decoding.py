@@ -98,9 +98,9 @@ def _check(field: FieldDescriptor, chunk: bytes, prefix: str, index: int) -> str
     name = prefix + field.name
     if field.type == FieldDescriptor.TYPE_STRING:
         return None if _is_utf8(chunk) else _indexed(field, name, index)
-    if field.type != FieldDescriptor.TYPE_MESSAGE:
-        return None
     entry = field.message_type
+    if field.type != FieldDescriptor.TYPE_MESSAGE or entry is None:
+        return None
     if entry.GetOptions().map_entry:
         return _check_map_entry(entry, chunk, name)
     return field_not_utf8(entry, chunk, _indexed(field, name, index) + ".")
