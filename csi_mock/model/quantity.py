@@ -58,6 +58,10 @@ def parse_quantity(value: str | int) -> int:
         exponent = int(match["exponent"])
         if exponent > 30:
             raise QuantityError(f"{value!r} exceeds the int64 range")
+        if exponent < -len(match["number"]):
+            # Below 1 (the number has fewer digits than that): 1 byte or none, found
+            # without computing 10**exponent, which for 1e-999999999 would take minutes.
+            return 1 if number > 0 else 0
         number *= Fraction(10) ** exponent
     else:
         number *= _SUFFIXES[match["suffix"] or ""]

@@ -16,6 +16,9 @@ from csi_mock.model.quantity import INT64_MAX, QuantityError, format_quantity, p
         ("1e3", 1000),
         ("1k", 1000),
         ("0.5", 1),  # rounded up to whole bytes, as Kubernetes does
+        ("150e-2", 2),
+        ("1e-999999999", 1),  # without computing 10**999999999
+        ("0.0e-999999999", 0),
         (4096, 4096),
     ],
 )
