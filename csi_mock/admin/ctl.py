@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -90,45 +92,78 @@ def _since(value: str) -> float:
         ) from None
 
 
+class _CommandParser(argparse.ArgumentParser):
+    """A ctl command's parser: an argument such as `-1Gi` or `-5` is a value (which the
+    command then refuses as negative), not an unknown option. argparse only takes
+    plain negative numbers (`-5`) as values, so `pool resize fast -1Gi` would otherwise
+    say the size is missing."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-\d")
+
+
+def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
+    """Where to reach the admin API and how to print, accepted before and after the
+    command; after it they default to SUPPRESS so an absent one keeps the value given
+    before the command."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--socket",
+        type=Path,
+        default=default,
+        help=f"admin unix socket (default: ${SOCKET_ENV}, else {DEFAULT_SOCKET})",
+    )
+    where.add_argument(
+        "--url", default=default, help="admin API over TCP, e.g. http://10.0.0.7:9809"
+    )
+    secret = parser.add_mutually_exclusive_group()
+    secret.add_argument(
+        "--token", default=default, help=f"bearer token for --url (default: ${TOKEN_ENV})"
+    )
+    secret.add_argument(
+        "--token-file", type=Path, default=default, help="file holding the bearer token"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_duration,
+        default=30.0 if default is None else default,
+        help="seconds or a duration (default 30s)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=False if default is None else default,
+        help="machine output (JSON)",
+    )
+
+
 def add_ctl_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `ctl` and its commands on the `csi-mock` parser."""
-    output = argparse.ArgumentParser(add_help=False)
-    output.add_argument(
-        "--json", action="store_true", default=argparse.SUPPRESS, help="machine output"
-    )
+    after_command = _CommandParser(add_help=False)
+    _global_options(after_command, default=argparse.SUPPRESS)
     ctl = commands.add_parser(
         "ctl",
         help="control a running driver through its admin API",
         description="Control a running driver through its admin API (docs/admin-api.md).",
     )
-    where = ctl.add_mutually_exclusive_group()
-    where.add_argument(
-        "--socket",
-        type=Path,
-        help=f"admin unix socket (default: ${SOCKET_ENV}, else {DEFAULT_SOCKET})",
+    _global_options(ctl, default=None)
+    verbs = ctl.add_subparsers(
+        dest="ctl_command", required=True, metavar="COMMAND", parser_class=_CommandParser
     )
-    where.add_argument("--url", help="admin API over TCP, e.g. http://10.0.0.7:9809")
-    secret = ctl.add_mutually_exclusive_group()
-    secret.add_argument("--token", help=f"bearer token for --url (default: ${TOKEN_ENV})")
-    secret.add_argument("--token-file", type=Path, help="file holding the bearer token")
-    ctl.add_argument(
-        "--timeout", type=_duration, default=30.0, help="seconds or a duration (default 30s)"
-    )
-    ctl.add_argument("--json", action="store_true", help="machine output (JSON)")
-    verbs = ctl.add_subparsers(dest="ctl_command", required=True, metavar="COMMAND")
 
     def leaf(
-        group: argparse._SubParsersAction[argparse.ArgumentParser],
+        group: argparse._SubParsersAction[_CommandParser],
         name: str,
         command: Command,
         help: str,
     ) -> argparse.ArgumentParser:
-        parser = group.add_parser(name, help=help, description=help, parents=[output])
+        parser = group.add_parser(name, help=help, description=help, parents=[after_command])
         parser.set_defaults(ctl_handler=command)
         return parser
 
     fault = verbs.add_parser("fault", help="fault rules").add_subparsers(
-        dest="fault_command", required=True, metavar="COMMAND"
+        dest="fault_command", required=True, metavar="COMMAND", parser_class=_CommandParser
     )
     add = leaf(fault, "add", fault_add, "add a rule at the end of the list")
     add.add_argument("--method", required=True, help="CSI method name or glob")
@@ -164,7 +199,7 @@ def add_ctl_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     leaf(fault, "clear", fault_clear, "remove every rule")
 
     pool = verbs.add_parser("pool", help="pools and their accounting").add_subparsers(
-        dest="pool_command", required=True, metavar="COMMAND"
+        dest="pool_command", required=True, metavar="COMMAND", parser_class=_CommandParser
     )
     leaf(pool, "list", pool_list, "list the pools")
     leaf(pool, "show", pool_show, "show one pool").add_argument("name")
@@ -219,11 +254,23 @@ def run_ctl(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     except AdminError as error:
         print(f"csi-mock ctl: {_explain(error)}", file=sys.stderr)
         return 1
-    print(json.dumps(output.data, indent=2) if args.json else output.text)
+    try:
+        print(json.dumps(output.data, indent=2) if args.json else output.text, flush=True)
+    except BrokenPipeError:
+        # The reader stopped early (`ctl journal | head -1`): nothing is wrong, so no
+        # traceback; stdout goes to /dev/null so the interpreter's final flush is quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return output.exit_code
 
 
 def _client(args: argparse.Namespace, env: Mapping[str, str]) -> AdminClient:
+    # Each option is exclusive with its pair on one side of the command; across the
+    # command argparse cannot see both.
+    for first, second in (("socket", "url"), ("token", "token_file")):
+        if getattr(args, first) is not None and getattr(args, second) is not None:
+            raise UsageError(
+                f"--{first.replace('_', '-')} and --{second.replace('_', '-')} exclude each other"
+            )
     token = args.token or env.get(TOKEN_ENV)
     if args.token_file is not None:
         try:
@@ -301,15 +348,15 @@ def pool_show(client: AdminClient, args: argparse.Namespace) -> Output:
 
 
 def pool_resize(client: AdminClient, args: argparse.Namespace) -> Output:
-    return _pool_output(client.resize_pool(args.name, _amount(args.size)))
+    return _pool_output(client.resize_pool(args.name, _amount(args.size, "size")))
 
 
 def pool_consume(client: AdminClient, args: argparse.Namespace) -> Output:
-    return _pool_output(client.consume(args.name, _amount(args.bytes)))
+    return _pool_output(client.consume(args.name, _amount(args.bytes, "bytes")))
 
 
 def pool_release(client: AdminClient, args: argparse.Namespace) -> Output:
-    return _pool_output(client.release(args.name, _amount(args.bytes)))
+    return _pool_output(client.release(args.name, _amount(args.bytes, "bytes")))
 
 
 def capacity_command(client: AdminClient, args: argparse.Namespace) -> Output:
@@ -396,8 +443,13 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     )
 
 
-def _amount(text: str) -> int | str:
-    """Digits travel as a number, quantities ("10Gi") as text for the API to parse."""
+def _amount(text: str, argument: str) -> int | str:
+    """Digits travel as a number, quantities ("10Gi") as text for the API to parse; a
+    negative amount is refused here (exit 2)."""
+    if text.startswith("-"):
+        raise UsageError(
+            f"{argument} {text!r} is negative; give 0 or more bytes, or a quantity like 1Gi"
+        )
     return int(text) if text.isdigit() else text
 
 

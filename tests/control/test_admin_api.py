@@ -333,9 +333,23 @@ async def test_limits_are_read_and_patched(with_admin: AdminDriver) -> None:
 
     patched = await admin.set_limits(max_volumes_per_node=4)
     assert (patched.max_volumes_per_node, patched.attach_limit) == (4, 0)
-    patched = await admin.set_limits(attach_limit=2)
-    assert (patched.max_volumes_per_node, patched.attach_limit) == (4, 2)
+    patched = await admin.set_limits(attach_limit=0)
+    assert (patched.max_volumes_per_node, patched.attach_limit) == (4, 0)
+    patched = await admin.set_limits(max_volumes_per_node=6, attach_limit=2)
+    assert (patched.max_volumes_per_node, patched.attach_limit) == (6, 2)
     assert await admin.limits() == patched
+
+
+async def test_an_attach_limit_above_0_is_also_max_volumes_per_node(
+    with_admin: AdminDriver,
+) -> None:
+    """As the start-up --attach-limit (hostpathplugin): the kubelet then schedules no
+    more volumes to the node than the controller attaches."""
+    await with_admin.admin.set_limits(max_volumes_per_node=4)
+
+    patched = await with_admin.admin.set_limits(attach_limit=2)
+
+    assert (patched.max_volumes_per_node, patched.attach_limit) == (2, 2)
 
 
 @pytest.mark.parametrize(

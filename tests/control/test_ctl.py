@@ -387,6 +387,55 @@ def test_limits_show_and_set(served: ServedDriver) -> None:
     assert info.max_volumes_per_node == 3
 
 
+def test_a_runtime_attach_limit_is_also_node_get_info_max_volumes_per_node(
+    served: ServedDriver,
+) -> None:
+    shown = json.loads(ok(served.run("limits", "--attach-limit", "4", "--json")))
+
+    info = pb_grpc.NodeStub(served.channel).NodeGetInfo(pb.NodeGetInfoRequest())
+    assert shown == {"max_volumes_per_node": 4, "attach_limit": 4}
+    assert info.max_volumes_per_node == 4
+
+
+def test_an_explicit_max_volumes_per_node_wins_over_the_attach_limit(
+    served: ServedDriver,
+) -> None:
+    ran = served.run("limits", "--attach-limit", "4", "--max-volumes-per-node", "6", "--json")
+
+    assert json.loads(ok(ran)) == {"max_volumes_per_node": 6, "attach_limit": 4}
+
+
+def test_global_options_are_accepted_after_the_command(served: ServedDriver) -> None:
+    ran = served.run("health", "--socket", str(served.admin_socket), "--json", socket=False)
+
+    assert json.loads(ok(ran))["ready"] is True
+
+
+def test_a_negative_size_is_refused_naming_it_and_the_pool_stays(served: ServedDriver) -> None:
+    ran = served.run("pool", "resize", "spare", "-1Gi")
+
+    assert ran.code == 2
+    assert "size '-1Gi' is negative" in ran.err
+    with served.admin() as admin:
+        assert admin.pool("spare").total == 10 * GiB
+
+
+def test_a_reader_that_stops_early_ends_ctl_quietly(served: ServedDriver) -> None:
+    served.create("pvc-piped")
+    argv = ["ctl", "--socket", str(served.admin_socket), "journal"]
+    ctl = subprocess.Popen(
+        [sys.executable, "-m", "csi_mock.cli", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert ctl.stdout is not None and ctl.stderr is not None
+    ctl.stdout.close()  # as `| head -1` does once it has its line: later writes fail
+    err = ctl.stderr.read().decode()
+    code = ctl.wait(timeout=30)
+
+    assert (code, err) == (0, "")
+
+
 def test_volumes_lists_every_volume_in_creation_order(served: ServedDriver) -> None:
     for index in range(3):
         served.create(f"pvc-listed-{index}")
@@ -482,6 +531,8 @@ def test_a_registering_driver_shows_the_kubelets_verdict_and_unregisters_on_sigt
         ["ctl", "fault", "add", "--method", "CreateVolume", "--override", "no-equals-sign"],
         ["ctl", "fault", "add", "--method", "CreateVolume", "--times", "one"],
         ["ctl", "--socket", "/x.sock", "--url", "http://127.0.0.1:1", "health"],
+        ["ctl", "--socket", "/x.sock", "health", "--url", "http://127.0.0.1:1"],
+        ["ctl", "--token", "t" * 16, "health", "--token-file", "/x"],
         ["ctl", "capacity", "melt"],
         ["ctl", "journal", "--since", "yesterday"],
         ["ctl", "fault", "add", "--method", "CreateVolume", "--delay", "2 seconds"],

@@ -26,8 +26,20 @@ class LimitsRoutes:
         return self._answer()
 
     async def patch(self, request: web.Request) -> web.Response:
-        """Set the given limits; both are checked before either changes."""
+        """Set the given limits; both are checked before either changes.
+
+        As the start-up --attach-limit does (hostpathplugin's rule), an attach limit
+        above 0 is also NodeGetInfo's max_volumes_per_node when the node service runs
+        here, unless the same patch gives max_volumes_per_node itself: the kubelet then
+        schedules no more volumes to the node than the controller attaches.
+        """
         patch = await read_body(request, LimitsPatch)
+        if (
+            patch.attach_limit
+            and patch.max_volumes_per_node is None
+            and self._driver.node is not None
+        ):
+            patch = patch.model_copy(update={"max_volumes_per_node": patch.attach_limit})
         # Look up both services first: a 409 for either must leave both limits as they were.
         node = (
             node_of(self._driver, "max_volumes_per_node")
