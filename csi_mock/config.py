@@ -143,6 +143,15 @@ def _absolute_path(path: Path) -> Path:
 AbsolutePath = Annotated[Path, AfterValidator(_absolute_path)]
 
 
+def _check_socket_length(path: Path, what: str, fix: str) -> None:
+    size = len(os.fsencode(path))
+    if size > UNIX_SOCKET_PATH_MAX:
+        raise ValueError(
+            f"{what} {str(path)!r} is {size} bytes, longer than {UNIX_SOCKET_PATH_MAX} (the"
+            f" limit of a unix socket path); {fix}"
+        )
+
+
 class RegistrationConfig(_Model):
     """Registration with the kubelet's plugin watcher, as node-driver-registrar does it."""
 
@@ -289,6 +298,7 @@ class DriverConfig(_Model):
     def _unix_endpoint(cls, endpoint: str) -> str:
         if not endpoint.startswith("unix://") or not endpoint[7:].startswith("/"):
             raise ValueError("must be unix:///absolute/path.sock")
+        _check_socket_length(Path(endpoint[7:]), "the socket path", "give a shorter path")
         return endpoint
 
     @model_validator(mode="after")
@@ -310,6 +320,14 @@ class DriverConfig(_Model):
         _validate_segment({self.node_topology_key: "x"})
         if self.node.segment:
             _validate_segment(self.node.segment)
+        if self.admin.socket is not None:
+            _check_socket_length(self.admin.socket, "admin.socket:", "give a shorter path")
+        else:
+            _check_socket_length(
+                self.admin_socket_path,
+                "state_dir: the admin socket",
+                "give a shorter state_dir, or set admin.socket to a shorter path",
+            )
         if self.node.registration is not None:
             if not self.mode.node:
                 raise ValueError(

@@ -6,8 +6,11 @@ import asyncio
 import logging
 import os
 import signal
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import grpc
 
@@ -23,6 +26,9 @@ from csi_mock.host.backing import BackingStore
 from csi_mock.host.loop import KernelLoopDevices, LoopDevices
 from csi_mock.host.mounts import BindMounter, DirectoryMounter, Mounter
 from csi_mock.host.paths import remove_stale_socket
+from csi_mock.host.sockets import SocketInUse, claim_socket_path
+from csi_mock.host.state_lock import StateLock, StateLockHeld
+from csi_mock.model.quantity import format_quantity
 from csi_mock.observe.calls import JsonLogSink, RecordSink
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
 from csi_mock.proto import pluginregistration_pb2_grpc as reg_grpc
@@ -36,6 +42,96 @@ from csi_mock.store.sqlite import StateStore
 
 log = logging.getLogger("csi_mock")
 SHUTDOWN_GRACE_SECONDS = 10.0
+STATE_DIR_MODE = 0o700
+"""The state directory holds every volume's data: only the driver's user may enter."""
+SOCKET_MODE = 0o600
+"""Whoever connects to the CSI socket can mount onto any directory: only the driver's
+user (root, as the kubelet and the sidecars) may."""
+LOCK_FILE = "lock"
+
+
+class StartupError(ConfigError):
+    """The driver cannot start here; the message names the key, the path and the fix."""
+
+
+def claim_state_dir(config: DriverConfig) -> StateLock:
+    """Create the state directory (mode 0700 whatever the umask) and lock it for this
+    process's life: two drivers on one state would both spend the same pools."""
+    state_dir = config.state_dir
+    lock = StateLock(state_dir / LOCK_FILE)
+    try:
+        state_dir.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
+        os.chmod(state_dir, STATE_DIR_MODE)  # mkdir's mode is masked; it may be older
+        lock.acquire()
+    except StateLockHeld as held:
+        raise StartupError(
+            f"state_dir: {state_dir} is in use by another csi-mock ({held}); stop that"
+            " driver, or give this one another state directory (--statedir)"
+        ) from None
+    except OSError as error:
+        raise StartupError(
+            f"state_dir: cannot use {state_dir}: {error.strerror or error}; run as root,"
+            " or give a writable directory (--statedir, or state_dir in the config file)"
+        ) from None
+    return lock
+
+
+def open_store(path: Path) -> StateStore:
+    try:
+        return StateStore(path)
+    except sqlite3.DatabaseError as error:
+        raise _unreadable_store(path, error) from None
+
+
+def _unreadable_store(path: Path, error: sqlite3.DatabaseError) -> StartupError:
+    return StartupError(
+        f"state_dir: {path} cannot be read as the driver's database ({error}); move it"
+        " aside to start without volumes, or restore it from a backup"
+    )
+
+
+def check_saved_pools(config: DriverConfig, store: StateStore) -> None:
+    """Compare the saved pools with the configured ones before anything serves.
+
+    A pool that still holds volumes or snapshots must stay configured: StartupError
+    naming each such pool. A size saved by a pool resize (admin API) wins over the
+    configured size, file or flags, as the newer decision; each such override is logged
+    at WARNING with both sizes.
+    """
+    configured = {pool.name: pool.size for pool in config.effective_pools()}
+    held = store.allocations()
+    orphans = sorted(set(held) - set(configured))
+    if orphans:
+        described = ", ".join(
+            f"{name} ({len(held[name])} volumes or snapshots)" for name in orphans
+        )
+        raise StartupError(
+            f"pools: {store.path} holds volumes in pools that are no longer configured:"
+            f" {described}; configure these pools again (pools in the config file, or"
+            " --capacity), and delete their volumes before removing a pool"
+        )
+    for name, usage in sorted(store.pool_usage().items()):
+        size = configured.get(name)
+        if size is not None and usage.total is not None and usage.total != size:
+            log.warning(
+                "pool %s: the saved size %s (from a pool resize) overrides the configured"
+                " size %s; `csi-mock ctl pool resize %s %s` restores the configured size",
+                name,
+                format_quantity(usage.total),
+                format_quantity(size),
+                name,
+                format_quantity(size),
+            )
+
+
+@contextmanager
+def _umask(mask: int) -> Iterator[None]:
+    """A process-wide umask for a moment: only while nothing else creates files."""
+    previous = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(previous)
 
 
 def choose_mounter(mode: MountMode) -> Mounter:
@@ -75,33 +171,48 @@ class Driver:
     """Read-only views of the stored volumes (admin API)."""
     registration: KubeletRegistration | None = None
     """Set when the driver registers itself with the kubelet (node.registration)."""
+    state_lock: StateLock | None = None
+    """The state directory's lock, held until close()."""
+    _closed: bool = field(default=False, init=False, repr=False)
 
     @classmethod
     def open(cls, config: DriverConfig, mounter: Mounter | None = None) -> Driver:
-        config.state_dir.mkdir(parents=True, exist_ok=True)
-        loops = None
-        if config.mode.node:
-            mounter = mounter or choose_mounter(config.node.mount)
-            loops = choose_loop_devices(config.node.block_device, mounter)
-        store = StateStore(config.state_dir / "state.db")
-        backing = BackingStore(config.volumes_dir, loops)
-        controller = Controller(config, store, backing) if config.mode.controller else None
-        node = None
-        if config.mode.node:
-            assert mounter is not None
-            node = Node(config, store, backing, mounter, loops)
-        driver = cls(
-            config=config,
-            store=store,
-            controller=controller,
-            node=node,
-            journal=Journal(config.admin.journal_size),
-            metrics=Metrics(lambda: controller.pools if controller else ()),
-        )
-        if config.registration_socket_path is not None:
-            driver.registration = KubeletRegistration(config.registration_socket_path)
-        for spec in config.faults:
-            driver.faults.add(spec)
+        """Lock the state directory, open the store and check it against the pools; a
+        StartupError names the key, the path and the fix."""
+        with ExitStack() as undo:
+            lock = claim_state_dir(config)
+            undo.callback(lock.release)
+            loops = None
+            if config.mode.node:
+                mounter = mounter or choose_mounter(config.node.mount)
+                loops = choose_loop_devices(config.node.block_device, mounter)
+            store = open_store(config.state_dir / "state.db")
+            undo.callback(store.close)
+            if config.mode.controller:
+                try:
+                    check_saved_pools(config, store)
+                except sqlite3.DatabaseError as error:
+                    raise _unreadable_store(store.path, error) from None
+            backing = BackingStore(config.volumes_dir, loops)
+            controller = Controller(config, store, backing) if config.mode.controller else None
+            node = None
+            if config.mode.node:
+                assert mounter is not None
+                node = Node(config, store, backing, mounter, loops)
+            driver = cls(
+                config=config,
+                store=store,
+                controller=controller,
+                node=node,
+                journal=Journal(config.admin.journal_size),
+                metrics=Metrics(lambda: controller.pools if controller else ()),
+                state_lock=lock,
+            )
+            if config.registration_socket_path is not None:
+                driver.registration = KubeletRegistration(config.registration_socket_path)
+            for spec in config.faults:
+                driver.faults.add(spec)
+            undo.pop_all()
         return driver
 
     def __post_init__(self) -> None:
@@ -117,11 +228,19 @@ class Driver:
                     log.warning("block publication not restored: %s", problem)
         except Exception as error:
             self.readiness.failure = f"loading state failed: {error}"
+            if isinstance(error, sqlite3.DatabaseError):
+                raise _unreadable_store(self.store.path, error) from None
             raise
         self.readiness.ready = True
 
     def close(self) -> None:
+        """Close the store and release the state directory (once; later calls do nothing)."""
+        if self._closed:
+            return
+        self._closed = True
         self.store.close()
+        if self.state_lock is not None:
+            self.state_lock.release()
 
 
 class RegistrationSocketError(ConfigError):
@@ -142,15 +261,22 @@ class RegistrationServer:
             RegistrationServicer(config, registration), self._server
         )
         self._kubelet_endpoint = config.kubelet_endpoint
+        self._name = config.name
         self._listening = False
 
     async def start(self) -> None:
         """Listen; a RegistrationSocketError names the key at fault."""
         try:
             self.socket_path.parent.mkdir(parents=True, exist_ok=True)
-            remove_stale_socket(self.socket_path)
+            claim_socket_path(self.socket_path)
             self._server.add_insecure_port(f"unix://{self.socket_path}")
             self._listening = True
+            os.chmod(self.socket_path, SOCKET_MODE)
+        except SocketInUse as error:
+            raise RegistrationSocketError(
+                f"node.registration.plugins_registry: {error}; is another csi-mock registered"
+                f" as {self._name}? Stop it, or give this one another driver name"
+            ) from None
         except (OSError, RuntimeError) as error:  # grpc reports a failed bind as RuntimeError
             reason = error.strerror if isinstance(error, OSError) else "bind failed"
             raise RegistrationSocketError(
@@ -193,28 +319,57 @@ class DriverServer:
         self.registration: RegistrationServer | None = None
         if driver.registration is not None:
             self.registration = RegistrationServer(config, driver.registration)
+        self._listening = False
 
     async def start(self) -> None:
-        self.socket_path.parent.mkdir(parents=True, exist_ok=True)
-        remove_stale_socket(self.socket_path)
-        self._server.add_insecure_port(f"unix://{self.socket_path}")
-        await self._server.start()
-        # Serve Identity (Probe says not ready) while the state loads.
-        await asyncio.to_thread(self.driver.load)
-        # Only now: the kubelet calls NodeGetInfo as soon as it sees the socket.
-        if self.registration is not None:
-            try:
+        """Listen, load the state, register; on any failure nothing is left listening
+        and the driver is closed. A StartupError names the key, the path and the fix."""
+        self._listen()
+        try:
+            await self._server.start()
+            # Serve Identity (Probe says not ready) while the state loads.
+            await asyncio.to_thread(self.driver.load)
+            # Only now: the kubelet calls NodeGetInfo as soon as it sees the socket.
+            if self.registration is not None:
                 await self.registration.start()
-            except BaseException:
-                await self.stop(grace=0)
-                raise
+        except BaseException:
+            await self.stop(grace=0)
+            raise
+
+    def _listen(self) -> None:
+        """Bind the CSI socket with mode 0600 whatever the umask; a live socket at the
+        path (another driver serving) is refused, a stale one replaced."""
+        path = self.socket_path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            claim_socket_path(path)
+            # Nothing else runs yet, so the umask can make the socket private from birth.
+            with _umask(0o777 & ~SOCKET_MODE):
+                self._server.add_insecure_port(f"unix://{path}")
+            self._listening = True
+            os.chmod(path, SOCKET_MODE)
+        except SocketInUse as error:
+            self.driver.close()
+            raise StartupError(
+                f"endpoint: {error}; stop the driver serving there, or give this one"
+                " another endpoint (--endpoint)"
+            ) from None
+        except (OSError, RuntimeError) as error:  # grpc reports a failed bind as RuntimeError
+            self.driver.close()
+            reason = error.strerror if isinstance(error, OSError) else "bind failed"
+            raise StartupError(
+                f"endpoint: cannot listen on {path}: {reason}; run as root, or give a"
+                " writable path (--endpoint, or endpoint in the config file)"
+            ) from None
 
     async def stop(self, grace: float = SHUTDOWN_GRACE_SECONDS) -> None:
         """Deregister, finish in-flight calls (up to `grace` seconds), remove the socket."""
         if self.registration is not None:
             await self.registration.stop(grace)
         await self._server.stop(grace)
-        remove_stale_socket(self.socket_path)
+        if self._listening:  # else the path may be another driver's live socket
+            remove_stale_socket(self.socket_path)
+            self._listening = False
         self.driver.close()
 
     async def wait(self) -> None:

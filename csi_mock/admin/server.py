@@ -20,6 +20,7 @@ from csi_mock.admin.errors import json_errors
 from csi_mock.admin.routes import all_routes
 from csi_mock.config import ConfigError
 from csi_mock.host.paths import remove_stale_socket
+from csi_mock.host.sockets import SocketInUse, claim_socket_path
 
 if TYPE_CHECKING:
     from csi_mock.server import Driver
@@ -62,16 +63,25 @@ class AdminServer:
         self.tcp: str | None = driver.config.admin.tcp
         self._grace = grace
         self._runners: list[web.AppRunner] = []
+        self._listening = False
 
     async def start(self) -> None:
         """Listen; a TokenError or ListenError (both ConfigErrors) names the key at fault."""
         token = configured_token(self.driver.config.admin) if self.tcp else None
         try:
-            self.socket_path.parent.mkdir(parents=True, exist_ok=True)
-            remove_stale_socket(self.socket_path)
+            with _listening("admin.socket", str(self.socket_path)):
+                self.socket_path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                claim_socket_path(self.socket_path)
+            except SocketInUse as error:
+                raise ListenError(
+                    f"admin.socket: {error}; stop the driver serving there, or give this one"
+                    " another admin.socket"
+                ) from None
             unix = await self._runner(create_app(self.driver))
             with _listening("admin.socket", str(self.socket_path)):
                 await web.UnixSite(unix, str(self.socket_path)).start()
+            self._listening = True
             os.chmod(self.socket_path, SOCKET_MODE)
             if self.tcp is not None:
                 assert token is not None  # AdminConfig refuses tcp without a token
@@ -91,7 +101,9 @@ class AdminServer:
         runners, self._runners = self._runners, []
         for runner in runners:
             await runner.cleanup()
-        remove_stale_socket(self.socket_path)
+        if self._listening:  # else the path may be another driver's live socket
+            remove_stale_socket(self.socket_path)
+            self._listening = False
 
     @property
     def tcp_address(self) -> tuple[str, int] | None:
