@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -166,6 +167,27 @@ async def test_a_stale_socket_from_an_earlier_run_is_replaced(
     async with dial(reg_socket(registry)) as registration:
         info = await registration.GetInfo(reg.InfoRequest())
     assert info.name == DRIVER_NAME
+
+
+async def test_a_live_socket_of_another_driver_is_refused_and_kept(
+    start_driver: StartDriver, tmp_path: Path, registry: Path
+) -> None:
+    registry.mkdir()
+    with socket.socket(socket.AF_UNIX) as other:
+        other.bind(str(reg_socket(registry)))
+        other.listen()
+
+        with pytest.raises(ConfigError, match=r"plugins_registry: .* is a live socket"):
+            await start_driver(**registering(registry))
+
+        assert reg_socket(registry).is_socket()
+    assert not (tmp_path / "csi.sock").exists()
+
+
+async def test_the_socket_is_private_to_the_drivers_user(
+    registered: RunningDriver, registry: Path
+) -> None:
+    assert stat.S_IMODE(reg_socket(registry).stat().st_mode) == 0o600
 
 
 async def test_an_unusable_registry_stops_start_up_naming_the_key_and_removes_the_csi_socket(
