@@ -234,8 +234,8 @@ class DriverModel:
         volume = self.volumes.get(volume_id)
         if volume is None:
             return "OK"
-        if volume.attached:
-            return "FAILED_PRECONDITION"
+        if volume.attached or volume.staged or volume.targets:
+            return "FAILED_PRECONDITION"  # In use: the space must not go back yet.
         del self.volumes[volume_id]
         return "OK"
 

@@ -41,7 +41,7 @@ from hypothesis.stateful import (
 from csi_mock.admin.client import AdminError
 from csi_mock.host.loop import KernelLoopDevices
 from csi_mock.proto import csi_pb2 as pb
-from tests.driver.csi_helpers import mount_points
+from tests.driver.csi_helpers import backing_entries, mount_points
 from tests.driver.stateful_model import (
     KIND_COST,
     LOCATIONS,
@@ -222,6 +222,11 @@ class DriverMachine(RuleBasedStateMachine):
     @rule(pick=PICK, second=st.booleans(), readonly=st.booleans())
     def node_publish(self, pick: int, second: bool, readonly: bool) -> None:
         self.perform(self.publish_call(pick, second, readonly))
+
+    @precondition(lambda self: self.model.volumes)
+    @rule(pick=PICK, where=st.sampled_from(["link", "below a link", "state directory"]))
+    def node_publish_where_it_must_not_go(self, pick: int, where: str) -> None:
+        self.perform(self.misdirected_publish_call(pick, where))
 
     @precondition(lambda self: self.model.volumes)
     @rule(pick=PICK, second=st.booleans())
@@ -569,6 +574,40 @@ class DriverMachine(RuleBasedStateMachine):
             send_future=lambda: self.driver.node.NodePublishVolume.future(request, timeout=10),
         )
 
+    def misdirected_publish_call(self, pick: int, where: str) -> Call:
+        """NodePublish onto a symbolic link, below one, or into the driver's own state:
+        INVALID_ARGUMENT where the call would otherwise succeed, and no mount anywhere
+        (assert_mounts sees every mount below the root, the links' destination too)."""
+        volume = self.pick(pick, lambda v: v.staged is not None)
+        outside = self.root / "outside" / volume.name
+        outside.mkdir(parents=True, exist_ok=True)
+        if where == "state directory":
+            target = self.driver.volumes_dir / volume.id / "mnt"
+        else:
+            link = self.root / "pods" / f"{volume.name}-link"
+            if not link.is_symlink():
+                link.symlink_to(outside)
+            target = link if where == "link" else link / "below"
+        staging = self.staging_path(volume, False)
+        after = self.model.copy()
+        code = after.publish(volume.id, str(target), staging, False)
+        if where == "state directory" or code == "OK":
+            code, after = "INVALID_ARGUMENT", self.model.copy()
+        request = pb.NodePublishVolumeRequest(
+            volume_id=volume.id,
+            staging_target_path=staging,
+            target_path=str(target),
+            volume_capability=capability(volume.block, volume.multi_writer),
+            publish_context=publish_context(volume),
+            volume_context=volume.context,
+        )
+        return Call(
+            label=f"publish onto {where}",
+            run=lambda: self.driver.node.NodePublishVolume(request, timeout=10),
+            code=code,
+            after=after,
+        )
+
     def unpublish_call(self, pick: int | VolumeModel | VolumeModel, second: bool) -> Call:
         volume = self.pick(pick, lambda v: bool(v.targets))
         target = self.target_path(volume, second)
@@ -737,8 +776,13 @@ class DriverMachine(RuleBasedStateMachine):
         directory = self.driver.volumes_dir
         deadline = time.monotonic() + 5
         while True:
-            entries = {p.name: p for p in directory.iterdir()}
-            orphans = set(entries) - set(snapshot.volumes)
+            entries = {
+                name.rsplit("/", 1)[-1]: directory / name for name in backing_entries(directory)
+            }
+            # Pending and retired entries are the driver's unfinished work (only a crash
+            # leaves them); anything in lost+found is data that a row should have had.
+            unfinished = {n for n in backing_entries(directory) if "/" in n}
+            orphans = (set(entries) - set(snapshot.volumes)) | unfinished
             if allow_orphans or not orphans or time.monotonic() > deadline:
                 break
             time.sleep(0.05)  # a removal after the commit may still be under way
