@@ -10,7 +10,6 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import grpc
 
@@ -27,8 +26,7 @@ from csi_mock.host.loop import KernelLoopDevices, LoopDevices
 from csi_mock.host.mounts import BindMounter, DirectoryMounter, Mounter
 from csi_mock.host.paths import remove_stale_socket
 from csi_mock.host.sockets import SocketInUse, claim_socket_path
-from csi_mock.host.state_lock import StateLock, StateLockHeld
-from csi_mock.model.quantity import format_quantity
+from csi_mock.host.state_lock import StateLock
 from csi_mock.observe.calls import JsonLogSink, RecordSink
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
 from csi_mock.proto import pluginregistration_pb2_grpc as reg_grpc
@@ -38,90 +36,20 @@ from csi_mock.services.interceptor import CallInterceptor
 from csi_mock.services.node import NodeServicer
 from csi_mock.services.readiness import Readiness
 from csi_mock.services.registration import KubeletRegistration, RegistrationServicer
+from csi_mock.startup import (
+    StartupError,
+    check_saved_pools,
+    claim_state_dir,
+    open_store,
+    unreadable_store,
+)
 from csi_mock.store.sqlite import StateStore
 
 log = logging.getLogger("csi_mock")
 SHUTDOWN_GRACE_SECONDS = 10.0
-STATE_DIR_MODE = 0o700
-"""The state directory holds every volume's data: only the driver's user may enter."""
 SOCKET_MODE = 0o600
 """Whoever connects to the CSI socket can mount onto any directory: only the driver's
 user (root, as the kubelet and the sidecars) may."""
-LOCK_FILE = "lock"
-
-
-class StartupError(ConfigError):
-    """The driver cannot start here; the message names the key, the path and the fix."""
-
-
-def claim_state_dir(config: DriverConfig) -> StateLock:
-    """Create the state directory (mode 0700 whatever the umask) and lock it for this
-    process's life: two drivers on one state would both spend the same pools."""
-    state_dir = config.state_dir
-    lock = StateLock(state_dir / LOCK_FILE)
-    try:
-        state_dir.mkdir(mode=STATE_DIR_MODE, parents=True, exist_ok=True)
-        os.chmod(state_dir, STATE_DIR_MODE)  # mkdir's mode is masked; it may be older
-        lock.acquire()
-    except StateLockHeld as held:
-        raise StartupError(
-            f"state_dir: {state_dir} is in use by another csi-mock ({held}); stop that"
-            " driver, or give this one another state directory (--statedir)"
-        ) from None
-    except OSError as error:
-        raise StartupError(
-            f"state_dir: cannot use {state_dir}: {error.strerror or error}; run as root,"
-            " or give a writable directory (--statedir, or state_dir in the config file)"
-        ) from None
-    return lock
-
-
-def open_store(path: Path) -> StateStore:
-    try:
-        return StateStore(path)
-    except sqlite3.DatabaseError as error:
-        raise _unreadable_store(path, error) from None
-
-
-def _unreadable_store(path: Path, error: sqlite3.DatabaseError) -> StartupError:
-    return StartupError(
-        f"state_dir: {path} cannot be read as the driver's database ({error}); move it"
-        " aside to start without volumes, or restore it from a backup"
-    )
-
-
-def check_saved_pools(config: DriverConfig, store: StateStore) -> None:
-    """Compare the saved pools with the configured ones before anything serves.
-
-    A pool that still holds volumes or snapshots must stay configured: StartupError
-    naming each such pool. A size saved by a pool resize (admin API) wins over the
-    configured size, file or flags, as the newer decision; each such override is logged
-    at WARNING with both sizes.
-    """
-    configured = {pool.name: pool.size for pool in config.effective_pools()}
-    held = store.allocations()
-    orphans = sorted(set(held) - set(configured))
-    if orphans:
-        described = ", ".join(
-            f"{name} ({len(held[name])} volumes or snapshots)" for name in orphans
-        )
-        raise StartupError(
-            f"pools: {store.path} holds volumes in pools that are no longer configured:"
-            f" {described}; configure these pools again (pools in the config file, or"
-            " --capacity), and delete their volumes before removing a pool"
-        )
-    for name, usage in sorted(store.pool_usage().items()):
-        size = configured.get(name)
-        if size is not None and usage.total is not None and usage.total != size:
-            log.warning(
-                "pool %s: the saved size %s (from a pool resize) overrides the configured"
-                " size %s; `csi-mock ctl pool resize %s %s` restores the configured size",
-                name,
-                format_quantity(usage.total),
-                format_quantity(size),
-                name,
-                format_quantity(size),
-            )
 
 
 @contextmanager
@@ -192,7 +120,7 @@ class Driver:
                 try:
                     check_saved_pools(config, store)
                 except sqlite3.DatabaseError as error:
-                    raise _unreadable_store(store.path, error) from None
+                    raise unreadable_store(store.path, error) from None
             backing = BackingStore(config.volumes_dir, loops)
             controller = Controller(config, store, backing) if config.mode.controller else None
             node = None
@@ -229,7 +157,7 @@ class Driver:
         except Exception as error:
             self.readiness.failure = f"loading state failed: {error}"
             if isinstance(error, sqlite3.DatabaseError):
-                raise _unreadable_store(self.store.path, error) from None
+                raise unreadable_store(self.store.path, error) from None
             raise
         self.readiness.ready = True
 
