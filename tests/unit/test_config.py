@@ -142,6 +142,23 @@ def test_a_registration_socket_path_too_long_for_a_unix_socket_is_refused() -> N
         validate_config(registering(plugins_registry="/" + "r" * 100))
 
 
+def test_an_endpoint_too_long_for_a_unix_socket_is_refused_naming_it() -> None:
+    with pytest.raises(ConfigError, match=r"  endpoint: the socket path .* is 115 bytes, longer"):
+        validate_config(base(endpoint="unix:///" + "e" * 114))
+
+
+def test_an_admin_socket_too_long_for_a_unix_socket_is_refused_naming_it() -> None:
+    with pytest.raises(ConfigError, match=r"  admin\.socket: .* is 111 bytes, longer than 107"):
+        validate_config(base(admin={"socket": "/" + "a" * 110}))
+
+
+def test_a_state_dir_too_long_for_its_admin_socket_is_refused_naming_both_fixes() -> None:
+    with pytest.raises(
+        ConfigError, match=r"state_dir: the admin socket .* set admin\.socket to a shorter path"
+    ):
+        validate_config(base(state_dir="/" + "s" * 100))
+
+
 # -- controller.modify --------------------------------------------------------------------
 
 
