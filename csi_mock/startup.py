@@ -76,7 +76,8 @@ def check_saved_pools(config: DriverConfig, store: StateStore) -> None:
     orphans = sorted(set(held) - set(configured))
     if orphans:
         described = ", ".join(
-            f"{name} ({len(held[name])} volumes or snapshots)" for name in orphans
+            f"{name} ({_count(len(held[name]), 'volume or snapshot', 'volumes or snapshots')})"
+            for name in orphans
         )
         raise StartupError(
             f"pools: {store.path} holds volumes in pools that are no longer configured:"
@@ -95,3 +96,7 @@ def check_saved_pools(config: DriverConfig, store: StateStore) -> None:
                 name,
                 format_quantity(size),
             )
+
+
+def _count(number: int, one: str, many: str) -> str:
+    return f"{number} {one if number == 1 else many}"

@@ -183,7 +183,7 @@ def test_a_restart_without_a_pool_that_holds_volumes_exits_2_naming_it_and_leave
 
     exited = serve("--config", str(driver.config_path))
 
-    refused(exited, "pools that are no longer configured: fast (1 volumes or snapshots)")
+    refused(exited, "pools that are no longer configured: fast (1 volume or snapshot)")
     assert not driver.socket.exists()
     assert not (driver.state_dir / "admin.sock").exists()
 
