@@ -1,5 +1,6 @@
 """NodeGetInfo, NodeGetCapabilities and NodeGetVolumeStats."""
 
+import shutil
 from pathlib import Path
 
 import grpc
@@ -186,8 +187,9 @@ async def test_stats_report_an_abnormal_condition_when_the_volume_data_is_gone(
     volume = await create_volume(csi, "pvc-lost", GiB)
     await stage(csi, volume.volume_id, staging)
     await publish(csi, volume.volume_id, target, staging)
-    # Attach is off, so nothing stops the controller from deleting a node-published volume.
-    await csi.controller.DeleteVolume(pb.DeleteVolumeRequest(volume_id=volume.volume_id))
+    # Data lost behind the driver's back (a disk gone, a hand in the backend directory):
+    # DeleteVolume itself refuses a volume in use.
+    shutil.rmtree(csi.config.volumes_dir / volume.volume_id)
 
     report = await stats(csi, volume.volume_id, target)
 
