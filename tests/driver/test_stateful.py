@@ -19,6 +19,7 @@ import os
 import resource
 import shutil
 import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -138,6 +139,7 @@ class DriverMachine(RuleBasedStateMachine):
         self.names = 0
         self.kills = 0
         self.deleted: list[str] = []
+        self.second_driver_tried = False
         for directory in ("staging", "pods"):
             (self.root / directory).mkdir(exist_ok=True)
 
@@ -344,6 +346,27 @@ class DriverMachine(RuleBasedStateMachine):
             self.model = self.with_adopted(call, self.last_answer)
 
     # -- invariants ------------------------------------------------------------------------
+
+    @precondition(lambda self: not self.second_driver_tried)  # A start costs ~0.8 s.
+    @rule()
+    def second_driver_on_the_same_state(self) -> None:
+        """A second `csi-mock serve` on this state directory exits 2 naming the lock
+        and the running driver's PID, and changes nothing (the invariant checks)."""
+        assert self.driver.process is not None
+        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+        self.second_driver_tried = True
+        serve = [sys.executable, "-m", "csi_mock.cli", "serve"]
+        second = subprocess.run(
+            [*serve, "--config", str(self.driver.config_path)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        event(f"second driver: exit {second.returncode}")
+        OUTCOMES[f"second driver: exit {second.returncode}"] += 1
+        assert second.returncode == 2, second.stderr
+        assert f"PID {self.driver.process.pid}" in second.stderr, second.stderr
 
     @invariant()
     def everything_agrees_with_the_model(self) -> None:
