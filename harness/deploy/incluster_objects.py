@@ -431,6 +431,8 @@ class _Layout:
             admin=self._admin(),
         )
         config["node"]["mount"] = "bind"
+        # The kubelet asks for staging and target paths below its root directory only.
+        config["node"]["allowed_roots"] = [KUBELET_DIR]
         config["node"]["registration"] = {
             "plugins_registry": f"{KUBELET_DIR}/plugins_registry",
             # The socket as the kubelet sees it: the host directory mounted on /csi.
