@@ -94,6 +94,7 @@ def test_published_capacity_equals_get_capacity_for_every_segment_and_class(
         assert parse_quantity(str(obj.maximumVolumeSize)) == maximum, segment
 
 
+@pytest.mark.upstream("csi_storage_capacity.go", "unlimited")
 @pytest.mark.scenario(FEATURE, "capacity follows volume creation, deletion and knob changes")
 def test_published_capacity_follows_volumes_and_knobs(
     kube: Client, namespace: str, driver: Driver, admin: AdminClient
@@ -121,6 +122,11 @@ def test_published_capacity_follows_volumes_and_knobs(
     wait_capacity(kube, spec, {(used, striped): 10 * GI}, timeout=60)
 
 
+@pytest.mark.upstream("csi_storage_capacity.go", "CSIStorageCapacity used, insufficient capacity")
+@pytest.mark.upstream(
+    "csi_storage_capacity_scoring.go",
+    "should fail to place pod if no node meets the requested size",
+)
 @pytest.mark.scenario(FEATURE, "claim larger than every maximumVolumeSize stays Pending")
 def test_claim_larger_than_every_node_stays_pending_with_not_enough_storage(
     kube: Client, namespace: str, driver: Driver
@@ -137,6 +143,7 @@ def test_claim_larger_than_every_node_stays_pending_with_not_enough_storage(
     assert SELECTED_NODE not in (claim.metadata.annotations or {})  # type: ignore[union-attr]
 
 
+@pytest.mark.upstream("csi_storage_capacity.go", "CSIStorageCapacity used, have capacity")
 @pytest.mark.scenario(FEATURE, "claim that fits only one node's pool is placed there")
 def test_claim_that_fits_only_one_node_is_scheduled_and_provisioned_there(
     kube: Client, namespace: str, driver: Driver, admin: AdminClient
@@ -191,8 +198,22 @@ def test_distributed_provisioners_publish_capacity_and_provision_on_their_own_no
 @pytest.mark.parametrize(
     "storage_capacity",
     [
-        pytest.param(False, marks=pytest.mark.driver(storage_capacity=False), id="false"),
-        pytest.param(None, marks=pytest.mark.driver(storage_capacity=None), id="unset"),
+        pytest.param(
+            False,
+            marks=[
+                pytest.mark.driver(storage_capacity=False),
+                pytest.mark.upstream("csi_storage_capacity.go", "CSIStorageCapacity disabled"),
+            ],
+            id="false",
+        ),
+        pytest.param(
+            None,
+            marks=[
+                pytest.mark.driver(storage_capacity=None),
+                pytest.mark.upstream("csi_storage_capacity.go", "CSIStorageCapacity unused"),
+            ],
+            id="unset",
+        ),
     ],
 )
 @pytest.mark.scenario(FEATURE, "CSIDriver.storageCapacity false or unset: capacity ignored")
@@ -223,6 +244,7 @@ def test_capacity_is_ignored_when_the_csidriver_does_not_ask_for_it(
 
 
 @pytest.mark.driver(capacity_poll_interval="1s")
+@pytest.mark.upstream("csi_storage_capacity.go", "exhausted, late binding, with topology")
 @pytest.mark.scenario(
     FEATURE, "stale capacity: RESOURCE_EXHAUSTED, selected-node dropped, rescheduled"
 )
@@ -266,6 +288,7 @@ def test_stale_capacity_makes_provisioning_fail_and_the_pod_move_to_a_node_with_
     assert exhausted, "the driver must have refused the first CreateVolume"
 
 
+@pytest.mark.upstream("csi_storage_capacity.go", "exhausted, immediate binding")
 @pytest.mark.scenario(
     FEATURE, "Immediate binding, exhausted: CreateVolume retried, no selected-node"
 )

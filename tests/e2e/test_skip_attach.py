@@ -82,6 +82,9 @@ def replace_csidriver(kube: Client, spec: DriverDeployment) -> None:
     objects.create(kube, csidriver_object(spec))
 
 
+@pytest.mark.upstream(
+    "csi_attach_volume.go", "should not require VolumeAttach for drivers without attachment"
+)
 @pytest.mark.scenario(FEATURE, "attachRequired false: no VolumeAttachment, no ControllerPublish")
 def test_attach_not_required_runs_the_pod_without_attaching(
     kube: Client, namespace: str, driver: Driver, admin: AdminClient, pod_node: str
@@ -92,6 +95,9 @@ def test_attach_not_required_runs_the_pod_without_attaching(
 
 
 @pytest.mark.driver(attach_required=True)
+@pytest.mark.upstream(
+    "csi_attach_volume.go", "should require VolumeAttach for drivers with attachment"
+)
 @pytest.mark.scenario(FEATURE, "attachRequired true: attached before the pod runs, detached after")
 def test_attach_required_attaches_for_the_pod_and_detaches_after_it(
     kube: Client, namespace: str, driver: Driver, admin: AdminClient, pod_node: str
@@ -108,6 +114,9 @@ def test_attach_required_attaches_for_the_pod_and_detaches_after_it(
 
 
 @pytest.mark.driver(csidriver=False)
+@pytest.mark.upstream(
+    "csi_attach_volume.go", "should preserve attachment policy when no CSIDriver present"
+)
 @pytest.mark.scenario(FEATURE, "no CSIDriver object: attach required by default")
 def test_without_a_csidriver_object_a_volume_attachment_is_created(
     kube: Client, namespace: str, driver: Driver, admin: AdminClient, pod_node: str
@@ -133,6 +142,11 @@ def flip_attach_required_to_false(kube: Client, driver: Driver) -> None:
 
 @pytest.mark.slow
 @pytest.mark.driver(attach_required=True)
+@pytest.mark.upstream(
+    "csi_attach_volume.go",
+    "should cleanup VolumeAttachment properly",
+    missing="the in-use volume's VolumeAttachment is not waited for until the kubelet lets it go",
+)
 @pytest.mark.scenario(
     FEATURE, "attachRequired flipped true -> false: detached unless a kubelet uses the volume"
 )
@@ -183,6 +197,11 @@ def volumes_in_use(kube: Client, node: str) -> list[str]:
 
 
 @pytest.mark.driver(csidriver=False)
+@pytest.mark.upstream(
+    "csi_attach_volume.go",
+    "should bringup pod after deploying CSIDriver attach=false",
+    missing="the VolumeAttachment made before the CSIDriver is not waited for until deleted",
+)
 @pytest.mark.scenario(FEATURE, "CSIDriver (attachRequired false) created after the pod")
 def test_csidriver_created_after_the_pod_lets_the_pod_waiting_for_attach_start(
     kube: Client, namespace: str, driver: Driver, pod_node: str
@@ -210,7 +229,17 @@ def test_csidriver_created_after_the_pod_lets_the_pod_waiting_for_attach_start(
     "attach_required",
     [
         pytest.param(False, marks=pytest.mark.driver(attach_required=False), id="attach-false"),
-        pytest.param(True, marks=pytest.mark.driver(attach_required=True), id="attach-true"),
+        pytest.param(
+            True,
+            marks=[
+                pytest.mark.driver(attach_required=True),
+                pytest.mark.upstream(
+                    "csi_attach_volume.go",
+                    "should require VolumeAttach for ephemermal volume and drivers with attachment",
+                ),
+            ],
+            id="attach-true",
+        ),
     ],
 )
 @pytest.mark.scenario(FEATURE, "generic ephemeral volumes follow attachRequired")

@@ -65,6 +65,10 @@ def allocatable_counts(kube: Client, driver: str) -> dict[str, int | None]:
 
 
 @pytest.mark.driver(max_volumes_per_node=3)
+# With the next test: upstream checks the CSINode count, then that 2 pods fit and a 3rd does not.
+@pytest.mark.upstream(
+    "csi_volume_limit.go", "should report attach limit when limit is bigger than 0"
+)
 @pytest.mark.scenario(FEATURE, "max_volumes_per_node becomes CSINode allocatable.count")
 def test_max_volumes_per_node_is_the_csinode_allocatable_count_on_every_node(
     kube: Client, driver: Driver
@@ -73,6 +77,9 @@ def test_max_volumes_per_node_is_the_csinode_allocatable_count_on_every_node(
 
 
 @pytest.mark.driver(max_volumes_per_node=2)
+@pytest.mark.upstream(
+    "csi_volume_limit.go", "should report attach limit when limit is bigger than 0"
+)
 @pytest.mark.scenario(FEATURE, "one node: N pods fit, pod N+1 is unschedulable")
 def test_pod_beyond_the_limit_of_the_only_allowed_node_is_unschedulable(
     kube: Client, namespace: str, driver: Driver
@@ -113,6 +120,16 @@ def test_pod_with_more_volumes_than_the_limit_is_unschedulable(
 
 
 @pytest.mark.driver(max_volumes_per_node=1)
+@pytest.mark.upstream(
+    "csi_volume_limit.go",
+    "should report attach limit for generic ephemeral volume when persistent volume is attached",
+    missing="the first pod's volume is a generic ephemeral one, not a PV-backed claim",
+)
+@pytest.mark.upstream(
+    "csi_volume_limit.go",
+    "should report attach limit for persistent volume when generic ephemeral volume is attached",
+    missing="the second pod's volume is a generic ephemeral one, not a PV-backed claim",
+)
 @pytest.mark.scenario(FEATURE, "generic ephemeral volumes count toward the limit")
 def test_generic_ephemeral_volumes_count_toward_the_limit(
     kube: Client, namespace: str, driver: Driver
@@ -150,6 +167,9 @@ def test_attach_beyond_the_controller_attach_limit_fails_with_resource_exhausted
 
 
 @pytest.mark.driver(max_volumes_per_node=4)
+@pytest.mark.upstream(
+    "mutable_csinode_allocatable.go", "should observe dynamic changes in CSINode allocatable count"
+)
 @pytest.mark.scenario(FEATURE, "mutable CSINode allocatable: the count follows NodeGetInfo")
 def test_kubelet_refreshes_the_allocatable_count_when_the_driver_changes_it(
     kube: Client, driver: Driver
