@@ -1,0 +1,372 @@
+#!/usr/bin/env python3
+"""Generate docs/upstream-coverage.md: each case of Kubernetes' CSI mock e2e suites for
+capacity tracking, capacity scoring, skip attach and volume limits, and the tests that
+cover it.
+
+The cases are ``CASES`` below, as upstream names them (``test/e2e/storage/csimock``:
+the file and the ginkgo title, with the Describe and Context around it). A test says
+which it covers with ``@pytest.mark.upstream(file, title)`` (several are allowed; on a
+``pytest.param`` too), and ``missing="..."`` when it checks only part of the case. The
+markers are read by collecting ``tests/e2e`` with pytest (no cluster: nothing runs).
+
+Usage::
+
+    python scripts/upstream_coverage.py           # (re)write docs/upstream-coverage.md
+    python scripts/upstream_coverage.py --check   # exit 1 if it is stale, a marker names
+                                                  # no case, or it lists a test that is gone
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import difflib
+import io
+import re
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests" / "e2e"
+TABLE = ROOT / "docs" / "upstream-coverage.md"
+MARKER = "upstream"
+UPSTREAM_DIR = "test/e2e/storage/csimock"
+REGENERATE_HINT = "run python scripts/upstream_coverage.py and commit docs/upstream-coverage.md"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One upstream ginkgo case: ``title`` is its It (or table entry) name, unique in
+    ``file``; ``describe`` and ``context`` the containers around it."""
+
+    file: str
+    describe: str
+    context: str
+    title: str
+    not_applicable: str | None = None
+    """Why no test here can cover it, if so."""
+
+
+def _cases(file: str, describe: str, context: str, *titles: str) -> tuple[Case, ...]:
+    return tuple(Case(file, describe, context, title) for title in titles)
+
+
+_CAPACITY = ("csi_storage_capacity.go", "CSI Mock volume storage capacity")
+_ATTACH = ("csi_attach_volume.go", "CSI Mock volume attach")
+
+CASES: tuple[Case, ...] = (
+    *_cases(
+        *_CAPACITY,
+        "storage capacity",
+        "unlimited",
+        "exhausted, immediate binding",
+        "exhausted, late binding, no topology",
+        "exhausted, late binding, with topology",
+    ),
+    *_cases(
+        *_CAPACITY,
+        "CSIStorageCapacity",
+        "CSIStorageCapacity unused",
+        "CSIStorageCapacity disabled",
+        "CSIStorageCapacity used, no capacity",
+        "CSIStorageCapacity used, insufficient capacity",
+        "CSIStorageCapacity used, have capacity",
+    ),
+    *_cases(
+        "csi_storage_capacity_scoring.go",
+        "CSI Mock volume storage capacity scoring",
+        "storage capacity scoring",
+        "should prefer a node with the largest available space by default",
+        "should prefer a node with the maximum allocatable when configured",
+        "should fail to place pod if no node meets the requested size",
+        "should schedule the recreated pod to the same expected node",
+    ),
+    *_cases(
+        *_ATTACH,
+        "CSI attach test using mock driver",
+        "should not require VolumeAttach for drivers without attachment",
+        "should require VolumeAttach for drivers with attachment",
+        # Upstream's spelling.
+        "should require VolumeAttach for ephemermal volume and drivers with attachment",
+        "should preserve attachment policy when no CSIDriver present",
+    ),
+    *_cases(
+        *_ATTACH,
+        "When CSIDriver AttachRequired changes from true to false",
+        "should cleanup VolumeAttachment properly",
+    ),
+    *_cases(
+        *_ATTACH,
+        "CSI CSIDriver deployment after pod creation using non-attachable mock driver",
+        "should bringup pod after deploying CSIDriver attach=false",
+    ),
+    *_cases(
+        "csi_volume_limit.go",
+        "CSI Mock volume limit",
+        "CSI volume limit information using mock driver",
+        "should report attach limit when limit is bigger than 0",
+        "should report attach limit for generic ephemeral volume "
+        "when persistent volume is attached",
+        "should report attach limit for persistent volume "
+        "when generic ephemeral volume is attached",
+    ),
+    *_cases(
+        "csi_volume_limit_scaling.go",
+        "CSI Mock VolumeLimitScaling scheduling",
+        "VolumeLimitScaling scheduling gate",
+        "prevent=true blocks scheduling when driver not installed",
+        "prevent=false allows scheduling when driver not installed",
+    ),
+    *_cases(
+        "mutable_csinode_allocatable.go",
+        "MutableCSINodeAllocatableCount",
+        "",
+        "should observe dynamic changes in CSINode allocatable count",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One ``@pytest.mark.upstream`` of a collected test."""
+
+    test: str
+    """``<module>.py::<name>[<parameters>]``, relative to the tests directory."""
+    file: str
+    title: str
+    missing: str | None = None
+
+
+@dataclass
+class Collection:
+    """What collecting the tests found."""
+
+    marks: list[Mark] = field(default_factory=list)
+    tests: set[str] = field(default_factory=set)
+    """Every collected test's id (as in ``Mark.test``)."""
+    malformed: list[str] = field(default_factory=list)
+    """A message for each marker whose arguments are not (file, title[, missing=])."""
+
+
+class CollectionFailed(Exception):
+    """pytest could not collect the tests (an import error, say): its output."""
+
+
+class _Collector:
+    """pytest plugin: records the markers of the collected items."""
+
+    def __init__(self, test_dir: Path) -> None:
+        self.test_dir = test_dir
+        self.found = Collection()
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for item in session.items:
+            _, _, rest = item.nodeid.partition("::")
+            test = f"{item.path.relative_to(self.test_dir).as_posix()}::{rest}"
+            self.found.tests.add(test)
+            for marker in item.iter_markers(MARKER):
+                mark = _mark_of(test, marker)
+                if isinstance(mark, str):
+                    self.found.malformed.append(mark)
+                else:
+                    self.found.marks.append(mark)
+
+
+def _mark_of(test: str, marker: pytest.Mark) -> Mark | str:
+    """The marker as a Mark, or a message saying what is wrong with it."""
+    args, kwargs = marker.args, dict(marker.kwargs)
+    missing = kwargs.pop("missing", None)
+    if (
+        len(args) != 2
+        or not all(isinstance(a, str) and a.strip() for a in args)
+        or kwargs
+        or not (missing is None or (isinstance(missing, str) and missing.strip()))
+    ):
+        return (
+            f"{test}: @pytest.mark.{MARKER} takes (file, title) and optionally missing=, "
+            f"all non-empty strings; got args={args!r} kwargs={dict(marker.kwargs)!r}"
+        )
+    return Mark(test, args[0], args[1], missing)
+
+
+def collect(test_dir: Path = TESTS) -> Collection:
+    """The upstream markers of every test under ``test_dir``, by collecting it with
+    pytest (in this process; nothing runs)."""
+    collector = _Collector(test_dir)
+    output = io.StringIO()
+    args = ["--collect-only", "-q", "-p", "no:cacheprovider", str(test_dir)]
+    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+        status = pytest.main(args, plugins=[collector])
+    if status not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        raise CollectionFailed(
+            f"pytest {' '.join(args)} exited {int(status)}:\n{output.getvalue()}"
+        )
+    return collector.found
+
+
+# -- the table -------------------------------------------------------------------------
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _coverage(case: Case, marks: Sequence[Mark]) -> tuple[str, str]:
+    """(status, tests) cells of the case's row."""
+    if case.not_applicable is not None:
+        return f"does not apply: {_cell(case.not_applicable)}", "—"
+    if not marks:
+        return "**not covered**", "—"
+    status = "covered" if any(m.missing is None for m in marks) else "partly"
+    tests = [
+        f"`{m.test}`" + ("" if m.missing is None else f" (missing: {_cell(m.missing)})")
+        for m in sorted(marks, key=lambda m: (m.missing is not None, m.test))
+    ]
+    return status, "<br>".join(tests)
+
+
+def render(cases: Sequence[Case], marks: Iterable[Mark]) -> str:
+    """The text of docs/upstream-coverage.md."""
+    by_case: dict[tuple[str, str], list[Mark]] = {}
+    for mark in marks:
+        by_case.setdefault((mark.file, mark.title), []).append(mark)
+    rows = {case: _coverage(case, by_case.get((case.file, case.title), [])) for case in cases}
+    counts = {
+        label: sum(1 for status, _ in rows.values() if status.startswith(prefix))
+        for label, prefix in (
+            ("covered", "covered"),
+            ("partly covered", "partly"),
+            ("not covered", "**not covered"),
+            ("do not apply", "does not apply"),
+        )
+    }
+    summary = ", ".join(f"{n} {label}" for label, n in counts.items() if n)
+    lines = [
+        "# Upstream coverage",
+        "",
+        "<!-- Generated by scripts/upstream_coverage.py from the @pytest.mark.upstream "
+        "markers of tests/e2e: do not edit. -->",
+        "",
+        f"Kubernetes' own end-to-end tests of these features run its Go mock driver "
+        f"(`{UPSTREAM_DIR}`). Each of their cases is listed here, as upstream names it, "
+        "with the tests in `tests/e2e` that check what it checks. A test says so with "
+        '`@pytest.mark.upstream("<file>", "<case title>")`, and with '
+        '`missing="..."` when it checks only part of the case.',
+        "",
+        "Regenerate with `python scripts/upstream_coverage.py`; `make lint` runs it with "
+        "`--check`, which fails when this file is stale, when a marker names a case that "
+        "is not listed, or when a test listed here no longer exists.",
+        "",
+        f"{len(cases)} cases: {summary}.",
+    ]
+    for file, describe in dict.fromkeys((case.file, case.describe) for case in cases):
+        lines += [
+            "",
+            f"## {file}: {describe}",
+            "",
+            "| context | case | coverage | tests |",
+            "| --- | --- | --- | --- |",
+        ]
+        for case in (c for c in cases if (c.file, c.describe) == (file, describe)):
+            status, tests = rows[case]
+            context = _cell(case.context) or "—"
+            lines.append(f"| {context} | {_cell(case.title)} | {status} | {tests} |")
+    return "\n".join(lines) + "\n"
+
+
+# -- the check ---------------------------------------------------------------------------
+
+_LISTED_TEST = re.compile(r"`([\w/.-]+\.py::[^`]+)`")
+
+
+def listed_tests(text: str) -> list[str]:
+    """The test ids a coverage table names."""
+    return list(dict.fromkeys(_LISTED_TEST.findall(text)))
+
+
+def marker_problems(cases: Sequence[Case], found: Collection) -> list[str]:
+    """Markers that are malformed, name no case of ``cases``, or cover one that does
+    not apply."""
+    known = {(case.file, case.title): case for case in cases}
+    found_problems = list(found.malformed)
+    for mark in found.marks:
+        case = known.get((mark.file, mark.title))
+        if case is None:
+            found_problems.append(
+                f"{mark.test}: @pytest.mark.{MARKER}({mark.file!r}, {mark.title!r}) names no "
+                "upstream case (scripts/upstream_coverage.py CASES)"
+            )
+        elif case.not_applicable is not None:
+            found_problems.append(
+                f"{mark.test}: covers {mark.file} {mark.title!r}, which CASES says does not "
+                f"apply ({case.not_applicable})"
+            )
+    return found_problems
+
+
+def problems(cases: Sequence[Case], found: Collection, checked_in: str | None) -> list[str]:
+    """What is wrong with the markers and with the checked-in table (``checked_in``:
+    its text, None if there is none). Empty when all is well."""
+    found_problems = marker_problems(cases, found)
+    table = TABLE.relative_to(ROOT).as_posix()
+    if checked_in is None:
+        return [*found_problems, f"{table} does not exist: {REGENERATE_HINT}"]
+    found_problems += [
+        f"{table} lists {test}, which no longer exists"
+        for test in listed_tests(checked_in)
+        if test not in found.tests
+    ]
+    fresh = render(cases, found.marks)
+    if fresh != checked_in:
+        diff = difflib.unified_diff(
+            checked_in.splitlines(),
+            fresh.splitlines(),
+            f"{table} (checked in)",
+            f"{table} (from the markers)",
+            n=0,
+            lineterm="",
+        )
+        found_problems.append(f"{table} is stale: {REGENERATE_HINT}\n" + "\n".join(diff))
+    return found_problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Generate docs/upstream-coverage.md.")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="do not write; exit 1 if the table is stale or a marker or listed test is wrong",
+    )
+    args = parser.parse_args(argv)
+    try:
+        found = collect()
+    except CollectionFailed as failed:
+        print(f"upstream_coverage: error: {failed}", file=sys.stderr)
+        return 2
+    table = TABLE.relative_to(ROOT).as_posix()
+    if args.check:
+        checked_in = TABLE.read_text(encoding="utf-8") if TABLE.is_file() else None
+        found_problems = problems(CASES, found, checked_in)
+        for problem in found_problems:
+            print(f"upstream_coverage: {problem}", file=sys.stderr)
+        if found_problems:
+            return 1
+        print(f"upstream_coverage: {table} is up to date")
+        return 0
+    # A marker naming no case would silently drop out of the table: refuse to write.
+    bad = marker_problems(CASES, found)
+    for problem in bad:
+        print(f"upstream_coverage: {problem}", file=sys.stderr)
+    if bad:
+        return 1
+    TABLE.write_text(render(CASES, found.marks), encoding="utf-8", newline="\n")
+    print(f"upstream_coverage: wrote {table}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
