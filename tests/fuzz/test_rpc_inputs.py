@@ -396,8 +396,15 @@ def set_field(message: Message, fd: Any, draws: Draws, depth: int) -> None:
 
 
 def mark_missing_source(source: Any, draws: Draws) -> None:
-    """A content source without a type, or without its ID, is bad in that field."""
+    """A content source without a type, or without its ID, is bad in that field.
+
+    Its two types are a oneof: filling the second replaces the first, so what the
+    first's ID made bad is gone from the request (the long run drew a volume source
+    after a snapshot one with a bad ID, and expected snapshot_id to be named)."""
     which = source.WhichOneof("type")
+    replaced = {"snapshot": "volume_id", "volume": "snapshot_id"}.get(which or "")
+    if replaced is not None:
+        draws.bad.discard(replaced)
     if which is None:
         draws.bad.add("volume_content_source")
     elif which == "snapshot" and not source.snapshot.snapshot_id:
