@@ -26,8 +26,11 @@ def wait_for(
     """Call ``probe`` until it returns ``(True, value)``; return the value.
 
     ``probe`` returns ``(done, observation)``; the last observation (or exception)
-    goes into the timeout message. ``check`` runs before every probe and may raise
-    (e.g. when a component process exited) to end the wait at once.
+    goes into the timeout message. An exception is an observation, since an object
+    may not exist yet, except an AssertionError: a probe that asserts has reached a
+    verdict (an order of events that must never be seen), which a later success must
+    not hide. ``check`` runs before every probe and may raise (e.g. when a component
+    process exited) to end the wait at once.
     """
     deadline = time.monotonic() + timeout
     seen: object = "nothing yet"
@@ -39,6 +42,8 @@ def wait_for(
             if done:
                 return value
             seen = value
+        except AssertionError:
+            raise
         except Exception as exc:  # a probe error is an observation, not a verdict
             seen = f"{type(exc).__name__}: {exc}"
         if time.monotonic() >= deadline:

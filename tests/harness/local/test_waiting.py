@@ -48,6 +48,19 @@ def test_probe_exceptions_become_observations() -> None:
         wait_for("the apiserver", probe, timeout=0.05, interval=0.01)
 
 
+def test_an_assertion_in_a_probe_ends_the_wait_though_a_later_probe_would_succeed() -> None:
+    calls: list[None] = []
+
+    def probe() -> tuple[bool, str]:
+        calls.append(None)
+        assert len(calls) > 1, "seen in the wrong order"
+        return True, "done"
+
+    with pytest.raises(AssertionError, match="wrong order"):
+        wait_for("events in order", probe, timeout=5, interval=0)
+    assert len(calls) == 1
+
+
 def test_a_probe_that_fails_then_succeeds_returns_the_value() -> None:
     calls: list[None] = []
 
