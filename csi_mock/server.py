@@ -114,6 +114,11 @@ class Driver:
             if config.mode.node:
                 mounter = mounter or choose_mounter(config.node.mount)
                 loops = choose_loop_devices(config.node.block_device, mounter)
+            elif KernelLoopDevices.available():
+                # A controller alone sets no loop device up, but a node service in
+                # another process may have one over a volume's file: DeleteVolume must
+                # see it, and free it only once no mount shows it.
+                loops = KernelLoopDevices()
             store = open_store(config.state_dir / "state.db")
             undo.callback(store.close)
             if config.mode.controller:
