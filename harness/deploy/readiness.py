@@ -27,8 +27,9 @@ def registered_nodes(kube: Client, driver: str) -> set[str]:
 
 def expected_capacity(spec: DriverDeployment, nodes: Collection[str]) -> set[tuple[str, str]]:
     """The (node, storage class) pairs external-provisioner publishes a
-    CSIStorageCapacity for; empty when the CSIDriver does not ask for capacity."""
-    if not (spec.csidriver and spec.storage_capacity):
+    CSIStorageCapacity for; empty when the CSIDriver does not ask for capacity or the
+    provisioner does not publish it."""
+    if not (spec.csidriver and spec.storage_capacity and spec.publish_capacity):
         return set()
     waiting = [
         str(sc["metadata"]["name"])

@@ -22,7 +22,7 @@ def provisioner_flags(spec: DriverDeployment, *, capacity_ownerref_level: int) -
     return [
         # One replica: nothing to elect, and no lease to wait for after a redeploy.
         "--leader-election=false",
-        "--enable-capacity",
+        f"--enable-capacity={str(spec.publish_capacity).lower()}",
         f"--capacity-ownerref-level={capacity_ownerref_level}",
         f"--capacity-poll-interval={spec.capacity_poll_interval}",
         # A test publishes a node x class matrix at once; the default QPS (5) spreads

@@ -67,6 +67,10 @@ class DriverDeployment(BaseModel):
     requisite topology is that node's segment only, as node-local storage needs;
     without it the driver may place the volume elsewhere and binding then fails."""
     capacity_poll_interval: str = "2s"
+    publish_capacity: bool = True
+    """external-provisioner --enable-capacity: publish CSIStorageCapacity objects. False
+    with ``storage_capacity`` true is a cluster where the scheduler asks for capacity and
+    finds none (or only what a test creates)."""
     provisioner_api_qps: float | None = Field(None, gt=0)
     """external-provisioner --kube-api-qps (burst twice that); None: its default, 5
     QPS. Every provisioned volume costs it about three API writes (the PV and two

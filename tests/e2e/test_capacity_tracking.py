@@ -143,6 +143,25 @@ def test_claim_larger_than_every_node_stays_pending_with_not_enough_storage(
     assert SELECTED_NODE not in (claim.metadata.annotations or {})  # type: ignore[union-attr]
 
 
+@pytest.mark.driver(publish_capacity=False)
+@pytest.mark.upstream("csi_storage_capacity.go", "CSIStorageCapacity used, no capacity")
+@pytest.mark.scenario(FEATURE, "capacity asked for but none published: unschedulable")
+def test_without_any_published_capacity_a_waiting_claim_is_unschedulable(
+    kube: Client, namespace: str, driver: Driver
+) -> None:
+    # The CSIDriver asks for capacity (storageCapacity true) and the provisioner
+    # publishes none: every pool has room, yet no node is known to have any.
+    assert capacities(kube, driver.spec) == {}
+    objects.create(
+        kube,
+        objects.claim("data", namespace, "1Gi", driver.spec.storage_class(STRIPED)),
+        objects.pod("app", namespace, claims=["data"], nodes=names(driver)),
+    )
+    wait_pod_unschedulable(kube, "app", namespace, message=NOT_ENOUGH_STORAGE)
+    claim = kube.get(PersistentVolumeClaim, "data", namespace=namespace)
+    assert SELECTED_NODE not in (claim.metadata.annotations or {})  # type: ignore[union-attr]
+
+
 @pytest.mark.upstream("csi_storage_capacity.go", "CSIStorageCapacity used, have capacity")
 @pytest.mark.scenario(FEATURE, "claim that fits only one node's pool is placed there")
 def test_claim_that_fits_only_one_node_is_scheduled_and_provisioned_there(

@@ -324,6 +324,12 @@ def test_central_sidecars_reach_the_controller_socket_on_the_same_node() -> None
     assert Path(mount_path(container(controller, "csi-mock"), "socket-dir")) == endpoint.parent
 
 
+def test_a_provisioner_that_does_not_publish_capacity_says_so() -> None:
+    objects = render(publish_capacity=False)
+    provisioner = container(find(objects, "Deployment", "csi-mock-provisioner"), "csi-provisioner")
+    assert flag(provisioner["args"], "--enable-capacity") == "false"
+
+
 def test_central_provisioner_runs_in_cluster_with_the_local_flags() -> None:
     objects = render(capacity_poll_interval="7s")
     provisioner = container(find(objects, "Deployment", "csi-mock-provisioner"), "csi-provisioner")
@@ -332,7 +338,7 @@ def test_central_provisioner_runs_in_cluster_with_the_local_flags() -> None:
     assert flag(args, "--capacity-ownerref-level") == "2"
     assert flag(args, "--capacity-poll-interval") == "7s"
     assert flag(args, "--leader-election") == "false"
-    assert "--enable-capacity" in args and "--strict-topology" in args
+    assert flag(args, "--enable-capacity") == "true" and "--strict-topology" in args
     assert "--node-deployment" not in args
     env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in provisioner["env"]}
     assert env == {"NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name"}
