@@ -1,0 +1,101 @@
+"""How kube-scheduler's NodeVolumeLimits counts a node's volumes against the driver's
+CSINode allocatable count, each rule on a real cluster with a limit of one volume:
+the second volume on the node is refused exactly when the rule says it counts.
+"""
+
+from __future__ import annotations
+
+import pytest
+from lightkube import Client
+
+from harness.cluster import Driver, Unsupported, pick_nodes, scheduling_nodes
+from harness.kube import objects
+from harness.kube.waits import wait_pod_scheduled, wait_pod_unschedulable
+
+pytestmark = [pytest.mark.e2e, pytest.mark.mission]
+
+FEATURE = "volume limits: counting"
+MAX_VOLUME_COUNT = "node(s) exceed max volume count"
+
+
+def one_scheduling_node(driver: Driver) -> str:
+    try:
+        (node,) = pick_nodes(scheduling_nodes(driver.nodes), 1)
+    except Unsupported as unsupported:
+        pytest.skip(str(unsupported))
+    return node.name
+
+
+def claim_and_pod(
+    kube: Client, driver: Driver, namespace: str, pod: str, claim: str, node: str
+) -> None:
+    objects.create(
+        kube,
+        objects.claim(claim, namespace, "1Gi", driver.spec.storage_class()),
+        objects.pod(pod, namespace, claims=[claim], nodes=[node]),
+    )
+
+
+@pytest.mark.driver(max_volumes_per_node=1)
+@pytest.mark.scenario(FEATURE, "a claim used by two pods on one node counts once")
+def test_a_claim_shared_by_two_pods_on_one_node_counts_once(
+    kube: Client, namespace: str, driver: Driver
+) -> None:
+    node = one_scheduling_node(driver)
+    claim_and_pod(kube, driver, namespace, "first", "shared", node)
+    assert wait_pod_scheduled(kube, "first", namespace) == node
+
+    objects.create(kube, objects.pod("second", namespace, claims=["shared"], nodes=[node]))
+
+    assert wait_pod_scheduled(kube, "second", namespace) == node
+
+
+@pytest.mark.driver(max_volumes_per_node=1)
+@pytest.mark.scenario(FEATURE, "an unbound claim of a pod already on the node counts")
+def test_an_unbound_claim_of_a_pod_already_on_the_node_counts(
+    kube: Client, namespace: str, driver: Driver
+) -> None:
+    # A pod bound to the node by name, not by the scheduler: its WaitForFirstConsumer
+    # claim is never provisioned, yet the scheduler counts it (through its class).
+    node = one_scheduling_node(driver)
+    placed = objects.pod("placed", namespace, claims=["unbound"])
+    placed["spec"]["nodeName"] = node
+    objects.create(
+        kube, objects.claim("unbound", namespace, "1Gi", driver.spec.storage_class()), placed
+    )
+    claim_and_pod(kube, driver, namespace, "next", "second", node)
+
+    wait_pod_unschedulable(kube, "next", namespace, message=MAX_VOLUME_COUNT)
+
+
+@pytest.mark.driver(max_volumes_per_node=1)
+@pytest.mark.scenario(FEATURE, "a CSI inline ephemeral volume does not count")
+def test_a_csi_inline_ephemeral_volume_does_not_count(
+    kube: Client, namespace: str, driver: Driver
+) -> None:
+    node = one_scheduling_node(driver)
+    objects.create(
+        kube,
+        objects.pod(
+            "inline", namespace, inline=[{"size": "1Gi"}], csi_driver=driver.spec.name, nodes=[node]
+        ),
+    )
+    assert wait_pod_scheduled(kube, "inline", namespace) == node
+
+    claim_and_pod(kube, driver, namespace, "claimed", "data", node)
+
+    assert wait_pod_scheduled(kube, "claimed", namespace) == node
+
+
+@pytest.mark.driver(max_volumes_per_node=0)
+@pytest.mark.scenario(FEATURE, "max_volumes_per_node 0 means no limit")
+def test_max_volumes_per_node_zero_is_no_limit(
+    kube: Client, namespace: str, driver: Driver
+) -> None:
+    node = one_scheduling_node(driver)
+    claims = [f"data-{i}" for i in range(4)]
+    storage_class = driver.spec.storage_class()
+    objects.create(kube, *(objects.claim(c, namespace, "1Gi", storage_class) for c in claims))
+    objects.create(kube, objects.pod("many", namespace, claims=claims, nodes=[node]))
+
+    assert wait_pod_scheduled(kube, "many", namespace) == node
