@@ -481,6 +481,8 @@ def check_paths(driver: BackgroundDriver, method: str, request: Message, answer:
     if method not in ("NodeStageVolume", "NodePublishVolume"):
         return
     for name in ("staging_target_path", "target_path"):
+        if name not in request.DESCRIPTOR.fields_by_name:
+            continue  # NodeStageVolume has no target_path
         path: str = getattr(request, name)
         if path:
             resolved = os.path.realpath(path)
