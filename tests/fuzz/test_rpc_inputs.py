@@ -413,6 +413,38 @@ def mark_missing_source(source: Any, draws: Draws) -> None:
         draws.bad.add("volume_id")
 
 
+def mark_bad_combinations(request: Message, draws: Draws) -> None:
+    """What is bad only with the rest of the request or the host: a node path that
+    passes through a symbolic link (/proc/self/root, say: links are not followed), and
+    a block capability for an inline ephemeral volume (NodePublish's volume_context),
+    which must be a mount volume."""
+    fields = request.DESCRIPTOR.fields_by_name
+    for name in ("staging_target_path", "target_path"):
+        if name in fields and passes_through_link(getattr(request, name)):
+            draws.bad.add(name)
+    if "volume_context" not in fields or "volume_capability" not in fields:
+        return
+    ephemeral = request.volume_context.get(EPHEMERAL_KEY) == "true"  # type: ignore[attr-defined]
+    capability = request.volume_capability  # type: ignore[attr-defined]
+    if ephemeral and capability.WhichOneof("access_type") == "block":
+        draws.bad.add("volume_capability")
+
+
+def passes_through_link(path: str) -> bool:
+    """Whether a component of the absolute `path` that exists is a symbolic link."""
+    if not path.startswith("/") or "\x00" in path:
+        return False
+    current = ""
+    for name in path.split("/")[1:]:
+        current += "/" + name
+        try:
+            if os.path.islink(current):
+                return True
+        except (OSError, ValueError):
+            return False
+    return False
+
+
 def request_type(service: str, method: str) -> type[Message]:
     descriptor = pb.DESCRIPTOR.services_by_name[service].methods_by_name[method].input_type
     return getattr(pb, descriptor.name)  # type: ignore[no-any-return]
@@ -661,6 +693,7 @@ def test_any_request_gets_a_specific_status_naming_the_field(
                 draws.bad = set()
                 request = request_type(service, method)()
                 fill(request, draws)
+                mark_bad_combinations(request, draws)
                 answer = call(fuzzed, service, method, request)
                 check_answer(answer, method, request, draws.bad)
                 check_paths(fuzzed, method, request, answer)
