@@ -5,8 +5,14 @@ the second volume on the node is refused exactly when the rule says it counts.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from lightkube import Client
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.models.storage_v1 import VolumeAttachmentSource, VolumeAttachmentSpec
+from lightkube.resources.core_v1 import PersistentVolume
+from lightkube.resources.storage_v1 import VolumeAttachment
 
 from harness.cluster import Driver, Unsupported, pick_nodes, scheduling_nodes
 from harness.kube import objects
@@ -99,3 +105,85 @@ def test_max_volumes_per_node_zero_is_no_limit(
     objects.create(kube, objects.pod("many", namespace, claims=claims, nodes=[node]))
 
     assert wait_pod_scheduled(kube, "many", namespace) == node
+
+
+def static_volume(name: str, driver: str) -> dict[str, Any]:
+    """A PersistentVolume of ``driver`` made by hand: no driver need serve it, since
+    nothing mounts it on a simulated node."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "",
+            "csi": {"driver": driver, "volumeHandle": name},
+        },
+    }
+
+
+def claim_bound_to(name: str, namespace: str, pv: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "",
+            "volumeName": pv,
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+
+
+@pytest.mark.driver(max_volumes_per_node=1)
+@pytest.mark.scenario(FEATURE, "another driver's volumes do not count against this driver's limit")
+def test_another_drivers_volume_on_the_node_does_not_count(
+    kube: Client, namespace: str, driver: Driver
+) -> None:
+    node = one_scheduling_node(driver)
+    pv = f"{namespace}-foreign"
+    objects.create(
+        kube,
+        static_volume(pv, f"other.{driver.spec.name}"),
+        claim_bound_to("foreign", namespace, pv),
+        objects.pod("foreign", namespace, claims=["foreign"], nodes=[node]),
+    )
+    try:
+        assert wait_pod_scheduled(kube, "foreign", namespace) == node
+
+        claim_and_pod(kube, driver, namespace, "ours", "data", node)
+
+        assert wait_pod_scheduled(kube, "ours", namespace) == node
+    finally:
+        kube.delete(PersistentVolume, pv)
+
+
+@pytest.mark.driver(max_volumes_per_node=1)
+@pytest.mark.scenario(FEATURE, "a VolumeAttachment counts even when no pod uses its volume")
+def test_a_volume_attachment_without_a_pod_counts(
+    kube: Client, namespace: str, driver: Driver
+) -> None:
+    # A volume attached to the node by someone (a detach still pending, another
+    # controller): NodeVolumeLimits counts the node's VolumeAttachments of the driver.
+    node = one_scheduling_node(driver)
+    pv = f"{namespace}-attached"
+    objects.create(kube, static_volume(pv, driver.spec.name))
+    kube.create(
+        VolumeAttachment(
+            metadata=ObjectMeta(name=pv),
+            spec=VolumeAttachmentSpec(
+                attacher=driver.spec.name,
+                nodeName=node,
+                source=VolumeAttachmentSource(persistentVolumeName=pv),
+            ),
+        )
+    )
+    try:
+        claim_and_pod(kube, driver, namespace, "next", "data", node)
+        wait_pod_unschedulable(kube, "next", namespace, message=MAX_VOLUME_COUNT)
+    finally:
+        kube.delete(VolumeAttachment, pv)
+        kube.delete(PersistentVolume, pv)
