@@ -108,6 +108,15 @@ def test_a_pod_refused_for_storage_is_scheduled_when_a_csistoragecapacity_appear
     assert uid_of(kube, "app", namespace) == refused
 
 
+@pytest.mark.xfail(
+    reason=(
+        "kube-scheduler 1.37.1: VolumeBinding's isSchedulableAfterCSIDriverChange looks only"
+        " at inline CSI volumes (vol.CSI), so the storageCapacity change never requeues a pod"
+        " whose claim needs the driver; it is retried only when an unrelated event or the"
+        " 5-minute flush requeues it (passes when such an event comes in time)"
+    ),
+    strict=False,
+)
 @pytest.mark.scenario(
     FEATURE, "a pod refused for storage is scheduled once the CSIDriver stops asking for capacity"
 )
