@@ -108,15 +108,16 @@ class Node:
     def load(self) -> list[str]:
         """Make the host agree with the recorded block publications after a restart.
 
-        Inline ephemeral volumes' data without a publication (an unpublish cut short
-        after its commit) is removed. Loop devices backed by our volumes that no
-        publication needs (a publish or unpublish cut short by a crash) are torn down;
-        recorded block publications whose device or mount is gone (a reboot) are set up
-        again. Returns one line per publication that could not be restored; those stay
-        recorded, so the
-        kubelet's NodeUnpublishVolume still finds and clears them.
+        Inline ephemeral volumes' data is reconciled with the publications
+        (BackingStore.reconcile: a publish or unpublish cut short is finished, data no
+        publication explains is moved to lost+found). Loop devices backed by our
+        volumes that no publication needs (a publish or unpublish cut short by a crash)
+        are torn down; recorded block publications whose device or mount is gone (a
+        reboot) are set up again. Returns one line per publication that could not be
+        restored; those stay recorded, so the kubelet's NodeUnpublishVolume still finds
+        and clears them.
         """
-        self._remove_orphaned_ephemeral_data()
+        self._reconcile_ephemeral_data()
         if self.loops is None:
             return []
         block = [
@@ -136,7 +137,7 @@ class Node:
                 problems.append(f"{publication.volume_id} at {publication.target_path}: {error}")
         return problems
 
-    def _remove_orphaned_ephemeral_data(self) -> None:
+    def _reconcile_ephemeral_data(self) -> None:
         recorded = {Path(p.data_path).name for p in self.store.publications() if p.ephemeral}
         self.ephemeral.reconcile(recorded, lambda name: name.startswith(EPHEMERAL_PREFIX))
 
