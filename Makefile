@@ -54,8 +54,8 @@ run: install  ## run the driver on $(ENDPOINT) with a 100Gi pool for $(NODE_ID)
 lint: install
 	$(PYTHON) scripts/gen_proto.py --check
 	$(PYTHON) scripts/upstream_coverage.py --check  # docs/upstream-coverage.md
-	$(PYTHON) -m ruff check csi_mock csi_harness harness tests scripts benchmarks examples
-	$(PYTHON) -m ruff format --check csi_mock csi_harness harness tests scripts benchmarks examples
+	$(PYTHON) -m ruff check csi_mock csi_harness tests scripts benchmarks examples
+	$(PYTHON) -m ruff format --check csi_mock csi_harness tests scripts benchmarks examples
 	$(PYTHON) -m mypy
 	$(PYTHON) -c "import sys, importlinter.cli as c; sys.exit(c.lint_imports())"  # layer contracts (pyproject.toml)
 

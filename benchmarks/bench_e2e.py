@@ -37,7 +37,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.reporting import format_seconds
+from csi_harness._internal.reporting import format_seconds
 
 if TYPE_CHECKING:
     import pytest
@@ -58,8 +58,10 @@ EXIT_MEANINGS = {
     5: "no tests collected",
 }
 
-# The harness's progress lines (harness/pytest_plugin.py, harness/local/cluster.py) and the
-# totals line of its conformance summary (harness/reporting.py), in the log and summary.md.
+# The harness's progress lines (csi_harness/_internal/pytest_plugin.py,
+# csi_harness/_internal/providers/local/cluster.py) and the
+# totals line of its conformance summary (csi_harness/_internal/reporting.py), in the log and
+# summary.md.
 LOCAL_READY = re.compile(r"cluster ready in (\d+(?:\.\d+)?)s")
 HARNESS_BRING_UP = re.compile(r"\(cluster bring-up ((?:\d+m )?\d+(?:\.\d+)?s)\)")
 KIND_READY = re.compile(r"kind cluster ready: (.*)$", re.MULTILINE)
@@ -224,7 +226,7 @@ def slowest(cases: list[Case], n: int = SLOWEST) -> list[Case]:
 
 
 def parse_duration(text: str) -> float:
-    """The inverse of harness.reporting.format_seconds: "5m 51.6s" -> 351.6."""
+    """The inverse of csi_harness._internal.reporting.format_seconds: "5m 51.6s" -> 351.6."""
     match = DURATION.fullmatch(text.strip())
     if match is None:
         raise ValueError(f"not a duration: {text!r}")

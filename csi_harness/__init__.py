@@ -25,26 +25,80 @@ See docs/harness.md ("Using the harness in your own project").
 
 from __future__ import annotations
 
-from csi_mock.admin.client import AdminClient, AdminError
-from harness.cluster import Cluster, ClusterNode, Driver, Unsupported, pick_nodes, scheduling_nodes
-from harness.deploy.spec import DriverDeployment, ProvisionerMode
-from harness.kube import objects
-from harness.kube.resources import CSINodeResource, csinode_drivers
-from harness.kube.waits import (
-    capacities,
-    events,
-    volume_attachments,
-    wait_bound_volume,
-    wait_capacity,
-    wait_claim,
-    wait_event,
-    wait_for,
-    wait_pod_running,
-    wait_pod_scheduled,
-    wait_pod_unschedulable,
-    wait_volume_attachment,
-    wait_volume_attachments_gone,
-)
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from csi_harness._internal.deploy.spec import DriverDeployment, ProvisionerMode
+    from csi_harness._internal.kube import objects
+    from csi_harness._internal.kube.resources import CSINodeResource, csinode_drivers
+    from csi_harness._internal.kube.waits import (
+        capacities,
+        events,
+        volume_attachments,
+        wait_bound_volume,
+        wait_capacity,
+        wait_claim,
+        wait_event,
+        wait_for,
+        wait_pod_running,
+        wait_pod_scheduled,
+        wait_pod_unschedulable,
+        wait_volume_attachment,
+        wait_volume_attachments_gone,
+    )
+    from csi_harness._internal.providers.base import (
+        Cluster,
+        ClusterNode,
+        Driver,
+        Unsupported,
+        pick_nodes,
+        scheduling_nodes,
+    )
+    from csi_mock.admin.client import AdminClient, AdminError
+
+# Loaded on first use, not at import: the package also holds the pytest plugin's entry
+# point, which pytest imports in a driver-only install (no lightkube) too.
+_PUBLIC = {
+    "AdminClient": "csi_mock.admin.client",
+    "AdminError": "csi_mock.admin.client",
+    "DriverDeployment": "csi_harness._internal.deploy.spec",
+    "ProvisionerMode": "csi_harness._internal.deploy.spec",
+    "CSINodeResource": "csi_harness._internal.kube.resources",
+    "csinode_drivers": "csi_harness._internal.kube.resources",
+    **dict.fromkeys(
+        (
+            "capacities",
+            "events",
+            "volume_attachments",
+            "wait_bound_volume",
+            "wait_capacity",
+            "wait_claim",
+            "wait_event",
+            "wait_for",
+            "wait_pod_running",
+            "wait_pod_scheduled",
+            "wait_pod_unschedulable",
+            "wait_volume_attachment",
+            "wait_volume_attachments_gone",
+        ),
+        "csi_harness._internal.kube.waits",
+    ),
+    **dict.fromkeys(
+        ("Cluster", "ClusterNode", "Driver", "Unsupported", "pick_nodes", "scheduling_nodes"),
+        "csi_harness._internal.providers.base",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "objects":
+        return import_module("csi_harness._internal.kube.objects")
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'csi_harness' has no attribute {name!r}")
+    return getattr(import_module(module), name)
+
 
 NOT_ENOUGH_STORAGE = "did not have enough free storage"
 """kube-scheduler's VolumeBinding reason when CSIStorageCapacity rules a node out."""

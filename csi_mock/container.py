@@ -11,7 +11,7 @@ admin sockets in a host directory.
 Needs the ``containers`` extra (``pip install 'csi-mock[containers]'``: testcontainers)
 and a local Docker engine (the sockets are bind-mounted, so a remote engine cannot
 work). The image is the repository's Dockerfile (``docker build -t
-csi-mock.local/csi-mock:dev .``, or ``harness.deploy.images.build_driver_image``).
+csi-mock.local/csi-mock:dev .``, or ``csi_harness._internal.deploy.images.build_driver_image``).
 The container is ready when csi-mock's Probe says so over the mounted socket
 (``ProbeReadyWaitStrategy``), not when a log line appears.
 """

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the Debian packages the local cluster and the tool builds need, if missing:
-#   busybox-static   the busybox image pods run (harness/local/images.py)
+#   busybox-static   the busybox image pods run (csi_harness/_internal/core/images.py)
 #   gcc libc6-dev    the static pause binary of the sandbox image
 #   libseccomp-dev pkg-config   runc with seccomp (containerd gives sandboxes a profile)
 #   iproute2         `ip`, for the pod bridge

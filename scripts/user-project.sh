@@ -27,12 +27,17 @@ echo "== user project: fresh virtualenv in $WORK/venv"
 "$WORK/venv/bin/pip" install --quiet --disable-pip-version-check "${wheel}[harness]" "pytest>=8"
 
 cp -r "$REPO/examples/user-project" "$WORK/project"
-cd "$WORK/project"
 unset PYTHONPATH
-where=$("$WORK/venv/bin/python" -c 'import csi_mock, harness, csi_harness; print(csi_mock.__file__, harness.__file__)')
+# The wheel installs csi_mock and csi_harness and no other top-level package: the
+# project has a `harness` package of its own, which must be the one it imports.
+where=$(cd "$WORK" && "$WORK/venv/bin/python" -c '
+import importlib.util, csi_mock, csi_harness
+assert importlib.util.find_spec("harness") is None, "the wheel installs a top-level harness"
+print(csi_mock.__file__, csi_harness.__file__)')
 case "$where" in
   *"$REPO"*) echo "user-project: csi-mock was imported from the source tree: $where" >&2; exit 1 ;;
 esac
+cd "$WORK/project"
 echo "== user project: pytest in $WORK/project (csi-mock from $WORK/venv)"
 status=0
 "$WORK/venv/bin/python" -m pytest -p no:cacheprovider --csi-cluster-name csi-user-project "$@" || status=$?

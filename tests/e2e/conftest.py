@@ -1,12 +1,12 @@
 """Fixtures the end-to-end suites share (the cluster, driver and namespace fixtures
-come from the pytest plugin, harness/pytest_plugin.py)."""
+come from the pytest plugin, csi_harness/_internal/pytest_plugin.py)."""
 
 from __future__ import annotations
 
 import pytest
 
+from csi_harness._internal.providers.base import Driver, Unsupported, pick_nodes
 from csi_mock.observe.calls import CallRecord
-from harness.cluster import Driver, Unsupported, pick_nodes
 
 
 def picked_node(driver: Driver, *, runs_pods: bool) -> str:

@@ -16,17 +16,17 @@ import pytest
 from lightkube import Client
 from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim, Pod
 
-from csi_mock.admin.client import AdminClient
-from csi_mock.proto import csi_pb2, csi_pb2_grpc
-from harness.cluster import Driver
-from harness.kube import objects
-from harness.kube.waits import (
+from csi_harness._internal.kube import objects
+from csi_harness._internal.kube.waits import (
     termination_message,
     wait_bound_volume,
     wait_for,
     wait_pod_running,
     wait_pod_succeeded,
 )
+from csi_harness._internal.providers.base import Driver
+from csi_mock.admin.client import AdminClient
+from csi_mock.proto import csi_pb2, csi_pb2_grpc
 from tests.e2e.conftest import node_calls
 
 pytestmark = [pytest.mark.e2e]

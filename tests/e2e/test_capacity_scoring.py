@@ -20,13 +20,19 @@ import pytest
 from lightkube import Client
 from lightkube.resources.core_v1 import Pod
 
+from csi_harness._internal.deploy.incluster_objects import COMPONENT_LABEL
+from csi_harness._internal.deploy.spec import node_pool_name
+from csi_harness._internal.kube import objects
+from csi_harness._internal.kube.scheduler_config import PACKING_SHAPE, volume_binding_shape
+from csi_harness._internal.kube.waits import wait_capacity, wait_pod_scheduled
+from csi_harness._internal.providers.base import (
+    Cluster,
+    Driver,
+    Unsupported,
+    pick_nodes,
+    scheduling_nodes,
+)
 from csi_mock.admin.client import AdminClient
-from harness.cluster import Cluster, Driver, Unsupported, pick_nodes, scheduling_nodes
-from harness.deploy.incluster_objects import COMPONENT_LABEL
-from harness.deploy.spec import node_pool_name
-from harness.kube import objects
-from harness.kube.scheduler_config import PACKING_SHAPE, volume_binding_shape
-from harness.kube.waits import wait_capacity, wait_pod_scheduled
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission, pytest.mark.cluster_wide]
 

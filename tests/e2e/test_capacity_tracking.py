@@ -14,12 +14,9 @@ from lightkube import Client
 from lightkube.resources.core_v1 import PersistentVolumeClaim, Pod
 from lightkube.resources.storage_v1 import CSIStorageCapacity
 
-from csi_mock.admin.client import AdminClient
-from csi_mock.model.quantity import parse_quantity
-from harness.cluster import Driver, Unsupported, pick_nodes, scheduling_nodes
-from harness.deploy.spec import DriverDeployment, node_pool_name
-from harness.kube import objects
-from harness.kube.waits import (
+from csi_harness._internal.deploy.spec import DriverDeployment, node_pool_name
+from csi_harness._internal.kube import objects
+from csi_harness._internal.kube.waits import (
     SELECTED_NODE,
     AnnotationHistory,
     capacities,
@@ -32,6 +29,9 @@ from harness.kube.waits import (
     wait_pod_scheduled,
     wait_pod_unschedulable,
 )
+from csi_harness._internal.providers.base import Driver, Unsupported, pick_nodes, scheduling_nodes
+from csi_mock.admin.client import AdminClient
+from csi_mock.model.quantity import parse_quantity
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 

@@ -13,10 +13,10 @@ import pytest
 from lightkube import Client, KubeConfig
 from lightkube.resources.core_v1 import Node
 
-from harness.kube.resources import CSINodeResource, csinode_drivers
-from harness.local.config import LocalClusterConfig
-from harness.local.state import RunState
-from harness.local.waiting import wait_for
+from csi_harness._internal.core.waiting import wait_for
+from csi_harness._internal.kube.resources import CSINodeResource, csinode_drivers
+from csi_harness._internal.providers.local.config import LocalClusterConfig
+from csi_harness._internal.providers.local.state import RunState
 from tests.e2e.test_volume_limits import allocatable_counts
 
 pytestmark = pytest.mark.e2e
@@ -39,7 +39,7 @@ def run_module(module: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def harness(*args: str) -> subprocess.CompletedProcess[str]:
-    return run_module("harness.cli", "cluster", *args, "--name", NAME)
+    return run_module("csi_harness._internal.cli", "cluster", *args, "--name", NAME)
 
 
 def run_pytest(*args: str) -> subprocess.CompletedProcess[str]:

@@ -17,11 +17,8 @@ import pytest
 from lightkube import Client
 from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim, Pod
 
-from csi_mock.admin.client import AdminClient
-from csi_mock.observe.calls import CallRecord
-from harness.cluster import Driver
-from harness.kube import objects
-from harness.kube.waits import (
+from csi_harness._internal.kube import objects
+from csi_harness._internal.kube.waits import (
     claim_conditions,
     describe_claim,
     storage_of,
@@ -33,6 +30,9 @@ from harness.kube.waits import (
     wait_pod_running,
     wait_volume_capacity,
 )
+from csi_harness._internal.providers.base import Driver
+from csi_mock.admin.client import AdminClient
+from csi_mock.observe.calls import CallRecord
 from tests.e2e.conftest import node_calls
 
 pytestmark = [pytest.mark.e2e]

@@ -3,7 +3,7 @@ it starts, answers CSI and admin calls over sockets in a mounted host directory,
 its configuration, and a bad one fails the start with the driver's message. Runs only
 where a Docker engine answers and skips (saying why) everywhere else.
 
-The image is built as the kind provider builds it (harness.deploy.images: the
+The image is built as the kind provider builds it (csi_harness._internal.deploy.images: the
 Dockerfile on a debootstrapped Python base, scripts/docker/engine.sh base), unless
 $CSI_MOCK_BASE_IMAGE names another base. On the project's CI machines (no registry,
 no CAP_SYS_RESOURCE) scripts/docker/engine.sh starts a suitable engine
@@ -71,7 +71,7 @@ def driver_image(docker_engine: None) -> str:
     pytest.importorskip("testcontainers", reason="testcontainers is not installed")
     from testcontainers.core.config import testcontainers_config
 
-    from harness.deploy.images import build_driver_image
+    from csi_harness._internal.deploy.images import build_driver_image
 
     # Ryuk (the reaper) would be pulled from Docker Hub; the context manager removes the
     # container anyway. An explicit TESTCONTAINERS_RYUK_DISABLED setting wins.

@@ -15,12 +15,12 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Node, PersistentVolume, PersistentVolumeClaim, Pod
 from lightkube.resources.storage_v1 import CSINode, CSIStorageCapacity
 
+from csi_harness._internal.core.waiting import wait_for
+from csi_harness._internal.deploy.spec import DRIVER_NAMESPACE, NODE_TOPOLOGY_KEY, ZONE_TOPOLOGY_KEY
+from csi_harness._internal.providers.local.cluster import LocalCluster
+from csi_harness._internal.providers.local.config import NODE_TYPE_LABEL
 from csi_mock.admin.client import AdminClient
 from csi_mock.model.quantity import parse_quantity
-from harness.deploy.spec import DRIVER_NAMESPACE, NODE_TOPOLOGY_KEY, ZONE_TOPOLOGY_KEY
-from harness.local.cluster import LocalCluster
-from harness.local.config import NODE_TYPE_LABEL
-from harness.local.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -13,12 +13,12 @@ from lightkube import Client, KubeConfig
 from lightkube.codecs import from_dict
 from lightkube.resources.core_v1 import Pod
 
+from csi_harness._internal.core.waiting import wait_for
+from csi_harness._internal.providers.local.cluster import LocalCluster
+from csi_harness._internal.providers.local.config import NODE_TYPE_LABEL, LocalClusterConfig
+from csi_harness._internal.providers.local.state import RunState
+from csi_harness._internal.providers.local.teardown import CGROUP_V1
 from csi_mock.host.mounts import mount_points
-from harness.local.cluster import LocalCluster
-from harness.local.config import NODE_TYPE_LABEL, LocalClusterConfig
-from harness.local.state import RunState
-from harness.local.teardown import CGROUP_V1
-from harness.local.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 

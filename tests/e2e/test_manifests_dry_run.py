@@ -2,7 +2,7 @@
 server-side apply dry run (admission, defaulting and schema validation, nothing
 stored), and the whole kustomization through kubectl with strict field validation.
 So does every object the harness renders for an in-cluster deployment
-(``harness.deploy.incluster_objects``), in either provisioning mode.
+(``csi_harness._internal.deploy.incluster_objects``), in either provisioning mode.
 
 Objects the local cluster already has (the csi-mock namespace, the CSIDriver, the
 StorageClasses) must pass too: the apply takes their fields over (force) in the dry
@@ -23,12 +23,16 @@ from lightkube.core.resource import NamespacedResource
 from lightkube.resources.apps_v1 import DaemonSet, Deployment
 from lightkube.resources.core_v1 import ConfigMap, Namespace
 
-from harness.cluster import ClusterNode
-from harness.deploy.incluster_objects import RESIZER_DEPLOYMENT, render_objects
-from harness.deploy.spec import DRIVER_NAMESPACE, DriverDeployment
-from harness.kind.provider import CONTROLLER_DEPLOYMENT, NODE_DAEMONSET, tool_path
-from harness.local.cluster import LocalCluster
-from harness.resources import MANIFEST_DIR
+from csi_harness._internal.core.resources import MANIFEST_DIR
+from csi_harness._internal.deploy.incluster_objects import RESIZER_DEPLOYMENT, render_objects
+from csi_harness._internal.deploy.spec import DRIVER_NAMESPACE, DriverDeployment
+from csi_harness._internal.providers.base import ClusterNode
+from csi_harness._internal.providers.kind.provider import (
+    CONTROLLER_DEPLOYMENT,
+    NODE_DAEMONSET,
+    tool_path,
+)
+from csi_harness._internal.providers.local.cluster import LocalCluster
 
 pytestmark = pytest.mark.e2e
 

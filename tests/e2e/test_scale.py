@@ -18,9 +18,9 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.scale.comparisons import KEP1472
-from harness.scale.experiment import Setup, run_variant
-from harness.scale.workload import SizeRange
+from csi_harness._internal.scale.comparisons import KEP1472
+from csi_harness._internal.scale.experiment import Setup, run_variant
+from csi_harness._internal.scale.workload import SizeRange
 
 # cluster_wide: it runs while no other e2e test does (its own two clusters and the
 # shared one would otherwise compete for two cores, and stale capacity is a matter

@@ -18,11 +18,9 @@ from lightkube.resources.core_v1 import Pod
 from lightkube.resources.storage_v1 import CSIDriver, CSIStorageCapacity
 from lightkube.types import PatchType
 
-from csi_mock.admin.client import AdminClient
-from harness.cluster import Driver, Unsupported, pick_nodes, scheduling_nodes
-from harness.deploy.spec import node_pool_name
-from harness.kube import objects
-from harness.kube.waits import (
+from csi_harness._internal.deploy.spec import node_pool_name
+from csi_harness._internal.kube import objects
+from csi_harness._internal.kube.waits import (
     AnnotationHistory,
     volume_attachments,
     wait_bound_volume,
@@ -32,6 +30,8 @@ from harness.kube.waits import (
     wait_pod_unschedulable,
     wait_volume_attachment,
 )
+from csi_harness._internal.providers.base import Driver, Unsupported, pick_nodes, scheduling_nodes
+from csi_mock.admin.client import AdminClient
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 

@@ -17,11 +17,9 @@ from lightkube.resources.core_v1 import Node, PersistentVolume, Pod
 from lightkube.resources.storage_v1 import CSIDriver
 from lightkube.types import PatchType
 
-from csi_mock.admin.client import AdminClient
-from harness.cluster import Driver
-from harness.deploy.spec import DriverDeployment, csidriver_object
-from harness.kube import objects
-from harness.kube.waits import (
+from csi_harness._internal.deploy.spec import DriverDeployment, csidriver_object
+from csi_harness._internal.kube import objects
+from csi_harness._internal.kube.waits import (
     volume_attachments,
     wait_bound_volume,
     wait_for,
@@ -29,6 +27,8 @@ from harness.kube.waits import (
     wait_volume_attachment,
     wait_volume_attachments_gone,
 )
+from csi_harness._internal.providers.base import Driver
+from csi_mock.admin.client import AdminClient
 from tests.e2e.conftest import picked_node
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission]

@@ -21,12 +21,9 @@ import pytest
 from lightkube import Client
 from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim
 
-from csi_mock.admin.client import AdminClient
-from csi_mock.admin.resources import VolumeView
-from harness.cluster import Driver
-from harness.deploy.local import LocalDriver
-from harness.kube import objects, snapshots
-from harness.kube.waits import (
+from csi_harness._internal.deploy.local import LocalDriver
+from csi_harness._internal.kube import objects, snapshots
+from csi_harness._internal.kube.waits import (
     describe_claim,
     termination_message,
     wait_bound_volume,
@@ -34,6 +31,9 @@ from harness.kube.waits import (
     wait_for,
     wait_pod_succeeded,
 )
+from csi_harness._internal.providers.base import Driver
+from csi_mock.admin.client import AdminClient
+from csi_mock.admin.resources import VolumeView
 
 pytestmark = [pytest.mark.e2e, pytest.mark.driver(snapshots="full", clones=True)]
 

@@ -20,10 +20,9 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Node, Pod
 from lightkube.resources.storage_v1 import StorageClass
 
-from harness.cluster import ClusterNode, Driver, scheduling_nodes
-from harness.kube import objects
-from harness.kube.resources import CSINodeResource, csinode_drivers
-from harness.kube.waits import (
+from csi_harness._internal.kube import objects
+from csi_harness._internal.kube.resources import CSINodeResource, csinode_drivers
+from csi_harness._internal.kube.waits import (
     pv_topology,
     wait_bound_volume,
     wait_event,
@@ -31,6 +30,7 @@ from harness.kube.waits import (
     wait_pod_scheduled,
     wait_pod_unschedulable,
 )
+from csi_harness._internal.providers.base import ClusterNode, Driver, scheduling_nodes
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 

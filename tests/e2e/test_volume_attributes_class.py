@@ -19,10 +19,10 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim
 from lightkube.resources.storage_v1 import VolumeAttributesClass
 
+from csi_harness._internal.kube import objects
+from csi_harness._internal.kube.waits import wait_bound_volume, wait_claim
+from csi_harness._internal.providers.base import Driver
 from csi_mock.admin.client import AdminClient
-from harness.cluster import Driver
-from harness.kube import objects
-from harness.kube.waits import wait_bound_volume, wait_claim
 
 pytestmark = [
     pytest.mark.e2e,

@@ -14,9 +14,9 @@ from lightkube.models.storage_v1 import VolumeAttachmentSource, VolumeAttachment
 from lightkube.resources.core_v1 import PersistentVolume
 from lightkube.resources.storage_v1 import VolumeAttachment
 
-from harness.cluster import Driver, Unsupported, pick_nodes, scheduling_nodes
-from harness.kube import objects
-from harness.kube.waits import wait_pod_scheduled, wait_pod_unschedulable
+from csi_harness._internal.kube import objects
+from csi_harness._internal.kube.waits import wait_pod_scheduled, wait_pod_unschedulable
+from csi_harness._internal.providers.base import Driver, Unsupported, pick_nodes, scheduling_nodes
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 

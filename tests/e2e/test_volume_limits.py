@@ -16,11 +16,9 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.storage_v1 import CSIDriver
 from lightkube.types import PatchType
 
-from csi_mock.admin.client import AdminClient
-from harness.cluster import Driver, Unsupported, pick_nodes, scheduling_nodes
-from harness.kube import objects
-from harness.kube.resources import CSINodeResource, csinode_drivers
-from harness.kube.waits import (
+from csi_harness._internal.kube import objects
+from csi_harness._internal.kube.resources import CSINodeResource, csinode_drivers
+from csi_harness._internal.kube.waits import (
     wait_bound_volume,
     wait_event,
     wait_for,
@@ -28,6 +26,8 @@ from harness.kube.waits import (
     wait_pod_unschedulable,
     wait_volume_attachment,
 )
+from csi_harness._internal.providers.base import Driver, Unsupported, pick_nodes, scheduling_nodes
+from csi_mock.admin.client import AdminClient
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 

@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
-from harness import cli
-from harness.cli import UsageError, build_config, main, parse_feature_gates
+from csi_harness._internal import cli
+from csi_harness._internal.cli import UsageError, build_config, main, parse_feature_gates
 
 
 def up_args(**given: Any) -> argparse.Namespace:

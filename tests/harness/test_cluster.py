@@ -1,10 +1,15 @@
-"""Picking nodes by what a test needs (harness/cluster.py), never by name."""
+"""Picking nodes by what a test needs (csi_harness/_internal/providers/base.py), never by name."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.cluster import ClusterNode, Unsupported, pick_nodes, scheduling_nodes
+from csi_harness._internal.providers.base import (
+    ClusterNode,
+    Unsupported,
+    pick_nodes,
+    scheduling_nodes,
+)
 
 REAL_A = ClusterNode("node-1", "zone-a", runs_pods=True)
 SIMULATED_B = ClusterNode("node-2", "zone-b", runs_pods=False)

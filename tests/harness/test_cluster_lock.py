@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from harness.cluster_lock import ClusterLock
+from csi_harness._internal.core.cluster_lock import ClusterLock
 
 
 def hold(lock: ClusterLock, mode: str, log: list[str], name: str, seconds: float) -> None:

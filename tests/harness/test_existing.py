@@ -10,11 +10,11 @@ import pytest
 from lightkube.codecs import from_dict
 from lightkube.resources.core_v1 import Namespace
 
-from harness.cluster import ClusterNode, Unsupported
-from harness.deploy.incluster import DriverPodsFailed
-from harness.deploy.spec import DriverDeployment
-from harness.existing import ExistingCluster
-from harness.kube.resources import CSINodeResource
+from csi_harness._internal.deploy.incluster import DriverPodsFailed
+from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.kube.resources import CSINodeResource
+from csi_harness._internal.providers.base import ClusterNode, Unsupported
+from csi_harness._internal.providers.existing import ExistingCluster
 from tests.harness.deploy.fake_api import FakeApi, ready_status, write_kubeconfig
 
 

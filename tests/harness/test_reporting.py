@@ -1,4 +1,5 @@
-"""The run summary and failure diagnostics (harness/reporting.py, harness/diagnostics.py).
+"""The run summary and failure diagnostics (csi_harness/_internal/reporting.py,
+csi_harness/_internal/diagnostics.py).
 
 The plugin is tried on small fake suites run by ``pytester``, in process, with the
 csi_harness plugin switched off so that nothing reaches for a real cluster; the
@@ -19,15 +20,15 @@ from lightkube.codecs import from_dict
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Pod
 
+from csi_harness._internal import diagnostics
+from csi_harness._internal.diagnostics import ClusterTarget, DriverLogs, Limits, LogDirectory
+from csi_harness._internal.reporting import diagnostics_dirname
 from csi_mock.observe.calls import CallRecord
-from harness import diagnostics
-from harness.diagnostics import ClusterTarget, DriverLogs, Limits, LogDirectory
-from harness.reporting import diagnostics_dirname
 
 pytest_plugins = ["pytester"]
 
 # In process, with only this plugin of the harness; no asyncio plugin, no cache.
-PLUGIN_ARGS = ("-p", "no:csi_harness", "-p", "harness.reporting", "-p", "no:asyncio")
+PLUGIN_ARGS = ("-p", "no:csi_harness", "-p", "csi_harness._internal.reporting", "-p", "no:asyncio")
 PLUGIN_ARGS += ("-p", "no:cacheprovider", "--strict-markers")
 
 CAPACITY_SUITE = """

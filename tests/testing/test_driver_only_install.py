@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-HARNESS_ONLY = ("harness", "lightkube", "cryptography")
+HARNESS_ONLY = ("csi_harness", "lightkube", "cryptography")
 
 # Makes the harness's dependencies unimportable, as in an environment without the extra.
 BLOCK_HARNESS_DEPENDENCIES = textwrap.dedent(
@@ -55,12 +55,14 @@ def test_the_driver_and_its_test_fixtures_import_nothing_of_the_harness() -> Non
 def test_the_harness_entry_point_loads_the_plugin_only_with_its_dependencies() -> None:
     without = run_python(
         BLOCK_HARNESS_DEPENDENCIES
-        + "import harness.pytest_entry as e; print(e.pytest_plugins, e.MISSING)"
+        + "import csi_harness._internal.pytest_entry as e; print(e.pytest_plugins, e.MISSING)"
     )
     assert without.returncode == 0, without.stderr
     assert without.stdout.strip() == "[] ['lightkube', 'cryptography']"
-    with_them = run_python("import harness.pytest_entry as e; print(e.pytest_plugins)")
-    assert with_them.stdout.strip() == "['harness.pytest_plugin']", with_them.stderr
+    with_them = run_python(
+        "import csi_harness._internal.pytest_entry as e; print(e.pytest_plugins)"
+    )
+    assert with_them.stdout.strip() == "['csi_harness._internal.pytest_plugin']", with_them.stderr
 
 
 def fixtures_listed(tmp_path: Path, *, block: bool) -> tuple[set[str], str]:

@@ -14,7 +14,7 @@ import pytest
 
 from benchmarks import bench_e2e
 from benchmarks.bench_e2e import Run, SuiteTime
-from harness.reporting import format_seconds
+from csi_harness._internal.reporting import format_seconds
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites name="pytest tests"><testsuite name="pytest" errors="1" failures="1" skipped="2"

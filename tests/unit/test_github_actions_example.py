@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.local.tools import tool_binary
+from csi_harness._internal.core.tools import tool_binary
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((REPO / "examples" / "github-actions").glob("*.yml"))

@@ -1,5 +1,5 @@
 """The lists of tools to build (make test's, the GitHub Actions recipe's) cover every
-binary a local or kind cluster needs (harness.local.tools.REQUIRED): a list that
+binary a local or kind cluster needs (csi_harness._internal.core.tools.REQUIRED): a list that
 misses one passes on a machine whose cache has it and fails from nothing."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from harness.local.tools import REQUIRED
+from csi_harness._internal.core.tools import REQUIRED
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,12 +14,12 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Namespace
 from lightkube.types import PatchType
 
+from csi_harness._internal.core.waiting import WaitTimeout
+from csi_harness._internal.deploy.incluster import DriverPodsFailed, InClusterDriver
+from csi_harness._internal.deploy.spec import NODE_TOPOLOGY_KEY, DriverDeployment
+from csi_harness._internal.kube.resources import CSINodeResource
+from csi_harness._internal.providers.base import ClusterNode
 from csi_mock.admin.resources import TOKEN_HEADER
-from harness.cluster import ClusterNode
-from harness.deploy.incluster import DriverPodsFailed, InClusterDriver
-from harness.deploy.spec import NODE_TOPOLOGY_KEY, DriverDeployment
-from harness.kube.resources import CSINodeResource
-from harness.local.waiting import WaitTimeout
 from tests.harness.deploy.fake_api import (
     Event,
     FakeApi,

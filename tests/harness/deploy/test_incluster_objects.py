@@ -14,21 +14,21 @@ import pytest
 import yaml
 from lightkube import codecs
 
-from csi_mock.config import DriverConfig, Mode, validate_config
-from harness.cluster import ClusterNode
-from harness.deploy.incluster_objects import (
+from csi_harness._internal.deploy.incluster_objects import (
     INSTANCE_LABEL,
     cluster_scoped_objects,
     deployment_components,
     excluding_nodes,
     render_objects,
 )
-from harness.deploy.spec import (
+from csi_harness._internal.deploy.spec import (
     DRIVER_NAMESPACE,
     NODE_TOPOLOGY_KEY,
     ZONE_TOPOLOGY_KEY,
     DriverDeployment,
 )
+from csi_harness._internal.providers.base import ClusterNode
+from csi_mock.config import DriverConfig, Mode, validate_config
 
 NODES = [ClusterNode("worker2", "zone-b", True), ClusterNode("worker", "zone-a", True)]
 SIDECAR_IMAGES = {

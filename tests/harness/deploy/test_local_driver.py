@@ -1,4 +1,5 @@
-"""LocalDriver as a ``harness.cluster.Driver``: its instances and components, the CSI
+"""LocalDriver as a ``csi_harness._internal.providers.base.Driver``: its instances and components,
+the CSI
 calls the harness makes itself, and component logs of this deployment only."""
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ from typing import Any
 import grpc
 import pytest
 
+from csi_harness._internal.core.processes import Supervisor
+from csi_harness._internal.core.tools import Tools
+from csi_harness._internal.deploy.local import DriverNode, LocalDriver
+from csi_harness._internal.deploy.spec import NODE_TOPOLOGY_KEY, DriverDeployment
+from csi_harness._internal.providers.base import ClusterNode
+from csi_harness._internal.providers.local.state import RunState
 from csi_mock.proto import csi_pb2, csi_pb2_grpc
-from harness.cluster import ClusterNode
-from harness.deploy.local import DriverNode, LocalDriver
-from harness.deploy.spec import NODE_TOPOLOGY_KEY, DriverDeployment
-from harness.local.processes import Supervisor
-from harness.local.state import RunState
-from harness.local.tools import Tools
 
 NODES = [ClusterNode("node-2", "zone-b", runs_pods=False), ClusterNode("node-1", "zone-a", True)]
 

@@ -22,11 +22,15 @@ import yaml
 from lightkube import codecs
 from lightkube.core.resource import NamespacedResource
 
+from csi_harness._internal.core.resources import MANIFEST_DIR
+from csi_harness._internal.deploy.spec import DRIVER_NAMESPACE
+from csi_harness._internal.providers.kind.provider import (
+    CONTROLLER_DEPLOYMENT,
+    DRIVER_IMAGE,
+    NODE_DAEMONSET,
+)
 from csi_mock.cli import build_parser, resolve_config
 from csi_mock.config import DriverConfig, Mode, validate_config
-from harness.deploy.spec import DRIVER_NAMESPACE
-from harness.kind.provider import CONTROLLER_DEPLOYMENT, DRIVER_IMAGE, NODE_DAEMONSET
-from harness.resources import MANIFEST_DIR
 
 REPO_ROOT = MANIFEST_DIR.parent.parent
 KUSTOMIZATION = MANIFEST_DIR / "kustomization.yaml"

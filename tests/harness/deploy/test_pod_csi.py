@@ -15,14 +15,14 @@ import grpc
 import pytest
 import yaml
 
+from csi_harness._internal.deploy.incluster_objects import render_objects
+from csi_harness._internal.deploy.pod_csi import CommandFailed, PodCsiCaller, run_command
+from csi_harness._internal.deploy.spec import NODE_TOPOLOGY_KEY, ZONE_TOPOLOGY_KEY, DriverDeployment
+from csi_harness._internal.providers.base import ClusterNode
 from csi_mock.config import validate_config
 from csi_mock.proto import csi_pb2
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
 from csi_mock.server import Driver, DriverServer
-from harness.cluster import ClusterNode
-from harness.deploy.incluster_objects import render_objects
-from harness.deploy.pod_csi import CommandFailed, PodCsiCaller, run_command
-from harness.deploy.spec import NODE_TOPOLOGY_KEY, ZONE_TOPOLOGY_KEY, DriverDeployment
 
 NODES = [ClusterNode("worker", "zone-a", True), ClusterNode("worker2", "zone-b", True)]
 

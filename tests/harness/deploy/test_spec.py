@@ -4,9 +4,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from csi_mock.config import Mode, validate_config
-from harness.deploy.sidecars import provisioner_flags
-from harness.deploy.spec import (
+from csi_harness._internal.deploy.sidecars import provisioner_flags
+from csi_harness._internal.deploy.spec import (
     NODE_TOPOLOGY_KEY,
     ZONE_TOPOLOGY_KEY,
     DriverDeployment,
@@ -15,6 +14,7 @@ from harness.deploy.spec import (
     driver_config_for,
     storage_class_objects,
 )
+from csi_mock.config import Mode, validate_config
 
 NODES: list[tuple[str, str | None]] = [
     ("node-1", "zone-a"),

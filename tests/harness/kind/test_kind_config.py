@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.local.tools import Tools, ToolsMissing
-from harness.resources import KIND_CONFIG_DIR
+from csi_harness._internal.core.resources import KIND_CONFIG_DIR
+from csi_harness._internal.core.tools import Tools, ToolsMissing
 
 SCHEDULER_CONFIG = KIND_CONFIG_DIR / "scheduler-capacity-scoring.yaml"
 ZONE_LABEL = "topology.kubernetes.io/zone"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from harness.kind import network
-from harness.kind.network import NodeAddressing
+from csi_harness._internal.providers.kind import network
+from csi_harness._internal.providers.kind.network import NodeAddressing
 
 NODES = [
     NodeAddressing("c-control-plane", "172.18.0.2", "10.244.0.0/24"),

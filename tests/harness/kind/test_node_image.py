@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.kind import node_image
-from harness.kind.node_image import NodeImageError
-from harness.local.images import LayerEntry
+from csi_harness._internal.core.images import LayerEntry
+from csi_harness._internal.providers.kind import node_image
+from csi_harness._internal.providers.kind.node_image import NodeImageError
 
 
 def test_without_a_docker_cli_the_error_names_the_fix(

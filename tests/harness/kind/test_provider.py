@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.kind.provider import (
+from csi_harness._internal.core.resources import KIND_CONFIG_DIR, MANIFEST_DIR, TOOLS_SCRIPT
+from csi_harness._internal.core.tools import ToolsMissing
+from csi_harness._internal.providers.kind.provider import (
     DRIVER_IMAGE,
     CommandFailed,
     ImageArchive,
@@ -17,8 +19,6 @@ from harness.kind.provider import (
     run_command,
     tool_path,
 )
-from harness.local.tools import ToolsMissing
-from harness.resources import KIND_CONFIG_DIR, MANIFEST_DIR, TOOLS_SCRIPT
 
 KIND = "/tools/bin/kind"
 KUBECTL = "/tools/bin/kubectl"

@@ -7,8 +7,13 @@ from typing import Any
 
 import yaml
 
-from harness.kind import scheduler
-from harness.kind.scheduler import CONFIG_PATH, KUBEADM_KUBECONFIG, MANIFEST, SchedulerManifest
+from csi_harness._internal.providers.kind import scheduler
+from csi_harness._internal.providers.kind.scheduler import (
+    CONFIG_PATH,
+    KUBEADM_KUBECONFIG,
+    MANIFEST,
+    SchedulerManifest,
+)
 
 KUBEADM_MANIFEST: dict[str, Any] = {
     "apiVersion": "v1",

@@ -18,10 +18,14 @@ from typing import Any
 import pytest
 import yaml
 
+from csi_harness._internal.kube.apiproxy import (
+    ApiServerAccess,
+    KubeconfigUnsupported,
+    api_server_access,
+)
+from csi_harness._internal.providers.local.pki import ClientIdentity, ClusterPKI, create_pki
 from csi_mock.admin.client import AdminClient
 from csi_mock.admin.resources import TOKEN_HEADER
-from harness.kube.apiproxy import ApiServerAccess, KubeconfigUnsupported, api_server_access
-from harness.local.pki import ClientIdentity, ClusterPKI, create_pki
 
 ADMIN_TOKEN = "admin-token-0123456789abcdef"
 POD = "csi-mock-node-x7k2p"

@@ -6,7 +6,7 @@ from typing import Any
 
 from lightkube.resources.core_v1 import Pod
 
-from harness.kube.pod_status import CRASH_LOOP_RESTARTS, describe_pod, unrecoverable
+from csi_harness._internal.kube.pod_status import CRASH_LOOP_RESTARTS, describe_pod, unrecoverable
 
 
 def pod(*statuses: dict[str, Any], init: tuple[dict[str, Any], ...] = ()) -> Pod:

@@ -1,6 +1,6 @@
 """VolumeBinding's scoring shape as a KubeSchedulerConfiguration fragment."""
 
-from harness.kube.scheduler_config import PACKING_SHAPE, volume_binding_shape
+from csi_harness._internal.kube.scheduler_config import PACKING_SHAPE, volume_binding_shape
 
 
 def test_the_shape_goes_into_volume_binding_args_of_the_default_profile() -> None:

@@ -10,9 +10,10 @@ import pytest
 from lightkube.resources.core_v1 import Event, PersistentVolume, PersistentVolumeClaim
 from lightkube.resources.storage_v1 import CSIStorageCapacity, VolumeAttachment
 
-from harness.deploy.spec import DriverDeployment
-from harness.kube import waits
-from harness.kube.waits import (
+from csi_harness._internal.core.waiting import WaitTimeout, wait_for
+from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.kube import waits
+from csi_harness._internal.kube.waits import (
     DRIVER_NAME_LABEL,
     SELECTED_NODE,
     AnnotationHistory,
@@ -26,8 +27,7 @@ from harness.kube.waits import (
     wait_volume_attachments_gone,
     wait_volume_capacity,
 )
-from harness.kube.watching import Selection
-from harness.local.waiting import WaitTimeout, wait_for
+from csi_harness._internal.kube.watching import Selection
 from tests.harness.kube.test_watching import FakeApi
 
 GI = 1024**3

@@ -18,9 +18,14 @@ from lightkube.core.exceptions import ApiError
 from lightkube.models.meta_v1 import Status
 from lightkube.resources.core_v1 import Pod
 
-from harness.kube import watching
-from harness.kube.watching import LightkubeListerWatcher, Selection, follow, watch_until
-from harness.local.waiting import WaitTimeout
+from csi_harness._internal.core.waiting import WaitTimeout
+from csi_harness._internal.kube import watching
+from csi_harness._internal.kube.watching import (
+    LightkubeListerWatcher,
+    Selection,
+    follow,
+    watch_until,
+)
 
 Step = tuple[str, Any] | Exception
 

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.deploy.spec import DriverDeployment
-from harness.local.cluster import ClusterNotRunning, LocalCluster
-from harness.local.config import LocalClusterConfig
-from harness.local.processes import process_start_time
-from harness.local.state import ProcessRecord, RunState
-from harness.local.tools import REQUIRED
+from csi_harness._internal.core.processes import process_start_time
+from csi_harness._internal.core.tools import REQUIRED
+from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.providers.local.cluster import ClusterNotRunning, LocalCluster
+from csi_harness._internal.providers.local.config import LocalClusterConfig
+from csi_harness._internal.providers.local.state import ProcessRecord, RunState
 
 KUBECONFIG = """\
 apiVersion: v1

@@ -1,14 +1,15 @@
-"""LocalCluster as a ``harness.cluster.Cluster``: its nodes, scheduler gates and
+"""LocalCluster as a ``csi_harness._internal.providers.base.Cluster``: its nodes, scheduler gates
+and
 configuration, logs and driver instances, read from its configuration."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness.cluster import ClusterNode
-from harness.deploy.spec import DriverDeployment
-from harness.local.cluster import LocalCluster
-from harness.local.config import Component, LocalClusterConfig
+from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.providers.base import ClusterNode
+from csi_harness._internal.providers.local.cluster import LocalCluster
+from csi_harness._internal.providers.local.config import Component, LocalClusterConfig
 
 
 def local_cluster(tmp_path: Path, **fields: object) -> LocalCluster:

@@ -4,7 +4,8 @@ from typing import Any
 
 import pytest
 
-from harness.local.components import (
+from csi_harness._internal.core.tools import Tools
+from csi_harness._internal.providers.local.components import (
     PAUSE_IMAGE,
     Layout,
     PodNetwork,
@@ -16,9 +17,8 @@ from harness.local.components import (
     scheduler_argv,
     scheduler_configuration,
 )
-from harness.local.config import Component, LocalClusterConfig
-from harness.local.pki import ClusterPKI, KeyPair
-from harness.local.tools import Tools
+from csi_harness._internal.providers.local.config import Component, LocalClusterConfig
+from csi_harness._internal.providers.local.pki import ClusterPKI, KeyPair
 
 PORTS = {
     "etcd": 2379,

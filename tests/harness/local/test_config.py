@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from harness.local.config import (
+from csi_harness._internal.providers.local.config import (
     Component,
     LocalClusterConfig,
     NodeType,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.local import images
-from harness.local.images import (
+from csi_harness._internal.core import images
+from csi_harness._internal.core.images import (
     BUSYBOX_PACKAGE,
     ImageBuildError,
     ImageImportError,

@@ -11,13 +11,13 @@ import grpc
 import httpx2
 import pytest
 
+from csi_harness._internal.providers.local.node_simulator import SimulatedNode, Simulator
 from csi_mock.proto import (
     csi_pb2,
     csi_pb2_grpc,
     pluginregistration_pb2,
     pluginregistration_pb2_grpc,
 )
-from harness.local.node_simulator import SimulatedNode, Simulator
 
 
 class Plugin(pluginregistration_pb2_grpc.RegistrationServicer, csi_pb2_grpc.NodeServicer):

@@ -8,7 +8,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from harness.local.pki import ClientIdentity, ClusterPKI, create_pki
+from csi_harness._internal.providers.local.pki import ClientIdentity, ClusterPKI, create_pki
 
 CLIENTS = [
     ClientIdentity("admin", "kubernetes-admin", ("system:masters",)),

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from csi_harness._internal.core.processes import Supervisor, is_running, process_start_time
+from csi_harness._internal.providers.local.state import ProcessRecord, RunState
+from csi_harness._internal.providers.local.teardown import teardown
 from csi_mock.host.loop import KernelLoopDevices
 from csi_mock.host.mounts import mount_points
-from harness.local.processes import Supervisor, is_running, process_start_time
-from harness.local.state import ProcessRecord, RunState
-from harness.local.teardown import teardown
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -216,7 +216,8 @@ def test_teardown_spares_processes_of_a_run_dir_whose_name_extends_this_one(
 
 def test_teardown_spares_the_command_that_runs_it(run_dir: Path) -> None:
     script = (
-        "import sys; from pathlib import Path; from harness.local.teardown import teardown;"
+        "import sys; from pathlib import Path;"
+        " from csi_harness._internal.providers.local.teardown import teardown;"
         " teardown(Path(sys.argv[1]), None)"
     )
     # Like `sudo csi-harness cluster down --run-dir DIR`: the wrapper names DIR too.

@@ -2,7 +2,7 @@ import time
 
 import pytest
 
-from harness.local.waiting import WaitTimeout, wait_for
+from csi_harness._internal.core.waiting import WaitTimeout, wait_for
 
 
 def test_wait_for_returns_the_value_of_the_first_successful_probe() -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli
-from harness.scale import cli as scale_cli
-from harness.scale import comparisons
+from csi_harness._internal import cli
+from csi_harness._internal.scale import cli as scale_cli
+from csi_harness._internal.scale import comparisons
 
 
 @pytest.fixture(autouse=True)

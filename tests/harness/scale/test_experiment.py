@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from harness.local.config import Component
-from harness.scale.comparisons import KEP1472, SCORING
-from harness.scale.experiment import JOURNAL_SIZE, Setup, _counted_calls, cluster_config
-from harness.scale.workload import SizeRange
+from csi_harness._internal.providers.local.config import Component
+from csi_harness._internal.scale.comparisons import KEP1472, SCORING
+from csi_harness._internal.scale.experiment import (
+    JOURNAL_SIZE,
+    Setup,
+    _counted_calls,
+    cluster_config,
+)
+from csi_harness._internal.scale.workload import SizeRange
 
 SETUP = Setup(nodes=50, pool="10Gi", pods=450, sizes=SizeRange.parse("1Gi"), seed=1)
 

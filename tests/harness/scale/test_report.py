@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.scale.experiment import RunResult
-from harness.scale.report import (
+from csi_harness._internal.scale.experiment import RunResult
+from csi_harness._internal.scale.report import (
     BOUND_CHART,
     REPORT,
     UTILISATION_CHART,

@@ -6,8 +6,8 @@ from lightkube.models.core_v1 import PersistentVolumeClaimStatus
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import PersistentVolumeClaim
 
-from harness.kube.waits import SELECTED_NODE
-from harness.scale.timeline import ClaimTimeline
+from csi_harness._internal.kube.waits import SELECTED_NODE
+from csi_harness._internal.scale.timeline import ClaimTimeline
 
 _versions = iter(range(1, 10_000))
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.local.config import NODE_TYPE_LABEL
-from harness.scale.workload import VOLUME, Burst, SizeRange, WorkloadError, fill_ratio
+from csi_harness._internal.providers.local.config import NODE_TYPE_LABEL
+from csi_harness._internal.scale.workload import VOLUME, Burst, SizeRange, WorkloadError, fill_ratio
 
 GI = 1 << 30
 MI = 1 << 20

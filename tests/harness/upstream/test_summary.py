@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from harness.upstream.summary import read_junit
+from csi_harness._internal.upstream.summary import read_junit
 
 JUNIT = """<?xml version="1.0" encoding="UTF-8"?>
 <testsuites tests="5">

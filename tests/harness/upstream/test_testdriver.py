@@ -2,9 +2,9 @@ from pathlib import Path
 
 import yaml
 
-from harness.deploy.spec import DriverDeployment
-from harness.upstream.run import MAX_VOLUME_SIZE, upstream_driver, write_testdriver
-from harness.upstream.testdriver import STORAGE_CLASS, driver_definition
+from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.upstream.run import MAX_VOLUME_SIZE, upstream_driver, write_testdriver
+from csi_harness._internal.upstream.testdriver import STORAGE_CLASS, driver_definition
 
 COMMITTED = Path(__file__).resolve().parents[3] / "deploy" / "e2e" / "testdriver.yaml"
 

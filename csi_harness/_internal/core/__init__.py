@@ -1,0 +1,1 @@
+"""The base layer: waiting, tool lookup, processes, images and the files the harness ships."""

@@ -1,0 +1,528 @@
+"""The driver deployed into a cluster (kind or an existing one): ``InClusterDriver`` is
+that cluster's ``csi_harness._internal.providers.base.Driver``.
+
+Everything of a deployment is in its spec's namespace (``DriverDeployment.namespace``)
+or named after it (``csi_harness._internal.deploy.incluster_objects``). ``deploy`` first clears the
+way: the unsuffixed deployment, in the shared ``csi-mock`` namespace, removes whatever
+csi-mock deployment that namespace holds (this one or an earlier one), waits until its
+pods are gone and the kubelets have dropped its CSINode entries; a suffixed one, whose
+names are its own, only removes leftovers of its own and leaves every other deployment
+alone, so several run side by side. Then it applies the objects of
+``csi_harness._internal.deploy.incluster_objects`` and waits for readiness as the local provider
+does: every driver pod ready, the driver registered on every node, the complete
+CSIStorageCapacity set published. A pod that cannot start (an image missing from the
+node, a crash loop) ends the wait at once with its container states.
+
+A test reaches each csi-mock instance's admin API through the API server's pod proxy
+(the token in ``X-CSI-Mock-Token``, as the API server keeps ``Authorization``), and its
+CSI socket with ``kubectl exec`` (``csi_harness._internal.deploy.pod_csi``).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from lightkube import Client
+from lightkube.codecs import from_dict
+from lightkube.core.client import LabelSelector
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.apps_v1 import DaemonSet, Deployment
+from lightkube.resources.core_v1 import ConfigMap, Namespace, Pod, Secret
+from lightkube.resources.storage_v1 import CSIDriver, CSIStorageCapacity, StorageClass
+from lightkube.types import CascadeType, PatchType
+
+from csi_harness._internal.core.waiting import WaitTimeout, wait_for
+from csi_harness._internal.deploy.incluster_objects import (
+    ADMIN_PORT,
+    APP,
+    COMPONENT_LABEL,
+    CSI_ENDPOINT,
+    DRIVER_CONTAINER,
+    INSTANCE_LABEL,
+    NAME_LABEL,
+    Component,
+    cluster_scoped_objects,
+    deployment_components,
+    excluding_nodes,
+    instance_component,
+    is_distributed,
+    render_objects,
+)
+from csi_harness._internal.deploy.pod_csi import CommandRunner, PodCsiCaller, run_command
+from csi_harness._internal.deploy.readiness import wait_deregistered, wait_driver_ready
+from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.kube.apiproxy import ApiServerAccess, api_server_access
+from csi_harness._internal.kube.objects import exists
+from csi_harness._internal.kube.pod_status import describe_pod, pod_name, unrecoverable
+from csi_harness._internal.kube.snapshots import has_snapshot_api
+from csi_harness._internal.kube.waits import DRIVER_NAME_LABEL
+from csi_harness._internal.providers.base import ClusterNode, Unsupported
+from csi_mock.admin.client import DEFAULT_TIMEOUT, AdminClient
+from csi_mock.admin.resources import TOKEN_HEADER
+from csi_mock.proto import csi_pb2
+
+__all__ = ["DriverPodsFailed", "InClusterDriver", "render_objects"]
+
+FIELD_MANAGER = "csi-harness"
+CONTROLLER = "controller"
+DEFAULT_DEPLOY_TIMEOUT = 180.0
+"""Seconds for each phase of deploy/remove (pods gone, pods ready, registered, capacity)."""
+
+
+class DriverPodsFailed(RuntimeError):
+    """A driver pod cannot become ready (image missing, crash loop); the message says
+    which container and why, and lists every driver pod."""
+
+
+class InClusterDriver:
+    """One csi-mock deployment in a cluster, in the namespace of its spec."""
+
+    def __init__(
+        self,
+        spec: DriverDeployment,
+        *,
+        nodes: Sequence[ClusterNode],
+        kube: Client,
+        kubeconfig: Path,
+        kubectl: str,
+        image: str,
+        sidecar_images: Mapping[str, str],
+        generation: str,
+        controller_host: str | None = None,
+        timeout: float = DEFAULT_DEPLOY_TIMEOUT,
+        progress: Callable[[str], None] = lambda _: None,
+        run: CommandRunner = run_command,
+    ) -> None:
+        self._spec = spec
+        self._nodes = sorted(nodes, key=lambda n: n.name)
+        self.kube = kube
+        self.kubeconfig = kubeconfig
+        self.image = image
+        self.sidecar_images = dict(sidecar_images)
+        # The caller counts deployments per session; the host directories of a cluster
+        # that outlives the session must not meet an earlier session's same count.
+        self.generation = f"{generation}-{secrets.token_hex(4)}"
+        self.controller_host = controller_host
+        self.admin_token = secrets.token_urlsafe(32)
+        self.timeout = timeout
+        self.progress = progress
+        self.namespace = spec.namespace
+        self._csi = PodCsiCaller(
+            kubectl, kubeconfig, self.namespace, DRIVER_CONTAINER, CSI_ENDPOINT, run
+        )
+        self._components = deployment_components(spec, [n.name for n in self._nodes])
+        self._access: ApiServerAccess | None = None
+        self._stopped: dict[str, str] = {}
+        """Stopped component -> its log, read just before it was stopped."""
+
+    # -- what a test sees (csi_harness._internal.providers.base.Driver) --
+
+    @property
+    def spec(self) -> DriverDeployment:
+        return self._spec
+
+    @property
+    def nodes(self) -> list[ClusterNode]:
+        return list(self._nodes)
+
+    def instances(self) -> list[str]:
+        names = [n.name for n in self._nodes]
+        return names if is_distributed(self._spec) else [CONTROLLER, *names]
+
+    def components(self) -> list[str]:
+        return list(self._components)
+
+    def admin(self, instance: str = CONTROLLER, *, timeout: float = DEFAULT_TIMEOUT) -> AdminClient:
+        """A client of ``instance``'s admin API through the API server's pod proxy."""
+        pod = self._pod(self._instance(instance))
+        access = self._api_access()
+        return AdminClient(
+            url=access.pod_proxy_url(self.namespace, pod, ADMIN_PORT),
+            token=self.admin_token,
+            token_header=TOKEN_HEADER,
+            headers=access.headers,
+            verify=access.ssl_context,
+            timeout=timeout,
+        )
+
+    def get_capacity(
+        self, segment: Mapping[str, str], parameters: Mapping[str, str]
+    ) -> tuple[int, int]:
+        """GetCapacity of the controller; with distributed provisioning, of the
+        instance of the segment's node (each answers for its own pool only)."""
+        if is_distributed(self._spec):
+            key = self._spec.node_topology_key
+            node = segment.get(key)
+            if node is None:
+                raise ValueError(
+                    f"{dict(segment)}: a distributed deployment answers GetCapacity per node; "
+                    f"the segment needs {key}"
+                )
+            instance = node
+        else:
+            instance = CONTROLLER
+        request = csi_pb2.GetCapacityRequest(
+            parameters=dict(parameters), accessible_topology=csi_pb2.Topology(segments=segment)
+        )
+        reply = self._csi.call(
+            self._pod(self._instance(instance)),
+            "Controller",
+            "GetCapacity",
+            request,
+            csi_pb2.GetCapacityResponse,
+        )
+        return int(reply.available_capacity), int(reply.maximum_volume_size.value)
+
+    def node_get_info(self, node: str) -> tuple[str, dict[str, str]]:
+        reply = self._csi.call(
+            self._pod(self._instance(node)),
+            "Node",
+            "NodeGetInfo",
+            csi_pb2.NodeGetInfoRequest(),
+            csi_pb2.NodeGetInfoResponse,
+        )
+        return str(reply.node_id), dict(reply.accessible_topology.segments)
+
+    def component_log(self, component: str) -> str:
+        """The component's container log (its pod is new with this deployment; a
+        restarted container's earlier log is not included). A stopped component's
+        log is as it was when it was stopped."""
+        found = self._component(component)
+        if component in self._stopped:
+            return self._stopped[component]
+        return "".join(
+            self.kube.log(self._pod(found), namespace=self.namespace, container=found.container)
+        )
+
+    def stop_component(self, component: str) -> None:
+        """Stop one component for the rest of the deployment and wait until its pod is
+        gone: a Deployment is scaled to zero, a DaemonSet's pod is taken off its node.
+        Nothing else restarts, so the other instances keep their state and faults."""
+        found = self._component(component)
+        if component in self._stopped:
+            return
+        try:
+            log = self.component_log(component)
+        except (ApiError, ComponentNotRunning) as exc:
+            log = f"(no log: {exc})\n"
+        if found.workload_kind == "Deployment":
+            self.kube.patch(
+                Deployment, found.workload, {"spec": {"replicas": 0}}, namespace=self.namespace
+            )
+        else:
+            stopped = {
+                c.node
+                for name, c in self._components.items()
+                if (name in self._stopped or name == component)
+                and c.workload == found.workload
+                and c.node is not None
+            }
+            self.kube.patch(
+                DaemonSet,
+                found.workload,
+                excluding_nodes([n.name for n in self._nodes], stopped),
+                namespace=self.namespace,
+                patch_type=PatchType.MERGE,
+            )
+        self._stopped[component] = log
+
+        def gone() -> tuple[bool, str]:
+            left = self._pods_of(found, include_terminating=True)
+            return not left, "; ".join(describe_pod(p) for p in left)
+
+        wait_for(f"the pod of {component} to be gone", gone, timeout=self.timeout, interval=0.5)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def deploy(self) -> None:
+        """Clear the way (see the module docstring), apply this deployment and wait
+        until it is ready."""
+        if self._spec.suffix:
+            self._remove_own_leftovers()
+        else:
+            self.remove()
+        if self._spec.snapshots is not None and not has_snapshot_api(self.kube):
+            raise Unsupported(
+                f"{self._spec.name} takes snapshots, and the cluster has no "
+                "snapshot.storage.k8s.io CRDs: install external-snapshotter's CRDs and "
+                "snapshot-controller (the kind provider does)"
+            )
+        self.progress(f"deploying {self._spec.name} in-cluster (generation {self.generation})")
+        objects = render_objects(
+            self._spec,
+            self._nodes,
+            image=self.image,
+            sidecar_images=self.sidecar_images,
+            admin_token=self.admin_token,
+            generation=self.generation,
+            controller_host=self.controller_host,
+        )
+        for obj in objects:
+            self.kube.apply(cast(Any, from_dict(obj)), field_manager=FIELD_MANAGER, force=True)
+        self.progress(f"waiting for {self._spec.name} to be ready on {len(self._nodes)} nodes")
+        self._wait_ready()
+
+    def remove(self) -> None:
+        """Delete the deployment.
+
+        Suffixed: delete its namespace (in the background, with its pods,
+        CSIStorageCapacity objects and everything else in it) and its cluster-scoped
+        objects (RBAC, CSIDriver, StorageClasses); nothing waits for the pods to go or
+        the kubelets to drop its CSINode entries, as no later deployment reuses its
+        names. No other deployment is touched.
+
+        Unsuffixed: delete every csi-mock deployment in the shared namespace (this one
+        or an earlier one, e.g. ``kubectl apply -k deploy/kubernetes``) and wait until
+        its pods are gone and no kubelet lists its driver. The Namespace and RBAC stay.
+        """
+        if self._spec.suffix:
+            failed: list[ApiError] = []
+            for resource, name in self._own_cluster_objects():
+                cascade = CascadeType.BACKGROUND if resource is Namespace else None
+                try:
+                    _delete(self.kube, resource, name, cascade=cascade)
+                except ApiError as exc:  # still try the others: leave as little as can be
+                    failed.append(exc)
+            if failed:
+                raise failed[0]
+        else:
+            self._remove_shared_namespace_deployments()
+
+    def _own_cluster_objects(self) -> list[tuple[Any, str]]:
+        """(resource, name) of the suffixed deployment's objects outside its namespace,
+        the Namespace first."""
+        return [
+            (type(from_dict(obj)), str(obj["metadata"]["name"]))
+            for obj in cluster_scoped_objects(self._spec)
+        ]
+
+    def _remove_own_leftovers(self) -> None:
+        """Remove what an earlier deployment of this very spec left (an interrupted
+        run) and wait until it is gone: a terminating namespace takes no new objects,
+        and the CSIDriver and StorageClasses have immutable fields."""
+
+        def none_left() -> tuple[bool, str]:
+            left = [
+                f"{resource.__name__}/{name}"
+                for resource, name in self._own_cluster_objects()
+                if exists(self.kube, resource, name)
+            ]
+            return not left, ", ".join(left)
+
+        clear, _ = none_left()
+        if clear:
+            return
+        self.progress(f"removing the leftovers of an earlier {self._spec.name}")
+        self.remove()
+        wait_for(
+            f"the leftovers of an earlier {self._spec.name} to be deleted",
+            none_left,
+            timeout=self.timeout,
+            interval=0.5,
+        )
+        # The new node plugins register under the same name: the kubelets must have
+        # dropped the old ones first, or their late deregistration drops the new ones.
+        wait_deregistered(
+            self.kube, [self._spec.name], [n.name for n in self._nodes], timeout=self.timeout
+        )
+
+    def _remove_shared_namespace_deployments(self) -> None:
+        namespace = self.namespace
+        old_drivers = self._deployed_driver_names() | {self._spec.name}
+        selector: LabelSelector = {NAME_LABEL: APP}
+        for workload in (Deployment, DaemonSet):
+            for obj in self.kube.list(workload, namespace=namespace, labels=selector):
+                _delete(self.kube, workload, _name(obj), namespace, CascadeType.BACKGROUND)
+        self.progress("waiting for the previous csi-mock pods to go")
+
+        def pods_gone() -> tuple[bool, str]:
+            left = list(self.kube.list(Pod, namespace=namespace, labels=selector))
+            return not left, "; ".join(describe_pod(p) for p in left)
+
+        wait_for("the csi-mock pods to be gone", pods_gone, timeout=self.timeout, interval=0.5)
+        wait_deregistered(
+            self.kube, old_drivers, [n.name for n in self._nodes], timeout=self.timeout
+        )
+        # Only now: a running provisioner would publish its capacity objects again.
+        for driver in sorted(old_drivers):
+            for capacity in self.kube.list(
+                CSIStorageCapacity, namespace=namespace, labels={DRIVER_NAME_LABEL: driver}
+            ):
+                _delete(self.kube, CSIStorageCapacity, _name(capacity), namespace)
+        for namespaced in (ConfigMap, Secret):
+            for obj in self.kube.list(namespaced, namespace=namespace, labels=selector):
+                _delete(self.kube, namespaced, _name(obj), namespace)
+        # Immutable fields (attachRequired, parameters): a new deployment recreates them.
+        for cluster_wide in (CSIDriver, StorageClass):
+            for cluster_obj in self._shared_namespace_objects(cluster_wide):
+                _delete(self.kube, cluster_wide, _name(cluster_obj))
+
+        def cluster_objects_gone() -> tuple[bool, str]:
+            left = [
+                f"{kind.__name__}/{_name(obj)}"
+                for kind in (CSIDriver, StorageClass)
+                for obj in self._shared_namespace_objects(kind)
+            ]
+            return not left, ", ".join(left)
+
+        wait_for(
+            "the csi-mock CSIDriver and StorageClasses to be deleted",
+            cluster_objects_gone,
+            timeout=self.timeout,
+            interval=0.5,
+        )
+
+    def _shared_namespace_objects(self, cluster_wide: Any) -> list[Any]:
+        """The csi-mock objects of kind ``cluster_wide`` (CSIDriver, StorageClass) of
+        the unsuffixed deployments: a suffixed deployment labels its own with its
+        driver name (``incluster_objects.cluster_scoped_objects``)."""
+        return [
+            obj
+            for obj in self.kube.list(cluster_wide, labels={NAME_LABEL: APP})
+            if INSTANCE_LABEL not in ((obj.metadata.labels if obj.metadata else None) or {})
+        ]
+
+    def describe_pods(self) -> str:
+        """One line per pod of the namespace's csi-mock deployment (for failures)."""
+        pods = list(self.kube.list(Pod, namespace=self.namespace, labels={NAME_LABEL: APP}))
+        return "\n".join(f"  {describe_pod(p)}" for p in pods) or "  (no csi-mock pods)"
+
+    # -- readiness ---------------------------------------------------------------------
+
+    def _wait_ready(self) -> None:
+        nodes = [n.name for n in self._nodes]
+        try:
+            wait_for(
+                f"the pods of {self._spec.name} to be ready",
+                self._pods_ready,
+                timeout=self.timeout,
+                interval=1,
+                check=self._check_pods,
+            )
+            wait_driver_ready(
+                self.kube, self._spec, nodes, timeout=self.timeout, check=self._check_pods
+            )
+        except WaitTimeout as exc:
+            raise WaitTimeout(f"{exc}\ncsi-mock pods:\n{self.describe_pods()}") from None
+
+    def _pods_ready(self) -> tuple[bool, str]:
+        waiting = []
+        for component in self._components.values():
+            pods = self._pods_of(component)
+            if not any(_is_ready(p) for p in pods):
+                seen = "; ".join(describe_pod(p) for p in pods) or "no pod"
+                waiting.append(f"{component.name} ({seen})")
+        return not waiting, "not ready: " + ", ".join(waiting)
+
+    def _check_pods(self) -> None:
+        for pod in self.kube.list(Pod, namespace=self.namespace, labels=self._selector()):
+            reason = unrecoverable(pod)
+            if reason is not None:
+                raise DriverPodsFailed(
+                    f"{self._spec.name} cannot start: {reason}\ncsi-mock pods:\n"
+                    + self.describe_pods()
+                )
+
+    # -- finding things ----------------------------------------------------------------
+
+    def _selector(self, role: str | None = None) -> LabelSelector:
+        selector: LabelSelector = {NAME_LABEL: APP, INSTANCE_LABEL: self._spec.name}
+        if role is not None:
+            selector[COMPONENT_LABEL] = role
+        return selector
+
+    def _component(self, component: str) -> Component:
+        found = self._components.get(component)
+        if found is None:
+            raise ValueError(
+                f"{component!r} is no component of this driver: {', '.join(self._components)}"
+            )
+        return found
+
+    def _instance(self, instance: str) -> Component:
+        if instance not in self.instances():
+            raise ValueError(
+                f"{instance!r} is no csi-mock instance of this driver: "
+                f"{', '.join(self.instances())}"
+            )
+        return self._components[instance_component(instance)]
+
+    def _pods_of(self, component: Component, *, include_terminating: bool = False) -> list[Pod]:
+        pods = self.kube.list(Pod, namespace=self.namespace, labels=self._selector(component.role))
+        return [
+            pod
+            for pod in pods
+            if (
+                component.node is None
+                or (pod.spec is not None and pod.spec.nodeName == component.node)
+            )
+            and (include_terminating or not (pod.metadata and pod.metadata.deletionTimestamp))
+        ]
+
+    def _pod(self, component: Component) -> str:
+        """The name of the running pod of ``component``."""
+        pods = self._pods_of(component)
+        running = [p for p in pods if p.status is not None and p.status.phase == "Running"]
+        if not running:
+            seen = "; ".join(describe_pod(p) for p in pods) or "no pod"
+            stopped = " (stopped by stop_component)" if component.name in self._stopped else ""
+            raise ComponentNotRunning(f"{component.name} has no running pod{stopped}: {seen}")
+        return pod_name(running[0])
+
+    def _api_access(self) -> ApiServerAccess:
+        if self._access is None:
+            self._access = api_server_access(self.kubeconfig)
+        return self._access
+
+    def _deployed_driver_names(self) -> set[str]:
+        """Driver names of the deployments in the namespace (from their labels) and of
+        the unsuffixed deployments' CSIDriver objects: whose CSINode entries must go
+        before a new start."""
+        names: set[str] = set()
+        for daemonset in self.kube.list(
+            DaemonSet, namespace=self.namespace, labels={NAME_LABEL: APP}
+        ):
+            instance = ((daemonset.metadata.labels if daemonset.metadata else None) or {}).get(
+                INSTANCE_LABEL
+            )
+            if instance:
+                names.add(instance)
+        for driver in self._shared_namespace_objects(CSIDriver):
+            names.add(_name(driver))
+        return names
+
+
+class ComponentNotRunning(RuntimeError):
+    """The component has no running pod (not started yet, crashed, or stopped)."""
+
+
+def _is_ready(pod: Pod) -> bool:
+    if pod.metadata and pod.metadata.deletionTimestamp:
+        return False
+    conditions = (pod.status.conditions if pod.status else None) or []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
+def _name(obj: Any) -> str:
+    return str(obj.metadata.name)
+
+
+def _delete(
+    kube: Client,
+    resource: Any,
+    name: str,
+    namespace: str | None = None,
+    cascade: CascadeType | None = None,
+) -> None:
+    """Delete, taking an object already gone as done."""
+    try:
+        if namespace is None:
+            kube.delete(resource, name, cascade=cascade)
+        else:
+            kube.delete(resource, name, namespace=namespace, cascade=cascade)
+    except ApiError as exc:
+        if exc.status.code != 404:
+            raise

@@ -1,0 +1,440 @@
+"""The driver on the local provider: csi-mock processes and the real CSI sidecars.
+
+* central mode: one csi-mock controller (``mode: controller``) with
+  external-provisioner (``--enable-capacity``), external-attacher and
+  external-resizer, and one csi-mock node instance per node;
+* distributed mode (node-local storage): no controller instance; every node's
+  csi-mock serves controller and node of that node's pool (``mode: all``), with an
+  external-provisioner of its own (``--node-deployment``), and no external-resizer
+  (it has no per-node mode, see ``_start_sidecars``);
+* every node instance serves its CSI socket in the node's kubelet directory and
+  registers through the node's ``plugins_registry`` (csi-mock serves the kubelet's
+  plugin-registration service itself);
+* the CSIDriver object and StorageClasses from ``deploy/kubernetes/``.
+
+All processes run under the cluster's Supervisor, so teardown finds them.
+``LocalDriver`` is the local provider's ``csi_harness._internal.providers.base.Driver``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, cast
+
+import grpc
+import yaml
+from lightkube import Client
+from lightkube.codecs import from_dict
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.core_v1 import Namespace
+from lightkube.resources.storage_v1 import CSIDriver, CSIStorageCapacity, StorageClass
+from lightkube.types import CascadeType
+
+from csi_harness._internal.core.processes import Supervisor
+from csi_harness._internal.core.tools import Tools
+from csi_harness._internal.core.waiting import socket_probe, wait_for
+from csi_harness._internal.deploy.sidecars import (
+    DISTRIBUTED_PROVISIONER_FLAGS,
+    attacher_flags,
+    provisioner_flags,
+    resizer_flags,
+    snapshotter_flags,
+)
+from csi_harness._internal.deploy.spec import (
+    DriverDeployment,
+    ProvisionerMode,
+    csidriver_object,
+    driver_config_for,
+    snapshot_class_object,
+    storage_class_objects,
+)
+from csi_harness._internal.kube.objects import gone
+from csi_harness._internal.kube.snapshots import VolumeSnapshotClass, replace_snapshot_class
+from csi_harness._internal.kube.waits import DRIVER_NAME_LABEL
+from csi_harness._internal.providers.base import ClusterNode
+from csi_mock.admin.client import DEFAULT_TIMEOUT, AdminClient
+from csi_mock.proto import csi_pb2, csi_pb2_grpc
+
+FIELD_MANAGER = "csi-harness"
+CONTROLLER = "controller"
+"""The instance name of the central csi-mock controller."""
+CSI_CALL_TIMEOUT = 5.0
+"""Seconds for a CSI call the harness makes itself (GetCapacity, NodeGetInfo)."""
+
+
+@dataclass(frozen=True)
+class DriverNode:
+    """A node as this host holds it: the node, and its kubelet directory, where the
+    node's csi-mock instance serves its CSI socket and registers with the kubelet."""
+
+    node: ClusterNode
+    kubelet_root: Path
+    plugin_dir: str = "csi-mock"
+    """The driver's directory under the kubelet's ``plugins`` (one per driver)."""
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def zone(self) -> str | None:
+        return self.node.zone
+
+    @property
+    def simulated(self) -> bool:
+        """No kubelet mounts anything here: the instance only makes directories."""
+        return not self.node.runs_pods
+
+    @property
+    def csi_socket(self) -> Path:
+        return self.kubelet_root / "plugins" / self.plugin_dir / "csi.sock"
+
+    @property
+    def plugins_registry(self) -> Path:
+        return self.kubelet_root / "plugins_registry"
+
+
+class LocalDriver:
+    def __init__(
+        self,
+        spec: DriverDeployment,
+        *,
+        root: Path,
+        tools: Tools,
+        supervisor: Supervisor,
+        nodes: Sequence[DriverNode],
+        kubeconfig: Path,
+        kube: Client,
+        progress: Callable[[str], None] = lambda _: None,
+    ) -> None:
+        self.spec = spec
+        self.root = root
+        self.tools = tools
+        self.supervisor = supervisor
+        self.driver_nodes = sorted(nodes, key=lambda n: n.name)
+        self.kubeconfig = kubeconfig
+        self.kube = kube
+        self.progress = progress
+        self._log_starts: dict[str, int] = {}
+        """Component -> the size its log had when this deployment started it."""
+
+    # What a test sees (csi_harness._internal.providers.base.Driver) -------------------------------
+
+    @property
+    def nodes(self) -> list[ClusterNode]:
+        return [n.node for n in self.driver_nodes]
+
+    def instances(self) -> list[str]:
+        nodes = [n.name for n in self.driver_nodes]
+        return nodes if self.distributed else [CONTROLLER, *nodes]
+
+    def admin(self, instance: str = CONTROLLER, *, timeout: float = DEFAULT_TIMEOUT) -> AdminClient:
+        return AdminClient(self.admin_socket(instance), timeout=timeout)
+
+    def get_capacity(
+        self, segment: Mapping[str, str], parameters: Mapping[str, str]
+    ) -> tuple[int, int]:
+        """GetCapacity of the controller; with distributed provisioning, of the
+        instance of the segment's node (each answers for its own pool only)."""
+        if self.distributed:
+            key = self.spec.node_topology_key
+            node = segment.get(key)
+            if node is None:
+                raise ValueError(
+                    f"{dict(segment)}: a distributed deployment answers GetCapacity per node; "
+                    f"the segment needs {key}"
+                )
+            socket = self._driver_node(node).csi_socket
+        else:
+            socket = self.controller_socket
+        request = csi_pb2.GetCapacityRequest(
+            parameters=dict(parameters), accessible_topology=csi_pb2.Topology(segments=segment)
+        )
+        with grpc.insecure_channel(f"unix://{socket}") as channel:
+            response = csi_pb2_grpc.ControllerStub(channel).GetCapacity(
+                request, timeout=CSI_CALL_TIMEOUT
+            )
+        return int(response.available_capacity), int(response.maximum_volume_size.value)
+
+    def node_get_info(self, node: str) -> tuple[str, dict[str, str]]:
+        socket = self._driver_node(node).csi_socket
+        with grpc.insecure_channel(f"unix://{socket}") as channel:
+            response = csi_pb2_grpc.NodeStub(channel).NodeGetInfo(
+                csi_pb2.NodeGetInfoRequest(), timeout=CSI_CALL_TIMEOUT
+            )
+        return str(response.node_id), dict(response.accessible_topology.segments)
+
+    def components(self) -> list[str]:
+        nodes = [n.name for n in self.driver_nodes]
+        instances = [_instance_component(i) for i in self.instances()]
+        if self.distributed:
+            return [*instances, *(f"csi-provisioner-{node}" for node in nodes)]
+        sidecars = ["csi-provisioner", "csi-attacher", "csi-resizer"]
+        if self.spec.snapshots is not None:
+            sidecars.append("csi-snapshotter")
+        return [*instances, *sidecars]
+
+    def component_log(self, component: str) -> str:
+        """The component's log file from where it was when this deployment started it
+        (the supervisor appends every start of a process to the same file)."""
+        self._check_component(component)
+        process = self.process(component)
+        with self.supervisor.log_path(process).open("rb") as log:
+            log.seek(self._log_starts.get(process, 0))
+            return log.read().decode(errors="replace")
+
+    def stop_component(self, component: str) -> None:
+        self._check_component(component)
+        self.supervisor.stop(self.process(component))
+
+    def process(self, component: str) -> str:
+        """The supervisor's name of one of ``components()``: the component's name with
+        the deployment's suffix, so that the processes of concurrent drivers differ."""
+        return component + self.spec.suffix
+
+    def processes(self) -> list[str]:
+        return [self.process(component) for component in self.components()]
+
+    def stop_order(self) -> list[str]:
+        """The processes, sidecars first: a sidecar whose CSI socket goes away exits by
+        itself ("lost connection to CSI driver"), and until its own stop removed its
+        record, another pytest worker attaching to the cluster would find a recorded
+        process dead (ClusterNotRunning, seen in CI)."""
+        instances = {self.process(_instance_component(i)) for i in self.instances()}
+        return sorted(self.processes(), key=lambda name: name in instances)
+
+    def check_alive(self) -> None:
+        """Raise ComponentFailed if a process of this driver has exited."""
+        self.supervisor.check_alive(self.processes())
+
+    # Paths -----------------------------------------------------------------
+
+    @property
+    def controller_socket(self) -> Path:
+        return self.root / CONTROLLER / "csi.sock"
+
+    @property
+    def distributed(self) -> bool:
+        return self.spec.provisioner_mode is ProvisionerMode.DISTRIBUTED
+
+    def admin_socket(self, instance: str) -> Path:
+        """``instance`` is one of ``instances()``: "controller" or a node name."""
+        if instance == CONTROLLER and self.distributed:
+            raise ValueError(
+                "a distributed deployment has no controller instance: every node's csi-mock "
+                "serves its own pool; use admin_socket(<node name>)"
+            )
+        if instance not in self.instances():
+            raise ValueError(
+                f"{instance!r} is no csi-mock instance of this driver: "
+                f"{', '.join(self.instances())}"
+            )
+        return self.root / instance / "admin.sock"
+
+    def _driver_node(self, name: str) -> DriverNode:
+        for node in self.driver_nodes:
+            if node.name == name:
+                return node
+        known = ", ".join(n.name for n in self.driver_nodes)
+        raise ValueError(f"{name!r} is not a node of this driver: {known}")
+
+    def _check_component(self, component: str) -> None:
+        if component not in self.components():
+            raise ValueError(
+                f"{component!r} is no component of this driver: {', '.join(self.components())}"
+            )
+
+    @property
+    def _topology(self) -> list[tuple[str, str | None]]:
+        return [(n.name, n.zone) for n in self.driver_nodes]
+
+    # Lifecycle -------------------------------------------------------------
+
+    def start(self) -> None:
+        self.apply_objects()
+        # csi-mock instances start in parallel (each is a Python interpreter that
+        # takes about a second to import); then wait for all their sockets.
+        sockets = {} if self.distributed else {CONTROLLER: self._start_controller()}
+        for node in self.driver_nodes:
+            sockets[node.name] = self._start_node(node)
+        for instance, socket in sockets.items():
+            process = self.process(_instance_component(instance))
+            wait_for(
+                f"{process} to serve {socket}",
+                partial(socket_probe, socket),
+                timeout=30,
+                interval=0.05,
+                check=partial(self.supervisor.check_alive, [process]),
+            )
+        self._start_sidecars()
+
+    def stop(self) -> None:
+        """Stop every process of the driver and delete its CSIStorageCapacity objects
+        (they have no owner on this provider)."""
+        for name in self.stop_order():
+            self.supervisor.stop(name)
+        namespace = self.spec.namespace
+        with contextlib.suppress(ApiError):
+            for capacity in self.kube.list(
+                CSIStorageCapacity, namespace=namespace, labels={DRIVER_NAME_LABEL: self.spec.name}
+            ):
+                if capacity.metadata and capacity.metadata.name:
+                    self.kube.delete(
+                        CSIStorageCapacity, capacity.metadata.name, namespace=namespace
+                    )
+
+    def remove_objects(self) -> None:
+        """Delete what ``apply_objects`` made and no other deployment shares: the
+        CSIDriver and the StorageClasses, and the namespace if it is the deployment's
+        own (a suffixed one). Nothing waits for them to go: the names are not reused."""
+        with contextlib.suppress(ApiError):
+            self.kube.delete(CSIDriver, self.spec.name)
+        for obj in storage_class_objects(self.spec):
+            with contextlib.suppress(ApiError):
+                self.kube.delete(StorageClass, obj["metadata"]["name"])
+        if self.spec.snapshots is not None:
+            with contextlib.suppress(ApiError):
+                self.kube.delete(VolumeSnapshotClass, self.spec.snapshot_class())
+        if self.spec.suffix:
+            with contextlib.suppress(ApiError):
+                self.kube.delete(Namespace, self.spec.namespace, cascade=CascadeType.BACKGROUND)
+
+    def apply_objects(self) -> None:
+        with contextlib.suppress(ApiError):
+            self.kube.create(
+                cast(Namespace, Namespace.from_dict({"metadata": {"name": self.spec.namespace}}))
+            )
+        if self.spec.csidriver:
+            # attachRequired is immutable: replace the object when it differs.
+            with contextlib.suppress(ApiError):
+                self.kube.delete(CSIDriver, self.spec.name)
+            wait_for(
+                "the old CSIDriver to be deleted",
+                partial(gone, self.kube, CSIDriver, self.spec.name),
+                timeout=10,
+            )
+            self.kube.create(cast(Any, from_dict(csidriver_object(self.spec))))
+        else:
+            with contextlib.suppress(ApiError):
+                self.kube.delete(CSIDriver, self.spec.name)
+        for obj in storage_class_objects(self.spec):
+            name: str = obj["metadata"]["name"]
+            with contextlib.suppress(ApiError):
+                self.kube.delete(StorageClass, name)
+            wait_for(
+                f"StorageClass {name} to be deleted",
+                partial(gone, self.kube, StorageClass, name),
+                timeout=10,
+            )
+            self.kube.create(cast(Any, from_dict(obj)))
+        if self.spec.snapshots is not None:
+            replace_snapshot_class(self.kube, snapshot_class_object(self.spec))
+
+    def _write_config(self, instance: str, config: dict[str, Any]) -> Path:
+        path = self.root / instance / "config.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        return path
+
+    def _start_process(
+        self, component: str, argv: list[str], env: Mapping[str, str] | None = None
+    ) -> None:
+        process = self.process(component)
+        log = self.supervisor.log_path(process)
+        self._log_starts[process] = log.stat().st_size if log.exists() else 0
+        self.supervisor.start(process, argv, env=env)
+
+    def _csi_mock(self, instance: str, config: dict[str, Any], socket: Path) -> Path:
+        path = self._write_config(instance, config)
+        argv = [sys.executable, "-m", "csi_mock", "serve", f"--config={path}"]
+        self._start_process(_instance_component(instance), argv)
+        return socket
+
+    def _start_controller(self) -> Path:
+        directory = self.root / CONTROLLER
+        config = driver_config_for(
+            self.spec,
+            mode="controller",
+            nodes=self._topology,
+            endpoint=f"unix://{self.controller_socket}",
+            state_dir=directory / "state",
+            backend_dir=self.root / "backend",
+            admin={"socket": str(self.admin_socket(CONTROLLER))},
+        )
+        return self._csi_mock(CONTROLLER, config, self.controller_socket)
+
+    def _start_node(self, node: DriverNode) -> Path:
+        # Distributed: node-local storage, so every node's instance is controller and
+        # node of its own pool, and its external-provisioner asks it alone.
+        config = driver_config_for(
+            self.spec,
+            mode="all" if self.distributed else "node",
+            nodes=[(node.name, node.zone)] if self.distributed else self._topology,
+            node=(node.name, node.zone),
+            endpoint=f"unix://{node.csi_socket}",
+            state_dir=self.root / node.name / "state",
+            backend_dir=self.root / "backend",
+            admin={"socket": str(self.admin_socket(node.name))},
+        )
+        config["node"]["mount"] = "directory" if node.simulated else "bind"
+        config["node"]["registration"] = {"plugins_registry": str(node.plugins_registry)}
+        return self._csi_mock(node.name, config, node.csi_socket)
+
+    def _sidecar_argv(self, sidecar: str, csi_socket: Path, flags: list[str]) -> list[str]:
+        return [
+            self.tools[sidecar],
+            f"--csi-address={csi_socket}",
+            f"--kubeconfig={self.kubeconfig}",
+            *flags,
+        ]
+
+    def _start_sidecars(self) -> None:
+        env = {"NAMESPACE": self.spec.namespace}
+        # No pod owns these processes: CSIStorageCapacity objects get no owner.
+        provisioner = provisioner_flags(self.spec, capacity_ownerref_level=-1)
+        if self.distributed:
+            for node in self.driver_nodes:
+                argv = self._sidecar_argv(
+                    "csi-provisioner",
+                    node.csi_socket,
+                    provisioner + DISTRIBUTED_PROVISIONER_FLAGS,
+                )
+                self._start_process(
+                    f"csi-provisioner-{node.name}", argv, env={**env, "NODE_NAME": node.name}
+                )
+            # No attacher: the spec refuses attach_required with distributed provisioning.
+            # No resizer: external-resizer has no --node-deployment, so one per node would
+            # act on every claim of the driver and ask its own node's instance, which
+            # knows only its own pool's volumes (NotFound, which the resizer takes as
+            # infeasible); one central resizer has no controller to ask.
+        else:
+            socket = self.controller_socket
+            self._start_process(
+                "csi-provisioner",
+                self._sidecar_argv("csi-provisioner", socket, provisioner),
+                env=env,
+            )
+            self._start_process(
+                "csi-attacher", self._sidecar_argv("csi-attacher", socket, attacher_flags())
+            )
+            self._start_process(
+                "csi-resizer", self._sidecar_argv("csi-resizer", socket, resizer_flags())
+            )
+            if self.spec.snapshots is not None:
+                self._start_process(
+                    "csi-snapshotter",
+                    self._sidecar_argv("csi-snapshotter", socket, snapshotter_flags()),
+                )
+        time.sleep(0.2)
+        self.check_alive()
+
+
+def _instance_component(instance: str) -> str:
+    """The component name of a csi-mock instance."""
+    return "csi-mock-controller" if instance == CONTROLLER else f"csi-mock-node-{instance}"

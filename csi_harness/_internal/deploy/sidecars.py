@@ -1,0 +1,86 @@
+"""The flags of the CSI sidecars, wherever they run (local processes or pods).
+
+Only where a sidecar finds the driver and the API server differs between providers;
+everything that shapes its behaviour towards the driver is said here, once.
+"""
+
+from __future__ import annotations
+
+from csi_harness._internal.deploy.spec import DriverDeployment
+
+# Short timeouts and retries: a test waits for the outcome of every call, and the
+# upstream defaults (a minute of backoff) would dominate its run time.
+_RETRIES = ["--timeout=15s", "--retry-interval-start=500ms", "--retry-interval-max=5s"]
+
+
+def provisioner_flags(spec: DriverDeployment, *, capacity_ownerref_level: int) -> list[str]:
+    """external-provisioner's flags besides --csi-address and --kubeconfig.
+
+    ``capacity_ownerref_level`` picks the owner of the CSIStorageCapacity objects along
+    the provisioner pod's owner chain (-1: none, 0: the pod, 2: its Deployment).
+    """
+    return [
+        # One replica: nothing to elect, and no lease to wait for after a redeploy.
+        "--leader-election=false",
+        f"--enable-capacity={str(spec.publish_capacity).lower()}",
+        f"--capacity-ownerref-level={capacity_ownerref_level}",
+        f"--capacity-poll-interval={spec.capacity_poll_interval}",
+        # A test publishes a node x class matrix at once; the default QPS (5) spreads
+        # that over seconds.
+        "--kube-api-capacity-qps=50",
+        "--kube-api-capacity-burst=100",
+        "--extra-create-metadata",
+        *(
+            [
+                f"--kube-api-qps={spec.provisioner_api_qps:g}",
+                f"--kube-api-burst={2 * spec.provisioner_api_qps:g}",
+            ]
+            if spec.provisioner_api_qps is not None
+            else []
+        ),
+        *(["--strict-topology"] if spec.strict_topology else []),
+        *_RETRIES,
+        "--v=4",
+    ]
+
+
+DISTRIBUTED_PROVISIONER_FLAGS = ["--node-deployment", "--node-deployment-immediate-binding=false"]
+"""Added for a per-node provisioner (NODE_NAME in its environment): it provisions only
+claims whose selected node is its own."""
+
+
+def attacher_flags() -> list[str]:
+    """external-attacher's flags besides --csi-address and --kubeconfig."""
+    return ["--leader-election=false", *_RETRIES, "--v=4"]
+
+
+def snapshotter_flags() -> list[str]:
+    """csi-snapshotter's flags besides --csi-address and --kubeconfig (next to the
+    central controller; the cluster's snapshot-controller does the rest)."""
+    return [
+        "--leader-election=false",
+        "--extra-create-metadata",
+        "--timeout=15s",
+        "--retry-interval-start=500ms",
+        "--retry-interval-max=5s",
+        "--v=4",
+    ]
+
+
+def snapshot_controller_flags() -> list[str]:
+    """The cluster's snapshot-controller's flags besides --kubeconfig (one for every
+    driver, see csi_harness._internal.deploy.snapshot_controller)."""
+    return [
+        "--leader-election=false",
+        "--retry-interval-start=500ms",
+        "--retry-interval-max=5s",
+        "--v=4",
+    ]
+
+
+def resizer_flags() -> list[str]:
+    """external-resizer's flags besides --csi-address and --kubeconfig.
+
+    It has no per-node mode: it runs next to the central controller only. Its
+    --timeout bounds ControllerExpandVolume as well as the wait for the socket."""
+    return ["--leader-election=false", *_RETRIES, "--v=4"]

@@ -1,0 +1,165 @@
+"""Builders of the Kubernetes objects the suites create, as plain mappings,
+``create`` to submit them, and ``drop_node_labels`` to clean labels up."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Collection, Iterable
+from typing import Any, cast
+
+from lightkube import Client
+from lightkube.codecs import from_dict
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.core_v1 import Node
+from lightkube.types import PatchType
+
+from csi_harness._internal.providers.local.config import NODE_TYPE_LABEL
+
+BUSYBOX = "csi-mock.local/busybox:1"
+
+
+def claim(
+    name: str, namespace: str, size: str, storage_class: str, *, block: bool = False
+) -> dict[str, Any]:
+    """A ReadWriteOnce claim; ``block``: a raw block volume (volumeMode Block)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": storage_class,
+            "volumeMode": "Block" if block else "Filesystem",
+            "resources": {"requests": {"storage": size}},
+        },
+    }
+
+
+def pod(
+    name: str,
+    namespace: str,
+    *,
+    claims: list[str] = (),  # type: ignore[assignment]
+    devices: list[str] = (),  # type: ignore[assignment]
+    ephemeral: list[tuple[str, str, str]] = (),  # type: ignore[assignment]
+    inline: list[dict[str, str]] = (),  # type: ignore[assignment]
+    csi_driver: str | None = None,
+    nodes: list[str] | None = None,
+    preferred_node: str | None = None,
+    node_type: str | None = None,
+    command: list[str] | None = None,
+) -> dict[str, Any]:
+    """A pod that sleeps (or runs ``command``, once) with the given volumes mounted.
+
+    ``claims``: PVC names; ``devices``: names of raw block PVCs, seen in the
+    container as ``/dev/block-<i>``; ``ephemeral``: (volume name, size, storage class) generic
+    ephemeral volumes; ``inline``: volumeAttributes of CSI inline ephemeral volumes
+    of ``csi_driver``;
+    ``nodes``: required node names; ``preferred_node``: a node preferred over the
+    others; ``node_type``: "kubelet" or "simulated".
+    """
+    volumes: list[dict[str, Any]] = [
+        {"name": f"claim-{i}", "persistentVolumeClaim": {"claimName": c}}
+        for i, c in enumerate(claims)
+    ]
+    for volume, size, storage_class in ephemeral:
+        template = claim("unused", namespace, size, storage_class)
+        volumes.append(
+            {
+                "name": volume,
+                "ephemeral": {"volumeClaimTemplate": {"spec": template["spec"]}},
+            }
+        )
+    if inline and not csi_driver:
+        raise ValueError("inline volumes need csi_driver: the CSI driver's name")
+    for i, attributes in enumerate(inline):
+        volumes.append(
+            {
+                "name": f"inline-{i}",
+                "csi": {"driver": csi_driver, "volumeAttributes": attributes},
+            }
+        )
+    container: dict[str, Any] = {
+        "name": "app",
+        "image": BUSYBOX,
+        "imagePullPolicy": "Never",
+        "command": command or ["sleep", "3600"],
+        "volumeMounts": [{"name": v["name"], "mountPath": f"/mnt/{v['name']}"} for v in volumes],
+    }
+    if devices:
+        container["volumeDevices"] = [
+            {"name": f"device-{i}", "devicePath": f"/dev/block-{i}"} for i in range(len(devices))
+        ]
+        volumes += [
+            {"name": f"device-{i}", "persistentVolumeClaim": {"claimName": c}}
+            for i, c in enumerate(devices)
+        ]
+    spec: dict[str, Any] = {
+        "automountServiceAccountToken": False,
+        "terminationGracePeriodSeconds": 0,
+        "containers": [container],
+        "volumes": volumes,
+    }
+    if command is not None:
+        spec["restartPolicy"] = "Never"
+    affinity: dict[str, Any] = {}
+    if nodes is not None:
+        # A metadata.name field selector takes one value: one (ORed) term per node.
+        affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": [
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+                for node in nodes
+            ]
+        }
+    if preferred_node is not None:
+        affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {
+                "weight": 100,
+                "preference": {
+                    "matchFields": [
+                        {"key": "metadata.name", "operator": "In", "values": [preferred_node]}
+                    ]
+                },
+            }
+        ]
+    if affinity:
+        spec["affinity"] = {"nodeAffinity": affinity}
+    if node_type is not None:
+        spec["nodeSelector"] = {NODE_TYPE_LABEL: node_type}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def create(kube: Client, *manifests: dict[str, Any]) -> None:
+    """Create each manifest (a mapping as built above) in order."""
+    for manifest in manifests:
+        kube.create(cast(Any, from_dict(manifest)))
+
+
+def exists(kube: Client, resource: Any, name: str) -> bool:
+    """Whether the (cluster-scoped) object is there; errors other than 404 propagate."""
+    try:
+        kube.get(resource, name)
+    except ApiError as exc:
+        if exc.status.code == 404:
+            return False
+        raise
+    return True
+
+
+def gone(kube: Client, resource: Any, name: str) -> tuple[bool, str]:
+    """A ``wait_for`` probe: the object is no longer there."""
+    return not exists(kube, resource, name), f"{name} still exists"
+
+
+def drop_node_labels(kube: Client, nodes: Iterable[str], keys: Collection[str]) -> None:
+    """Remove the label ``keys`` from ``nodes`` (a JSON merge patch with nulls); a node
+    that is gone, or an API error, is left as it is: this is clean-up."""
+    body = {"metadata": {"labels": dict.fromkeys(keys)}}
+    for node in nodes:
+        with contextlib.suppress(ApiError):
+            kube.patch(Node, node, body, patch_type=PatchType.MERGE)

@@ -1,0 +1,1 @@
+"""The clusters a test runs on: local processes, kind, or an existing cluster."""

@@ -1,0 +1,190 @@
+"""What the suites may know about a cluster, whichever provider made it.
+
+The local provider (``csi_harness._internal.providers.local``), kind
+(``csi_harness._internal.providers.kind``) and an existing cluster
+reached by a kubeconfig (``csi_harness._internal.providers.existing``) each implement ``Cluster``;
+the driver
+they deploy implements ``Driver``. Suites use only these two interfaces: nodes are
+picked from ``Cluster.nodes`` (by zone, or by whether they run pods), never named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_mock.admin.client import AdminClient
+
+
+class Unsupported(Exception):
+    """The cluster cannot do what was asked (e.g. restart its scheduler); the message
+    says why, and a test that needs it is skipped with that reason."""
+
+
+@dataclass(frozen=True)
+class ClusterNode:
+    """A node the driver runs on."""
+
+    name: str
+    zone: str | None
+    runs_pods: bool
+    """A real kubelet runs containers here; False for the local provider's simulated
+    nodes (they register and report, but never start a pod or mount a volume)."""
+
+
+class Driver(Protocol):
+    """A csi-mock deployment in a cluster, as a test sees it."""
+
+    @property
+    def spec(self) -> DriverDeployment: ...
+
+    @property
+    def nodes(self) -> Sequence[ClusterNode]:
+        """The nodes with a csi-mock node instance, sorted by name."""
+        ...
+
+    def instances(self) -> list[str]:
+        """The csi-mock instances: "controller" (unless distributed) and node names."""
+        ...
+
+    def admin(self, instance: str = "controller") -> AdminClient:
+        """A client of one instance's admin API (faults, knobs, journal); close it."""
+        ...
+
+    def get_capacity(
+        self, segment: Mapping[str, str], parameters: Mapping[str, str]
+    ) -> tuple[int, int]:
+        """The controller's GetCapacity answer for ``segment`` and StorageClass
+        ``parameters``, over its CSI socket: (available_capacity, maximum_volume_size)."""
+        ...
+
+    def node_get_info(self, node: str) -> tuple[str, dict[str, str]]:
+        """The NodeGetInfo answer of ``node``'s instance, over its CSI socket:
+        (node_id, accessible_topology segments)."""
+        ...
+
+    def components(self) -> list[str]:
+        """What ``component_log`` and ``stop_component`` take: "csi-mock-controller"
+        (unless distributed), "csi-mock-node-<node>", "csi-provisioner" (distributed:
+        "csi-provisioner-<node>", one per node), "csi-attacher" and "csi-resizer"
+        (unless distributed)."""
+        ...
+
+    def component_log(self, component: str) -> str:
+        """The log of one of ``components()`` since this deployment started it."""
+        ...
+
+    def stop_component(self, component: str) -> None:
+        """Stop one sidecar for the rest of the test (e.g. "csi-attacher")."""
+        ...
+
+
+class Cluster(Protocol):
+    """A running Kubernetes cluster the suites can deploy csi-mock into."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def kubeconfig(self) -> Path: ...
+
+    @property
+    def default_driver(self) -> DriverDeployment:
+        """The driver deployed when a test asks for nothing else."""
+        ...
+
+    @property
+    def driver(self) -> Driver | None:
+        """The driver deployed now (the last ``redeploy_driver``, or the one the
+        cluster came with); None when there is none."""
+        ...
+
+    @property
+    def log_dir(self) -> Path | None:
+        """A directory with a ``<component>.log`` of every process of the cluster,
+        control plane included; None where logs come only from ``Driver.component_log``."""
+        ...
+
+    def nodes(self) -> list[ClusterNode]:
+        """The nodes csi-mock runs on, sorted by name (control-plane nodes that take
+        no pods are not among them)."""
+        ...
+
+    @property
+    def concurrent_drivers(self) -> bool:
+        """Whether drivers with names and suffixes of their own can run side by side
+        (``deploy_driver``), so that tests can run at the same time."""
+        ...
+
+    def deploy_driver(self, spec: DriverDeployment) -> Driver:
+        """Deploy a driver beside the running ones (``concurrent_drivers``; else it
+        replaces the running one, like ``redeploy_driver``) and wait until it is ready."""
+        ...
+
+    def remove_driver(self, driver: Driver | None = None) -> None:
+        """Remove ``driver`` (None: the cluster's current one): its processes or pods,
+        its objects, its CSIStorageCapacity."""
+        ...
+
+    def redeploy_driver(self, spec: DriverDeployment) -> Driver:
+        """Replace the running driver by a fresh one from ``spec`` (no state carried
+        over) and wait until it is registered on every node and its complete
+        CSIStorageCapacity set is published."""
+        ...
+
+    def scheduler_feature_gate(self, gate: str) -> bool | None:
+        """The value kube-scheduler runs with for ``gate``; None when it is not set
+        explicitly (its default) or cannot be known."""
+        ...
+
+    def restart_scheduler(self, scheduler: Mapping[str, object]) -> None:
+        """Restart kube-scheduler with ``scheduler`` merged into its configuration, or
+        raise Unsupported saying why this cluster cannot."""
+        ...
+
+    @property
+    def scheduler_config(self) -> dict[str, object]:
+        """What ``restart_scheduler`` last applied (empty: as brought up)."""
+        ...
+
+    def admin_instances(self) -> Mapping[str, AdminClient]:
+        """For failure diagnostics: a client per instance of the current driver (the
+        caller closes them); empty without a driver."""
+        ...
+
+
+def pick_nodes(
+    nodes: Sequence[ClusterNode],
+    count: int,
+    *,
+    runs_pods: bool | None = None,
+    zone: str | None = None,
+) -> list[ClusterNode]:
+    """The first ``count`` nodes (by name) with ``runs_pods`` as asked (None: any) and
+    in ``zone`` (None: any), or Unsupported saying how many the test needs and how
+    many the cluster has."""
+    matching = sorted(
+        (
+            n
+            for n in nodes
+            if (runs_pods is None or n.runs_pods is runs_pods) and (zone is None or n.zone == zone)
+        ),
+        key=lambda n: n.name,
+    )
+    if len(matching) < count:
+        what = {None: "nodes", True: "nodes that run pods", False: "simulated nodes"}[runs_pods]
+        where = f" in zone {zone}" if zone is not None else ""
+        raise Unsupported(f"needs {count} {what}{where}; the cluster has {len(matching)}")
+    return matching[:count]
+
+
+def scheduling_nodes(nodes: Sequence[ClusterNode]) -> list[ClusterNode]:
+    """The nodes for pods that only need to be scheduled, sorted by name: the
+    simulated ones when there are any, else all. Simulated nodes are alike, and a
+    node with a real kubelet beside them differs in allocatable and in the images it
+    holds, which kube-scheduler's scoring would weigh."""
+    simulated = [n for n in nodes if not n.runs_pods]
+    return sorted(simulated or nodes, key=lambda n: n.name)

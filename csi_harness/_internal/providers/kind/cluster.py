@@ -1,0 +1,326 @@
+"""A kind cluster as a ``csi_harness._internal.providers.base.Cluster``: made from csi-mock's
+offline node
+image, networked by ``csi_harness._internal.providers.kind.network``, with the driver and sidecar
+images loaded,
+and csi-mock deployed in-cluster like on any existing cluster.
+
+    cluster = KindCluster("csi-mock", KIND_CONFIG_DIR / "two-nodes.yaml")
+    cluster.up()          # node image (cached), kind create, CNI, images
+    driver = cluster.redeploy_driver(DriverDeployment())
+    cluster.down()        # kind delete cluster
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.apps_v1 import DaemonSet, Deployment
+from lightkube.resources.core_v1 import Node, Pod
+
+from csi_harness._internal.core.images import build_busybox_image
+from csi_harness._internal.core.resources import KIND_CONFIG_DIR
+from csi_harness._internal.core.tools import Tools
+from csi_harness._internal.core.waiting import wait_for
+from csi_harness._internal.deploy import snapshot_controller
+from csi_harness._internal.deploy.images import (
+    DRIVER_IMAGE,
+    build_driver_image,
+    build_sidecar_images,
+)
+from csi_harness._internal.providers.existing import ExistingCluster
+from csi_harness._internal.providers.kind import network
+from csi_harness._internal.providers.kind.node_image import IMAGE_REPOSITORY, build_node_image
+from csi_harness._internal.providers.kind.provider import (
+    DEFAULT_KUBECONFIG_ROOT,
+    CommandFailed,
+    ImageArchive,
+    KindCli,
+)
+from csi_harness._internal.providers.kind.scheduler import SchedulerManifest
+
+DEFAULT_CONFIG = KIND_CONFIG_DIR / "suites.yaml"
+READY_TIMEOUT = 240.0
+
+
+class KindClusterError(RuntimeError):
+    """The kind cluster could not be made ready; the message has the cause and the fix."""
+
+
+class KindCluster(ExistingCluster):
+    """One kind cluster named ``name`` from ``config_file``.
+
+    ``node_image``: a node image of the user's own (e.g. built by ``kind build
+    node-image`` from a Kubernetes branch); default: csi-mock's offline image for the
+    pinned toolset. ``reuse``: keep a running cluster of that name instead of
+    recreating it."""
+
+    def __init__(
+        self,
+        name: str = "csi-mock",
+        config_file: Path = DEFAULT_CONFIG,
+        *,
+        node_image: str | None = None,
+        reuse: bool = False,
+        tools: Tools | None = None,
+        progress: Callable[[str], None] = lambda _: None,
+    ) -> None:
+        self.tools = tools or Tools.locate()
+        kubeconfig = DEFAULT_KUBECONFIG_ROOT / f"kind-{name}" / "kubeconfig"
+        super().__init__(kubeconfig, name=name, kubectl=self.tools["kubectl"], progress=progress)
+        self.config_file = config_file
+        self.node_image = node_image
+        self.reuse = reuse
+        self.cli = KindCli(
+            name,
+            config_file,
+            DRIVER_IMAGE,
+            kubeconfig=kubeconfig,
+            wait=None,
+            kind=self.tools["kind"],
+            kubectl=self.tools["kubectl"],
+        )
+        self.timings: dict[str, float] = {}
+        self._scheduler = SchedulerManifest(
+            lambda argv, stdin: self._docker_exec(self.control_plane, argv, stdin)
+        )
+        self._scheduler_config: dict[str, object] = {}
+        # The driver's controller pods go to the control plane, so that the workers the
+        # tests compare (e.g. by free capacity, where the scheduler's resource scoring
+        # also counts pods) are alike.
+        self.controller_host = self.control_plane
+
+    @property
+    def control_plane(self) -> str:
+        """The control-plane node's container (kind names it after the cluster)."""
+        return f"{self.name}-control-plane"
+
+    # -- scheduler -----------------------------------------------------------------------
+
+    @property
+    def scheduler_config(self) -> dict[str, object]:
+        return dict(self._scheduler_config)
+
+    def restart_scheduler(self, scheduler: Mapping[str, object]) -> None:
+        """Rewrite the scheduler's static pod (``csi_harness._internal.providers.kind.scheduler``)
+        and wait
+        until the kubelet runs the new one, Ready."""
+        before = _config_hash(self._scheduler_pod())
+        self._scheduler.apply(scheduler)
+        self._scheduler_config = dict(scheduler)
+
+        def restarted() -> tuple[bool, str]:
+            pod = self._scheduler_pod()
+            if pod is None:
+                return False, "no kube-scheduler pod"
+            conditions = (pod.status.conditions if pod.status else None) or []
+            ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+            config_hash = _config_hash(pod)
+            if config_hash != before and ready:
+                return True, ""
+            return False, f"scheduler pod hash {config_hash} (was {before}), ready {ready}"
+
+        wait_for("kube-scheduler to restart with its new configuration", restarted, timeout=120)
+
+    def _scheduler_pod(self) -> Pod | None:
+        for pod in self.kube.list(
+            Pod, namespace="kube-system", labels={"component": "kube-scheduler"}
+        ):
+            return pod
+        return None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def up(self) -> None:
+        """Create (or, with ``reuse``, adopt) the cluster and make it ready for the suites.
+        If that fails, a cluster this call created is deleted again."""
+        self._created = False
+        try:
+            self._up()
+        except BaseException:
+            if self._created or not self.reuse:
+                self.cli.delete()
+            raise
+
+    def _up(self) -> None:
+        mark = time.monotonic()
+
+        def phase(name: str) -> None:
+            nonlocal mark
+            now = time.monotonic()
+            self.timings[name] = round(now - mark, 1)
+            mark = now
+
+        image = self.node_image
+        if image is None:
+            built = build_node_image(self.tools, progress=self.progress)
+            image = built.tag
+            self.progress(f"node image {image} ({'cached' if built.cached else 'built'})")
+        self.cli.node_image = image
+        phase("node image")
+        if self.reuse and self.cli.exists():
+            self.progress(f"reusing kind cluster {self.name!r}")
+            self.cli.export_kubeconfig()
+        else:
+            if self.cli.exists():
+                self.cli.delete()
+            self.progress(f"kind create cluster {self.name!r} ({self.config_file.name})")
+            self._created = True
+            try:
+                self.cli.create()
+            except CommandFailed as exc:
+                raise KindClusterError(
+                    f"kind could not create cluster {self.name!r}; nothing is left behind.\n"
+                    f"{exc}\nIs the Docker engine running with the runc wrapper "
+                    "(scripts/docker/engine.sh start)?"
+                ) from exc
+        phase("create")
+        self.prepare(phase)
+
+    def prepare(self, phase: Callable[[str], None] = lambda _: None) -> None:
+        """Make a running kind cluster, made here or by hand with ``kind create
+        cluster``, ready for the suites: pod network when kind's own CNI is off, nodes
+        Ready, CoreDNS off when the node image is the offline one, images loaded."""
+        self.cli.export_kubeconfig()
+        if not self._has_kindnet():
+            self._install_network()
+        self._wait_nodes_ready()
+        if self._runs_offline_image():
+            self._without_coredns()
+        phase("network")
+        self._load_images()
+        phase("images")
+        snapshot_controller.install(
+            self.kube,
+            self.tools.snapshot_crds(),
+            self.sidecar_images["snapshot-controller"],
+            field_manager="csi-harness",
+        )
+        phase("snapshot controller")
+
+    def down(self) -> None:
+        self.remove_driver()
+        self.cli.delete()
+
+    def release(self) -> None:
+        """Leave the cluster running as it was made: the driver removed, kubeadm's
+        scheduler manifest back."""
+        self.remove_driver()
+        if self._scheduler_config:
+            self.restart_scheduler({})
+
+    def _has_kindnet(self) -> bool:
+        """Whether kind installed its own CNI (the ``kindnet`` DaemonSet, applied during
+        ``kind create`` unless ``networking.disableDefaultCNI``)."""
+        try:
+            self.kube.get(DaemonSet, "kindnet", namespace="kube-system")
+        except ApiError as exc:
+            if exc.status.code == 404:
+                return False
+            raise
+        return True
+
+    def _runs_offline_image(self) -> bool:
+        image = subprocess.run(
+            ["docker", "inspect", "-f", "{{.Config.Image}}", self.control_plane],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        return image.startswith(IMAGE_REPOSITORY)
+
+    # -- steps ---------------------------------------------------------------------------
+
+    def _node_addressing(self) -> tuple[bool, list[network.NodeAddressing] | str]:
+        addressing, waiting = [], []
+        for node in self.kube.list(Node):
+            name = str(node.metadata.name if node.metadata else "")
+            cidr = node.spec.podCIDR if node.spec else None
+            addresses = (node.status.addresses if node.status else None) or []
+            internal = [a.address for a in addresses if a.type == "InternalIP"]
+            if not cidr or not internal:
+                waiting.append(name)
+                continue
+            addressing.append(network.NodeAddressing(name, internal[0], cidr))
+        if waiting or not addressing:
+            return False, f"nodes without a pod range or address yet: {waiting or 'no nodes'}"
+        return True, addressing
+
+    def _install_network(self) -> None:
+        found: list[network.NodeAddressing] = []
+
+        def ready() -> tuple[bool, str]:
+            ok, value = self._node_addressing()
+            if ok and not isinstance(value, str):
+                found[:] = value
+                return True, ""
+            return False, str(value)
+
+        wait_for("every node's pod range (spec.podCIDR)", ready, timeout=READY_TIMEOUT)
+        network.install(found, self._docker_exec)
+
+    def _docker_exec(self, node: str, argv: Sequence[str], stdin: str | None) -> str:
+        result = subprocess.run(
+            ["docker", "exec", "-i", node, *argv],
+            input=stdin or "",
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise KindClusterError(
+                f"`docker exec {node} {' '.join(argv)}` failed: {result.stderr.strip()}"
+            )
+        return result.stdout
+
+    def _wait_nodes_ready(self) -> None:
+        def ready() -> tuple[bool, str]:
+            not_ready = []
+            for node in self.kube.list(Node):
+                conditions = (node.status.conditions if node.status else None) or []
+                if not any(c.type == "Ready" and c.status == "True" for c in conditions):
+                    not_ready.append(str(node.metadata.name if node.metadata else "?"))
+            return not not_ready, f"not Ready: {not_ready}"
+
+        wait_for("every kind node to be Ready", ready, timeout=READY_TIMEOUT, interval=1)
+
+    def _without_coredns(self) -> None:
+        # The offline node image has no CoreDNS image (docs/kind.md): leave the
+        # Deployment at zero replicas rather than pods failing to pull forever.
+        try:
+            self.kube.patch(
+                Deployment, "coredns", {"spec": {"replicas": 0}}, namespace="kube-system"
+            )
+        except ApiError as exc:
+            if exc.status.code != 404:
+                raise
+
+    def _load_images(self) -> None:
+        self.sidecar_images.update(load_suite_images(self.cli, self.tools, self.progress))
+        self.driver_image = DRIVER_IMAGE
+
+
+def load_suite_images(
+    cli: KindCli, tools: Tools, progress: Callable[[str], None] = lambda _: None
+) -> dict[str, str]:
+    """Build the driver, sidecar and busybox images and load them into the nodes of
+    ``cli``'s cluster; return sidecar -> image. For clusters made by hand too."""
+    progress("building and loading the driver, sidecar and test pod images")
+    # The suites' pods run the local busybox image: nothing can be pulled.
+    cli.load_image(ImageArchive(build_busybox_image().tarball))
+    sidecars = {}
+    for sidecar, image in build_sidecar_images(tools).items():
+        cli.load_image(ImageArchive(image.tarball))
+        sidecars[sidecar] = image.reference
+    cli.load_image(build_driver_image(DRIVER_IMAGE))
+    return sidecars
+
+
+def _config_hash(pod: Pod | None) -> str | None:
+    """The static pod's configuration hash, which the kubelet changes with the manifest."""
+    if pod is None or pod.metadata is None:
+        return None
+    return (pod.metadata.annotations or {}).get("kubernetes.io/config.hash")

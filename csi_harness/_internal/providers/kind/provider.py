@@ -1,0 +1,196 @@
+"""A kind cluster with csi-mock deployed from ``deploy/kubernetes/``.
+
+``KindCli`` drives the pinned kind binary (``bash scripts/tools.sh path kind``) and
+kubectl: ``create`` a cluster from a kind configuration (``kind-config/``) with its
+kubeconfig in a file of its own, ``load_image`` the driver image into the nodes,
+``deploy`` the manifests with ``kubectl apply -k``, ``wait_for_driver`` and ``delete``.
+Every command goes through a ``Runner``, so tests can check the command lines without
+Docker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from csi_harness._internal.core.resources import MANIFEST_DIR, TOOLS_SCRIPT
+from csi_harness._internal.core.tools import ToolsMissing
+from csi_harness._internal.deploy.spec import DRIVER_NAMESPACE
+
+DRIVER_IMAGE = "csi-mock.local/csi-mock:dev"
+"""The image deploy/kubernetes/ runs (built from the repository's Dockerfile)."""
+DEFAULT_KUBECONFIG_ROOT = Path("/var/lib/csi-harness")
+CONTROLLER_DEPLOYMENT = "csi-mock-controller"
+NODE_DAEMONSET = "csi-mock-node"
+
+
+class CommandFailed(RuntimeError):
+    """A kind or kubectl command exited non-zero; the message has its output."""
+
+    def __init__(self, argv: Sequence[str], returncode: int, output: str) -> None:
+        super().__init__(
+            f"`{' '.join(argv)}` exited with {returncode}:\n{output.strip() or '(no output)'}"
+        )
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.output = output
+
+
+class Runner(Protocol):
+    def __call__(self, argv: Sequence[str], *, cwd: Path | None = None) -> str:
+        """Run ``argv`` (in ``cwd``) to completion; return its stdout or raise CommandFailed."""
+        ...
+
+
+def run_command(argv: Sequence[str], *, cwd: Path | None = None) -> str:
+    """The real runner: a subprocess with captured output."""
+    try:
+        result = subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True, check=False)
+    except OSError as exc:
+        raise CommandFailed(argv, -1, str(exc)) from exc
+    if result.returncode != 0:
+        raise CommandFailed(argv, result.returncode, result.stderr + result.stdout)
+    return result.stdout
+
+
+def tool_path(name: str, runner: Runner = run_command) -> str:
+    """The pinned binary ``name`` as ``scripts/tools.sh path`` reports it (built and cached
+    by ``make tools``)."""
+    try:
+        path = runner(["bash", str(TOOLS_SCRIPT), "path", name]).strip()
+    except CommandFailed as exc:
+        raise ToolsMissing(f"cannot locate {name}: {exc}") from exc
+    if not path:
+        raise ToolsMissing(f"scripts/tools.sh path {name} printed nothing")
+    return path
+
+
+@dataclass(frozen=True)
+class ImageArchive:
+    """An image as a ``docker save`` tarball, for ``kind load image-archive``."""
+
+    path: Path
+
+
+class KindCli:
+    """One kind cluster, named ``name``, created from ``config_file``, running ``image``.
+
+    ``kubeconfig`` defaults to ``/var/lib/csi-harness/kind-<name>/kubeconfig``, so the
+    user's ``~/.kube/config`` is never touched. ``node_image`` overrides kind's default
+    node image (``kindest/node``). ``kind`` and ``kubectl`` are paths to the binaries;
+    by default they are looked up with ``scripts/tools.sh path`` on first use.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        config_file: Path | None = None,
+        image: str = DRIVER_IMAGE,
+        *,
+        kubeconfig: Path | None = None,
+        node_image: str | None = None,
+        wait: str | None = "120s",
+        kind: str | None = None,
+        kubectl: str | None = None,
+        runner: Runner = run_command,
+    ) -> None:
+        self.name = name
+        self.config_file = config_file.resolve() if config_file is not None else None
+        self.image = image
+        self.kubeconfig = kubeconfig or DEFAULT_KUBECONFIG_ROOT / f"kind-{name}" / "kubeconfig"
+        self.node_image = node_image
+        self.wait = wait
+        self._kind = kind
+        self._kubectl = kubectl
+        self._run = runner
+
+    # -- binaries ----------------------------------------------------------------------
+
+    @property
+    def kind(self) -> str:
+        if self._kind is None:
+            self._kind = tool_path("kind", self._run)
+        return self._kind
+
+    @property
+    def kubectl(self) -> str:
+        if self._kubectl is None:
+            self._kubectl = tool_path("kubectl", self._run)
+        return self._kubectl
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def create(self) -> None:
+        """``kind create cluster``, waiting up to ``wait`` for the control plane (None:
+        not at all, as for a cluster without a CNI yet, whose nodes stay NotReady).
+
+        kind runs from the configuration file's directory, because it resolves relative
+        ``extraMounts`` host paths against its working directory."""
+        argv = [self.kind, "create", "cluster", "--name", self.name]
+        argv += ["--kubeconfig", str(self.kubeconfig)]
+        if self.wait is not None:
+            argv += ["--wait", self.wait]
+        if self.config_file is not None:
+            argv += ["--config", str(self.config_file)]
+        if self.node_image is not None:
+            argv += ["--image", self.node_image]
+        self.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+        cwd = self.config_file.parent if self.config_file is not None else None
+        self._run(argv, cwd=cwd)
+
+    def export_kubeconfig(self) -> None:
+        """Write the running cluster's kubeconfig to ``kubeconfig`` (``kind export``)."""
+        self.kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+        argv = [self.kind, "export", "kubeconfig", "--name", self.name]
+        self._run([*argv, "--kubeconfig", str(self.kubeconfig)])
+
+    def exists(self) -> bool:
+        """Whether kind knows a cluster of this name."""
+        return self.name in self._run([self.kind, "get", "clusters"]).split()
+
+    def load_image(
+        self,
+        image: str | ImageArchive | None = None,
+        *,
+        nodes: Sequence[str] = (),
+    ) -> None:
+        """Copy an image into the nodes (all, or ``nodes``): one from the local Docker
+        engine by name (default: ``self.image``), or an ``ImageArchive``."""
+        image = self.image if image is None else image
+        if isinstance(image, ImageArchive):
+            argv = [self.kind, "load", "image-archive", str(image.path)]
+        else:
+            argv = [self.kind, "load", "docker-image", image]
+        argv += ["--name", self.name]
+        if nodes:
+            argv += ["--nodes", ",".join(nodes)]
+        self._run(argv)
+
+    def deploy(self, manifests: Path = MANIFEST_DIR) -> None:
+        """``kubectl apply -k`` the driver's kustomization (default: deploy/kubernetes)."""
+        self._run(self._kubectl_argv("apply", "-k", str(manifests)))
+
+    def wait_for_driver(self, timeout: str = "180s") -> None:
+        """Wait for the controller Deployment and the node DaemonSet to be rolled out."""
+        for workload in (f"deployment/{CONTROLLER_DEPLOYMENT}", f"daemonset/{NODE_DAEMONSET}"):
+            self._run(
+                self._kubectl_argv(
+                    "rollout", "status", workload, "-n", DRIVER_NAMESPACE, f"--timeout={timeout}"
+                )
+            )
+
+    def delete(self) -> None:
+        """``kind delete cluster`` (kind succeeds when there is no such cluster), then
+        remove this cluster's kubeconfig file."""
+        argv = [self.kind, "delete", "cluster", "--name", self.name]
+        self._run([*argv, "--kubeconfig", str(self.kubeconfig)])
+        self.kubeconfig.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # not empty (or shared): leave the directory
+            self.kubeconfig.parent.rmdir()
+
+    def _kubectl_argv(self, *args: str) -> list[str]:
+        return [self.kubectl, "--kubeconfig", str(self.kubeconfig), *args]

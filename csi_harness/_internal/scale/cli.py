@@ -1,0 +1,144 @@
+"""``csi-harness scale ...``: arguments to a Setup, runs, reports.
+
+A stuck run is a result, not a failure: the command exits 0 when every run was
+measured and its report written, 1 when a cluster could not be brought up, 2 on
+bad arguments (naming the option).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from csi_harness._internal.providers.local.config import MAX_SIMULATED_NODES
+from csi_harness._internal.scale.cluster_size import markdown_table as size_table
+from csi_harness._internal.scale.cluster_size import measure
+from csi_harness._internal.scale.comparisons import COMPARISONS, Comparison, run_comparison
+from csi_harness._internal.scale.experiment import RunResult, Setup
+from csi_harness._internal.scale.report import RESULTS, Spread, load_results, write_report
+from csi_harness._internal.scale.workload import SizeRange, WorkloadError
+from csi_mock.model.quantity import QuantityError, parse_quantity
+
+
+class ScaleUsageError(Exception):
+    pass
+
+
+def _progress(message: str) -> None:
+    print(f"csi-harness: {message}", file=sys.stderr, flush=True)
+
+
+def setup_of(args: argparse.Namespace) -> Setup:
+    if not 1 <= args.nodes <= MAX_SIMULATED_NODES:
+        raise ScaleUsageError(f"--nodes: {args.nodes} is not in 1..{MAX_SIMULATED_NODES}")
+    if args.pods < 1:
+        raise ScaleUsageError(f"--pods: {args.pods} is not a positive number")
+    for option, value in (("--deadline", args.deadline), ("--stall", args.stall)):
+        if value <= 0:
+            raise ScaleUsageError(f"{option}: {value} is not a positive number of seconds")
+    try:
+        pool = parse_quantity(args.pool)
+    except QuantityError as exc:
+        raise ScaleUsageError(f"--pool: {exc}") from exc
+    if pool <= 0:
+        raise ScaleUsageError(f"--pool: {args.pool!r} must be positive")
+    try:
+        sizes = SizeRange.parse(args.size)
+    except WorkloadError as exc:
+        raise ScaleUsageError(str(exc)) from exc
+    if sizes.high > pool:
+        raise ScaleUsageError(f"--size: {args.size!r} does not fit a pool of {args.pool}")
+    if args.provisioner_qps < 0:
+        raise ScaleUsageError(f"--provisioner-qps: {args.provisioner_qps} is negative")
+    return Setup(
+        provisioner_api_qps=args.provisioner_qps or None,
+        nodes=args.nodes,
+        pool=args.pool,
+        pods=args.pods,
+        sizes=sizes,
+        seed=args.seed,
+        deadline=args.deadline,
+        stall_seconds=args.stall,
+    )
+
+
+def selected(comparison: Comparison, names: str | None) -> Comparison:
+    if not names:
+        return comparison
+    wanted = [n for n in names.split(",") if n]
+    known = {v.name: v for v in comparison.variants}
+    unknown = [n for n in wanted if n not in known]
+    if unknown:
+        raise ScaleUsageError(
+            f"--variants: {', '.join(unknown)} not among {', '.join(known)} of {comparison.name}"
+        )
+    return Comparison(comparison.name, comparison.title, tuple(known[n] for n in wanted))
+
+
+def run(args: argparse.Namespace, command: str) -> int:
+    if args.experiment == "nodes":
+        return _run_nodes(args)
+    if args.experiment == "report":
+        results = Path(args.report_dir) / RESULTS
+        if not results.is_file():
+            raise ScaleUsageError(f"{args.report_dir}: no {RESULTS} there")
+        _progress(f"report: {write_report(results.parent, *load_results(results))}")
+        return 0
+    comparison = selected(COMPARISONS[args.experiment], args.variants)
+    setup = setup_of(args)
+    directory = Path(args.report_dir or f"reports/scale/{comparison.name}").resolve()
+    done: list[RunResult] = []
+
+    def keep(result: RunResult) -> None:
+        # Written after every run, so an interrupted comparison keeps what it measured.
+        done.append(result)
+        write_report(directory, comparison.title, command, done)
+
+    run_comparison(comparison, setup, _progress, keep)
+    report = write_report(directory, comparison.title, command, done)
+    for r in done:
+        spread = Spread.of(r)
+        outcome = (
+            f"all bound in {r.all_bound_after:.1f}s"
+            if r.completed and r.all_bound_after is not None
+            else f"STUCK with {r.claims_left} unbound"
+        )
+        _progress(
+            f"{r.title}: {outcome}; CreateVolume {r.create_volume_calls}, RESOURCE_EXHAUSTED "
+            f"{r.resource_exhausted}, reschedules {r.reschedules}; utilisation "
+            f"{spread.minimum:.0%}..{spread.maximum:.0%} (stddev {spread.stddev:.3f})"
+        )
+    _progress(f"report: {report}")
+    return 0
+
+
+def _run_nodes(args: argparse.Namespace) -> int:
+    try:
+        counts = [int(c) for c in args.counts.split(",") if c]
+    except ValueError:
+        raise ScaleUsageError(f"--counts: {args.counts!r} is not N,N,...") from None
+    bad = [c for c in counts if not 1 <= c <= MAX_SIMULATED_NODES]
+    if not counts or bad:
+        raise ScaleUsageError(f"--counts: each count must be in 1..{MAX_SIMULATED_NODES}")
+    directory = Path(args.report_dir).resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    results = []
+    for count in counts:
+        result = measure(count, _progress)
+        results.append(result)
+        (directory / "results.json").write_text(
+            json.dumps([r.to_json() for r in results], indent=1) + "\n"
+        )
+        (directory / "report.md").write_text(size_table(results) + "\n")
+        _progress(
+            f"{count} nodes: "
+            + (
+                f"ready in {result.bring_up_seconds:.1f}s, {result.pss_mib / 1024:.2f} GiB"
+                if result.ready
+                else result.error
+            )
+        )
+    print(size_table(results))
+    return 0 if all(r.ready for r in results) else 1

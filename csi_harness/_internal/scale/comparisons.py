@@ -1,0 +1,82 @@
+"""The comparisons ``csi-harness scale`` runs: which variants, and what each shows.
+
+* ``kep1472``: storage capacity tracking on and off (CSIDriver.storageCapacity), the
+  claim KEP-1472 makes about a burst of pods with generic ephemeral volumes. Both
+  runs keep StorageCapacityScoring off, so they differ only in the filter the KEP
+  added (scoring is the other comparison).
+* ``scoring``: with tracking on, StorageCapacityScoring (KEP-4049, successor of
+  KEP-1845) off, on with its default shape (most free capacity wins), and on with
+  the inverted shape (fullest node that still fits wins).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from csi_harness._internal.kube.scheduler_config import PACKING_SHAPE, volume_binding_shape
+from csi_harness._internal.scale.experiment import RunResult, Setup, Variant, run_variant
+
+SCORING_GATE = "StorageCapacityScoring"
+
+INVERTED_SHAPE = volume_binding_shape(PACKING_SHAPE)
+"""VolumeBinding's score rises with the utilisation a node would have (bin packing)."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    name: str
+    title: str
+    variants: tuple[Variant, ...]
+
+
+KEP1472 = Comparison(
+    "kep1472",
+    "Storage capacity tracking (KEP-1472) on and off",
+    (
+        Variant(
+            "tracking",
+            "capacity tracking on",
+            storage_capacity=True,
+            scheduler_gates={SCORING_GATE: False},
+        ),
+        Variant(
+            "no-tracking",
+            "capacity tracking off",
+            storage_capacity=False,
+            scheduler_gates={SCORING_GATE: False},
+        ),
+    ),
+)
+
+SCORING = Comparison(
+    "scoring",
+    "StorageCapacityScoring (KEP-4049, after KEP-1845) with capacity tracking on",
+    (
+        Variant("scoring-off", "scoring off", scheduler_gates={SCORING_GATE: False}),
+        Variant("scoring-on", "scoring on, default shape", scheduler_gates={SCORING_GATE: True}),
+        Variant(
+            "scoring-inverted",
+            "scoring on, inverted shape",
+            scheduler_gates={SCORING_GATE: True},
+            scheduler=INVERTED_SHAPE,
+        ),
+    ),
+)
+
+COMPARISONS = {c.name: c for c in (KEP1472, SCORING)}
+
+
+def run_comparison(
+    comparison: Comparison,
+    setup: Setup,
+    progress: Callable[[str], None] = lambda _: None,
+    on_result: Callable[[RunResult], None] = lambda _: None,
+) -> list[RunResult]:
+    """Run every variant one after the other, each on a cluster of its own."""
+    results = []
+    for variant in comparison.variants:
+        result = run_variant(setup, variant, progress)
+        on_result(result)
+        results.append(result)
+    return results
