@@ -245,8 +245,8 @@ def _kind_main(args: argparse.Namespace) -> int:
         KindCluster,
         KindClusterError,
     )
+    from csi_harness._internal.providers.kind.kind_cli import CommandFailed
     from csi_harness._internal.providers.kind.node_image import build_node_image
-    from csi_harness._internal.providers.kind.provider import CommandFailed
 
     def progress(message: str) -> None:
         print(f"csi-harness: {message}", file=sys.stderr, flush=True)

@@ -70,6 +70,7 @@ from csi_mock.admin.client import AdminClient
 if TYPE_CHECKING:
     from csi_harness._internal.providers.existing import ExistingCluster
     from csi_harness._internal.providers.kind.cluster import KindCluster
+from csi_harness._internal.core.run_state import STATE_FILE
 from csi_harness._internal.core.tools import ToolsMissing
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.deploy.spec import DriverDeployment
@@ -79,7 +80,6 @@ from csi_harness._internal.providers.local.cluster import (
     format_teardown,
 )
 from csi_harness._internal.providers.local.config import LocalClusterConfig
-from csi_harness._internal.providers.local.state import STATE_FILE
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

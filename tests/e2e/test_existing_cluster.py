@@ -13,10 +13,10 @@ import pytest
 from lightkube import Client, KubeConfig
 from lightkube.resources.core_v1 import Node
 
+from csi_harness._internal.core.run_state import RunState
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.kube.resources import CSINodeResource, csinode_drivers
 from csi_harness._internal.providers.local.config import LocalClusterConfig
-from csi_harness._internal.providers.local.state import RunState
 from tests.e2e.test_volume_limits import allocatable_counts
 
 pytestmark = pytest.mark.e2e

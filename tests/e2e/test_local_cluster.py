@@ -17,8 +17,8 @@ from lightkube.resources.storage_v1 import CSINode, CSIStorageCapacity
 
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.deploy.spec import DRIVER_NAMESPACE, NODE_TOPOLOGY_KEY, ZONE_TOPOLOGY_KEY
+from csi_harness._internal.kube.objects import NODE_TYPE_LABEL
 from csi_harness._internal.providers.local.cluster import LocalCluster
-from csi_harness._internal.providers.local.config import NODE_TYPE_LABEL
 from csi_mock.admin.client import AdminClient
 from csi_mock.model.quantity import parse_quantity
 

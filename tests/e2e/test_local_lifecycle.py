@@ -13,10 +13,11 @@ from lightkube import Client, KubeConfig
 from lightkube.codecs import from_dict
 from lightkube.resources.core_v1 import Pod
 
+from csi_harness._internal.core.run_state import RunState
 from csi_harness._internal.core.waiting import wait_for
+from csi_harness._internal.kube.objects import NODE_TYPE_LABEL
 from csi_harness._internal.providers.local.cluster import LocalCluster
-from csi_harness._internal.providers.local.config import NODE_TYPE_LABEL, LocalClusterConfig
-from csi_harness._internal.providers.local.state import RunState
+from csi_harness._internal.providers.local.config import LocalClusterConfig
 from csi_harness._internal.providers.local.teardown import CGROUP_V1
 from csi_mock.host.mounts import mount_points
 

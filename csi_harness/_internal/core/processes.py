@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from csi_harness._internal.providers.local.state import ProcessRecord, RunState
+from csi_harness._internal.core.run_state import ProcessRecord, RunState
 
 
 class ComponentFailed(RuntimeError):

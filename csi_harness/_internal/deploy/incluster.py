@@ -34,6 +34,7 @@ from lightkube.resources.core_v1 import ConfigMap, Namespace, Pod, Secret
 from lightkube.resources.storage_v1 import CSIDriver, CSIStorageCapacity, StorageClass
 from lightkube.types import CascadeType, PatchType
 
+from csi_harness._internal.core.unsupported import Unsupported
 from csi_harness._internal.core.waiting import WaitTimeout, wait_for
 from csi_harness._internal.deploy.incluster_objects import (
     ADMIN_PORT,
@@ -55,11 +56,11 @@ from csi_harness._internal.deploy.pod_csi import CommandRunner, PodCsiCaller, ru
 from csi_harness._internal.deploy.readiness import wait_deregistered, wait_driver_ready
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.kube.apiproxy import ApiServerAccess, api_server_access
+from csi_harness._internal.kube.nodes import ClusterNode
 from csi_harness._internal.kube.objects import exists
 from csi_harness._internal.kube.pod_status import describe_pod, pod_name, unrecoverable
 from csi_harness._internal.kube.snapshots import has_snapshot_api
 from csi_harness._internal.kube.waits import DRIVER_NAME_LABEL
-from csi_harness._internal.providers.base import ClusterNode, Unsupported
 from csi_mock.admin.client import DEFAULT_TIMEOUT, AdminClient
 from csi_mock.admin.resources import TOKEN_HEADER
 from csi_mock.proto import csi_pb2

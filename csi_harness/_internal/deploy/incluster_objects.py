@@ -62,7 +62,7 @@ from csi_harness._internal.deploy.spec import (
 # lightkube's from_dict knows the VolumeSnapshotClass kind (a CRD's) once
 # csi_harness._internal.kube.snapshots has defined it.
 from csi_harness._internal.kube import snapshots  # noqa: F401
-from csi_harness._internal.providers.base import ClusterNode
+from csi_harness._internal.kube.nodes import ClusterNode
 
 NAME_LABEL = "app.kubernetes.io/name"
 INSTANCE_LABEL = "app.kubernetes.io/instance"

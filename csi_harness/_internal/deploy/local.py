@@ -54,10 +54,10 @@ from csi_harness._internal.deploy.spec import (
     snapshot_class_object,
     storage_class_objects,
 )
+from csi_harness._internal.kube.nodes import ClusterNode
 from csi_harness._internal.kube.objects import gone
 from csi_harness._internal.kube.snapshots import VolumeSnapshotClass, replace_snapshot_class
 from csi_harness._internal.kube.waits import DRIVER_NAME_LABEL
-from csi_harness._internal.providers.base import ClusterNode
 from csi_mock.admin.client import DEFAULT_TIMEOUT, AdminClient
 from csi_mock.proto import csi_pb2, csi_pb2_grpc
 

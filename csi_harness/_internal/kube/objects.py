@@ -13,9 +13,9 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Node
 from lightkube.types import PatchType
 
-from csi_harness._internal.providers.local.config import NODE_TYPE_LABEL
-
 BUSYBOX = "csi-mock.local/busybox:1"
+NODE_TYPE_LABEL = "harness.csi-mock.example/node-type"
+"""Whether a node of the local provider runs a real kubelet or is simulated."""
 
 
 def claim(

@@ -14,14 +14,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 from lightkube import Client
 from lightkube.resources.core_v1 import Event, PersistentVolume, PersistentVolumeClaim, Pod
 from lightkube.resources.storage_v1 import CSIStorageCapacity, VolumeAttachment
 
 from csi_harness._internal.core.waiting import WaitTimeout, wait_for
-from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.kube.watching import ListerWatcher, Selection, follow, watch_until
 from csi_mock.model.quantity import parse_quantity
 
@@ -62,6 +61,20 @@ __all__ = [
 
 Kube: TypeAlias = Client | ListerWatcher
 """A lightkube client, or (in unit tests) anything that lists and watches like one."""
+
+
+class CapacityPublisher(Protocol):
+    """What the capacity waits need of a driver (a ``DriverDeployment`` is one): its
+    name, where its CSIStorageCapacity objects live and its node topology key."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def node_topology_key(self) -> str: ...
 
 
 def _conditions(pod: Pod) -> dict[str, Any]:
@@ -452,7 +465,7 @@ def wait_event(
 
 
 def _capacities(
-    objects: Iterable[CSIStorageCapacity], spec: DriverDeployment
+    objects: Iterable[CSIStorageCapacity], spec: CapacityPublisher
 ) -> dict[tuple[str, str], tuple[int, int | None]]:
     seen: dict[tuple[str, str], tuple[int, int | None]] = {}
     for obj in objects:
@@ -471,7 +484,7 @@ def _capacities(
 
 
 def capacities(
-    kube: Client, spec: DriverDeployment
+    kube: Client, spec: CapacityPublisher
 ) -> dict[tuple[str, str], tuple[int, int | None]]:
     """(node, storage class) -> (capacity, maximumVolumeSize) of every
     CSIStorageCapacity published for the driver whose topology is a node segment."""
@@ -483,7 +496,7 @@ def capacities(
 
 def wait_capacity(
     kube: Kube,
-    spec: DriverDeployment,
+    spec: CapacityPublisher,
     expected: dict[tuple[str, str], int],
     *,
     maximum: dict[tuple[str, str], int] | None = None,

@@ -11,28 +11,22 @@ picked from ``Cluster.nodes`` (by zone, or by whether they run pods), never name
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from csi_harness._internal.core.unsupported import Unsupported
 from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.kube.nodes import ClusterNode, pick_nodes, scheduling_nodes
 from csi_mock.admin.client import AdminClient
 
-
-class Unsupported(Exception):
-    """The cluster cannot do what was asked (e.g. restart its scheduler); the message
-    says why, and a test that needs it is skipped with that reason."""
-
-
-@dataclass(frozen=True)
-class ClusterNode:
-    """A node the driver runs on."""
-
-    name: str
-    zone: str | None
-    runs_pods: bool
-    """A real kubelet runs containers here; False for the local provider's simulated
-    nodes (they register and report, but never start a pod or mount a volume)."""
+__all__ = [
+    "Cluster",
+    "ClusterNode",
+    "Driver",
+    "Unsupported",
+    "pick_nodes",
+    "scheduling_nodes",
+]
 
 
 class Driver(Protocol):
@@ -154,37 +148,3 @@ class Cluster(Protocol):
         """For failure diagnostics: a client per instance of the current driver (the
         caller closes them); empty without a driver."""
         ...
-
-
-def pick_nodes(
-    nodes: Sequence[ClusterNode],
-    count: int,
-    *,
-    runs_pods: bool | None = None,
-    zone: str | None = None,
-) -> list[ClusterNode]:
-    """The first ``count`` nodes (by name) with ``runs_pods`` as asked (None: any) and
-    in ``zone`` (None: any), or Unsupported saying how many the test needs and how
-    many the cluster has."""
-    matching = sorted(
-        (
-            n
-            for n in nodes
-            if (runs_pods is None or n.runs_pods is runs_pods) and (zone is None or n.zone == zone)
-        ),
-        key=lambda n: n.name,
-    )
-    if len(matching) < count:
-        what = {None: "nodes", True: "nodes that run pods", False: "simulated nodes"}[runs_pods]
-        where = f" in zone {zone}" if zone is not None else ""
-        raise Unsupported(f"needs {count} {what}{where}; the cluster has {len(matching)}")
-    return matching[:count]
-
-
-def scheduling_nodes(nodes: Sequence[ClusterNode]) -> list[ClusterNode]:
-    """The nodes for pods that only need to be scheduled, sorted by name: the
-    simulated ones when there are any, else all. Simulated nodes are alike, and a
-    node with a real kubelet beside them differs in allocatable and in the images it
-    holds, which kube-scheduler's scoring would weigh."""
-    simulated = [n for n in nodes if not n.runs_pods]
-    return sorted(simulated or nodes, key=lambda n: n.name)

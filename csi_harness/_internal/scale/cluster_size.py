@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from csi_harness._internal.core.run_state import RunState
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.providers.local.cluster import LocalCluster
 from csi_harness._internal.providers.local.config import LocalClusterConfig
-from csi_harness._internal.providers.local.state import RunState
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 IDLE_SECONDS = 20.0

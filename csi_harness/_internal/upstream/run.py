@@ -274,7 +274,7 @@ def run_on_kind_cluster(
     workers in two zones), csi-mock deployed in-cluster; needs the Docker engine
     (scripts/docker/engine.sh start)."""
     from csi_harness._internal.providers.kind.cluster import KindCluster
-    from csi_harness._internal.providers.kind.provider import ImageArchive
+    from csi_harness._internal.providers.kind.kind_cli import ImageArchive
 
     tools = Tools.locate()
     require_tools(tools)

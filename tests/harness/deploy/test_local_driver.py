@@ -16,11 +16,11 @@ import grpc
 import pytest
 
 from csi_harness._internal.core.processes import Supervisor
+from csi_harness._internal.core.run_state import RunState
 from csi_harness._internal.core.tools import Tools
 from csi_harness._internal.deploy.local import DriverNode, LocalDriver
 from csi_harness._internal.deploy.spec import NODE_TOPOLOGY_KEY, DriverDeployment
 from csi_harness._internal.providers.base import ClusterNode
-from csi_harness._internal.providers.local.state import RunState
 from csi_mock.proto import csi_pb2, csi_pb2_grpc
 
 NODES = [ClusterNode("node-2", "zone-b", runs_pods=False), ClusterNode("node-1", "zone-a", True)]

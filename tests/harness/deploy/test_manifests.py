@@ -23,11 +23,10 @@ from lightkube import codecs
 from lightkube.core.resource import NamespacedResource
 
 from csi_harness._internal.core.resources import MANIFEST_DIR
+from csi_harness._internal.deploy.incluster_objects import CONTROLLER_DEPLOYMENT, NODE_DAEMONSET
 from csi_harness._internal.deploy.spec import DRIVER_NAMESPACE
-from csi_harness._internal.providers.kind.provider import (
-    CONTROLLER_DEPLOYMENT,
+from csi_harness._internal.providers.kind.kind_cli import (
     DRIVER_IMAGE,
-    NODE_DAEMONSET,
 )
 from csi_mock.cli import build_parser, resolve_config
 from csi_mock.config import DriverConfig, Mode, validate_config

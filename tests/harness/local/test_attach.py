@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from csi_harness._internal.core.processes import process_start_time
+from csi_harness._internal.core.run_state import ProcessRecord, RunState
 from csi_harness._internal.core.tools import REQUIRED
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.providers.local.cluster import ClusterNotRunning, LocalCluster
 from csi_harness._internal.providers.local.config import LocalClusterConfig
-from csi_harness._internal.providers.local.state import ProcessRecord, RunState
 
 KUBECONFIG = """\
 apiVersion: v1

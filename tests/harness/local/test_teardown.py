@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from csi_harness._internal.core.processes import Supervisor, is_running, process_start_time
-from csi_harness._internal.providers.local.state import ProcessRecord, RunState
+from csi_harness._internal.core.run_state import ProcessRecord, RunState
 from csi_harness._internal.providers.local.teardown import teardown
 from csi_mock.host.loop import KernelLoopDevices
 from csi_mock.host.mounts import mount_points

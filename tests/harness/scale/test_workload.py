@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from csi_harness._internal.providers.local.config import NODE_TYPE_LABEL
+from csi_harness._internal.kube.objects import NODE_TYPE_LABEL
 from csi_harness._internal.scale.workload import VOLUME, Burst, SizeRange, WorkloadError, fill_ratio
 
 GI = 1 << 30

@@ -33,13 +33,13 @@ from csi_harness._internal.deploy.images import (
 )
 from csi_harness._internal.providers.existing import ExistingCluster
 from csi_harness._internal.providers.kind import network
-from csi_harness._internal.providers.kind.node_image import IMAGE_REPOSITORY, build_node_image
-from csi_harness._internal.providers.kind.provider import (
+from csi_harness._internal.providers.kind.kind_cli import (
     DEFAULT_KUBECONFIG_ROOT,
     CommandFailed,
     ImageArchive,
     KindCli,
 )
+from csi_harness._internal.providers.kind.node_image import IMAGE_REPOSITORY, build_node_image
 from csi_harness._internal.providers.kind.scheduler import SchedulerManifest
 
 DEFAULT_CONFIG = KIND_CONFIG_DIR / "suites.yaml"
@@ -81,7 +81,6 @@ class KindCluster(ExistingCluster):
             kubeconfig=kubeconfig,
             wait=None,
             kind=self.tools["kind"],
-            kubectl=self.tools["kubectl"],
         )
         self.timings: dict[str, float] = {}
         self._scheduler = SchedulerManifest(

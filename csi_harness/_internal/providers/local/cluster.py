@@ -31,6 +31,7 @@ from lightkube.resources.core_v1 import Node, ServiceAccount
 
 from csi_harness._internal.core.images import ensure_images, import_images
 from csi_harness._internal.core.processes import ComponentFailed, Supervisor, is_running, log_tail
+from csi_harness._internal.core.run_state import RunState
 from csi_harness._internal.core.tools import Tools
 from csi_harness._internal.core.waiting import WaitTimeout, socket_probe, wait_for
 from csi_harness._internal.deploy.local import DriverNode, LocalDriver
@@ -40,11 +41,11 @@ from csi_harness._internal.deploy.readiness import (
     wait_driver_ready,
 )
 from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.kube.objects import NODE_TYPE_LABEL
 from csi_harness._internal.kube.snapshots import install_crds
 from csi_harness._internal.providers.base import ClusterNode, Driver
 from csi_harness._internal.providers.local import components as c
 from csi_harness._internal.providers.local.config import (
-    NODE_TYPE_LABEL,
     ZONE_LABEL,
     Component,
     LocalClusterConfig,
@@ -52,7 +53,6 @@ from csi_harness._internal.providers.local.config import (
     NodeType,
 )
 from csi_harness._internal.providers.local.pki import ClientIdentity, ClusterPKI, create_pki
-from csi_harness._internal.providers.local.state import RunState
 from csi_harness._internal.providers.local.teardown import TeardownReport, teardown
 from csi_mock.admin.client import AdminClient
 

@@ -12,7 +12,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from csi_harness._internal.deploy.spec import DriverDeployment
 
 DEFAULT_RUN_ROOT = Path("/var/lib/csi-harness")
-NODE_TYPE_LABEL = "harness.csi-mock.example/node-type"
 ZONE_LABEL = "topology.kubernetes.io/zone"
 MAX_SIMULATED_NODES = 250
 """What `csi-harness scale nodes` measured the local provider at (docs/scale.md)."""

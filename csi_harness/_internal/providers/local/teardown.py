@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from csi_harness._internal.core.processes import process_start_time, stop_processes
-from csi_harness._internal.providers.local.state import RunState
+from csi_harness._internal.core.run_state import RunState
 from csi_mock.host.loop import KernelLoopDevices
 from csi_mock.host.mounts import mount_points
 

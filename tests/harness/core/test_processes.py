@@ -14,7 +14,7 @@ from csi_harness._internal.core.processes import (
     process_start_time,
     stop_processes,
 )
-from csi_harness._internal.providers.local.state import ProcessRecord, RunState
+from csi_harness._internal.core.run_state import ProcessRecord, RunState
 
 # Ignores SIGTERM (an ignored signal stays ignored across exec), says so, then sleeps.
 IGNORES_TERM = ["sh", "-c", "trap '' TERM; echo ready; exec sleep 30"]

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from csi_harness._internal.providers.local.state import STATE_FILE, ProcessRecord, RunState
+from csi_harness._internal.core.run_state import STATE_FILE, ProcessRecord, RunState
 
 
 def test_save_then_load_returns_an_equal_state(tmp_path: Path) -> None:

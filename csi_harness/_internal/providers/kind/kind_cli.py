@@ -1,11 +1,9 @@
-"""A kind cluster with csi-mock deployed from ``deploy/kubernetes/``.
+"""The ``kind`` command.
 
-``KindCli`` drives the pinned kind binary (``bash scripts/tools.sh path kind``) and
-kubectl: ``create`` a cluster from a kind configuration (``kind-config/``) with its
-kubeconfig in a file of its own, ``load_image`` the driver image into the nodes,
-``deploy`` the manifests with ``kubectl apply -k``, ``wait_for_driver`` and ``delete``.
-Every command goes through a ``Runner``, so tests can check the command lines without
-Docker.
+``KindCli`` drives the pinned kind binary (``tools.sh path kind``): ``create`` a
+cluster from a kind configuration with its kubeconfig in a file of its own,
+``load_image`` images into the nodes, ``exists`` and ``delete``. Every command goes
+through a ``Runner``, so tests can check the command lines without Docker.
 """
 
 from __future__ import annotations
@@ -17,15 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from csi_harness._internal.core.resources import MANIFEST_DIR, TOOLS_SCRIPT
+from csi_harness._internal.core.resources import TOOLS_SCRIPT
 from csi_harness._internal.core.tools import ToolsMissing
-from csi_harness._internal.deploy.spec import DRIVER_NAMESPACE
 
 DRIVER_IMAGE = "csi-mock.local/csi-mock:dev"
 """The image deploy/kubernetes/ runs (built from the repository's Dockerfile)."""
 DEFAULT_KUBECONFIG_ROOT = Path("/var/lib/csi-harness")
-CONTROLLER_DEPLOYMENT = "csi-mock-controller"
-NODE_DAEMONSET = "csi-mock-node"
 
 
 class CommandFailed(RuntimeError):
@@ -81,8 +76,8 @@ class KindCli:
 
     ``kubeconfig`` defaults to ``/var/lib/csi-harness/kind-<name>/kubeconfig``, so the
     user's ``~/.kube/config`` is never touched. ``node_image`` overrides kind's default
-    node image (``kindest/node``). ``kind`` and ``kubectl`` are paths to the binaries;
-    by default they are looked up with ``scripts/tools.sh path`` on first use.
+    node image (``kindest/node``). ``kind`` is the path to the binary; by default it
+    is looked up with ``tools.sh path`` on first use.
     """
 
     def __init__(
@@ -95,7 +90,6 @@ class KindCli:
         node_image: str | None = None,
         wait: str | None = "120s",
         kind: str | None = None,
-        kubectl: str | None = None,
         runner: Runner = run_command,
     ) -> None:
         self.name = name
@@ -105,7 +99,6 @@ class KindCli:
         self.node_image = node_image
         self.wait = wait
         self._kind = kind
-        self._kubectl = kubectl
         self._run = runner
 
     # -- binaries ----------------------------------------------------------------------
@@ -115,12 +108,6 @@ class KindCli:
         if self._kind is None:
             self._kind = tool_path("kind", self._run)
         return self._kind
-
-    @property
-    def kubectl(self) -> str:
-        if self._kubectl is None:
-            self._kubectl = tool_path("kubectl", self._run)
-        return self._kubectl
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -170,19 +157,6 @@ class KindCli:
             argv += ["--nodes", ",".join(nodes)]
         self._run(argv)
 
-    def deploy(self, manifests: Path = MANIFEST_DIR) -> None:
-        """``kubectl apply -k`` the driver's kustomization (default: deploy/kubernetes)."""
-        self._run(self._kubectl_argv("apply", "-k", str(manifests)))
-
-    def wait_for_driver(self, timeout: str = "180s") -> None:
-        """Wait for the controller Deployment and the node DaemonSet to be rolled out."""
-        for workload in (f"deployment/{CONTROLLER_DEPLOYMENT}", f"daemonset/{NODE_DAEMONSET}"):
-            self._run(
-                self._kubectl_argv(
-                    "rollout", "status", workload, "-n", DRIVER_NAMESPACE, f"--timeout={timeout}"
-                )
-            )
-
     def delete(self) -> None:
         """``kind delete cluster`` (kind succeeds when there is no such cluster), then
         remove this cluster's kubeconfig file."""
@@ -191,6 +165,3 @@ class KindCli:
         self.kubeconfig.unlink(missing_ok=True)
         with contextlib.suppress(OSError):  # not empty (or shared): leave the directory
             self.kubeconfig.parent.rmdir()
-
-    def _kubectl_argv(self, *args: str) -> list[str]:
-        return [self.kubectl, "--kubeconfig", str(self.kubeconfig), *args]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from csi_harness._internal.core.resources import KIND_CONFIG_DIR, MANIFEST_DIR, TOOLS_SCRIPT
+from csi_harness._internal.core.resources import KIND_CONFIG_DIR, TOOLS_SCRIPT
 from csi_harness._internal.core.tools import ToolsMissing
-from csi_harness._internal.providers.kind.provider import (
+from csi_harness._internal.providers.kind.kind_cli import (
     DRIVER_IMAGE,
     CommandFailed,
     ImageArchive,
@@ -149,32 +149,6 @@ def test_load_image_can_target_some_nodes(tmp_path: Path) -> None:
     ]
 
 
-# -- deploy --------------------------------------------------------------------------
-
-
-def test_deploy_applies_the_kustomization_with_the_clusters_kubeconfig(tmp_path: Path) -> None:
-    runner = FakeRunner()
-    cluster(tmp_path, runner).deploy()
-    assert runner.argvs[-1] == [
-        KUBECTL,
-        "--kubeconfig",
-        str(tmp_path / "kind-csi" / "kubeconfig"),
-        "apply",
-        "-k",
-        str(MANIFEST_DIR),
-    ]
-
-
-def test_wait_for_driver_waits_for_the_controller_then_the_node_plugin(tmp_path: Path) -> None:
-    runner = FakeRunner()
-    cluster(tmp_path, runner).wait_for_driver(timeout="30s")
-    kubectl = [KUBECTL, "--kubeconfig", str(tmp_path / "kind-csi" / "kubeconfig")]
-    assert runner.argvs[-2:] == [
-        [*kubectl, "rollout", "status", workload, "-n", "csi-mock", "--timeout=30s"]
-        for workload in ("deployment/csi-mock-controller", "daemonset/csi-mock-node")
-    ]
-
-
 # -- delete, exists ------------------------------------------------------------------
 
 
@@ -233,20 +207,16 @@ def test_binaries_come_from_tools_sh_path_once(tmp_path: Path) -> None:
     kind_cluster = cluster(tmp_path, runner)
     kind_cluster.create()
     kind_cluster.delete()
-    kind_cluster.deploy()
     lookups = [argv for argv in runner.argvs if argv[0] == "bash"]
-    assert lookups == [
-        ["bash", str(TOOLS_SCRIPT), "path", "kind"],
-        ["bash", str(TOOLS_SCRIPT), "path", "kubectl"],
-    ]
+    assert lookups == [["bash", str(TOOLS_SCRIPT), "path", "kind"]]
 
 
 def test_given_binaries_are_used_without_a_lookup(tmp_path: Path) -> None:
     runner = FakeRunner()
-    kind_cluster = cluster(tmp_path, runner, kind="/opt/kind", kubectl="/opt/kubectl")
+    kind_cluster = cluster(tmp_path, runner, kind="/opt/kind")
     kind_cluster.create()
-    kind_cluster.deploy()
-    assert [argv[0] for argv in runner.argvs] == ["/opt/kind", "/opt/kubectl"]
+    kind_cluster.delete()
+    assert [argv[0] for argv in runner.argvs] == ["/opt/kind", "/opt/kind"]
 
 
 def test_tool_path_failure_names_the_tool() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from csi_harness._internal.providers.base import (
+from csi_harness._internal.kube.nodes import (
     ClusterNode,
     Unsupported,
     pick_nodes,
