@@ -1,0 +1,227 @@
+"""Capacity scoring in depth (issue 31, item 4): how kube-scheduler's VolumeBinding
+score (StorageCapacityScoring) combines a pod's claims, which drivers' capacity it
+reads, what it reads for a pool several nodes share, and two shapes in one scheduler.
+
+What kube-scheduler 1.37 computes (pkg/scheduler/framework/plugins/volumebinding,
+``VolumeBinding.Score`` and ``scorer.go``), per node and per storage class of the
+pod's claims to provision: utilization = 100 x the class's requested bytes (summed
+over its claims) // the capacity of the CSIStorageCapacity that let the node pass;
+the shape maps utilization to a score (the default: 100 at 0 %, 0 at 100 %, so
+100 - utilization); the node's score is the mean over the classes, rounded. A claim
+of a driver whose CSIDriver has ``storageCapacity`` false has no capacity object and
+is left out. The comments give each node's score by that rule.
+
+As in ``test_capacity_scoring.py`` the candidates are alike nodes (on the local
+provider its simulated ones), the suite is ``cluster_wide`` (another test's pod on a
+candidate would move its NodeResourcesFit score by as much as the scores compared),
+and a pod placed to prepare a later one is deleted once scheduled, for the same
+reason: only its claim stays.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import pytest
+from lightkube import Client
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim, Pod
+
+from csi_harness import (
+    Cluster,
+    Driver,
+    DriverDeployment,
+    Unsupported,
+    objects,
+    scheduling_nodes,
+    wait_capacity,
+    wait_for,
+    wait_pod_scheduled,
+)
+from csi_harness._internal.deploy.spec import node_pool_name
+
+pytestmark = [pytest.mark.e2e, pytest.mark.mission, pytest.mark.cluster_wide]
+
+GI = 1 << 30
+FEATURE = "capacity scoring: depth"
+GATE = "StorageCapacityScoring"
+
+
+@pytest.fixture(autouse=True)
+def scoring_enabled(cluster: Cluster) -> None:
+    # Beta and on by default in Kubernetes 1.37: a gate not set explicitly is on.
+    if cluster.scheduler_feature_gate(GATE) is False:
+        pytest.skip(f"the cluster's kube-scheduler runs with {GATE}=false")
+
+
+# -- helpers -------------------------------------------------------------------------
+
+
+def nodes_with_controller_pods(kube: Client, driver: Driver) -> set[str]:
+    """Nodes running a pod of the driver that is not one of its per-node DaemonSet
+    pods (an in-cluster controller or sidecar): resource scoring counts those too."""
+    busy = set()
+    for pod in kube.list(Pod, namespace=driver.spec.namespace):
+        owners = (pod.metadata.ownerReferences if pod.metadata else None) or []
+        if pod.spec and pod.spec.nodeName and not any(o.kind == "DaemonSet" for o in owners):
+            busy.add(str(pod.spec.nodeName))
+    return busy
+
+
+def alike_nodes(kube: Client, *drivers: Driver) -> list[str]:
+    """The scheduling nodes (sorted by name) that host none of the drivers' controllers."""
+    busy = set().union(*(nodes_with_controller_pods(kube, d) for d in drivers))
+    return [n.name for n in scheduling_nodes(drivers[0].nodes) if n.name not in busy]
+
+
+def two_candidates(kube: Client, *drivers: Driver) -> tuple[str, str]:
+    """Two alike nodes the pods are pinned to, or the test is skipped."""
+    names = alike_nodes(kube, *drivers)
+    if len(names) < 2:
+        pytest.skip(f"needs 2 alike scheduling nodes without driver controllers; has {names}")
+    return names[0], names[1]
+
+
+def resize_node_pools(kube: Client, driver: Driver, sizes: Mapping[str, int]) -> None:
+    """Give each node's own pool its size in bytes and wait until it is published for
+    the driver's default class (capacity and maximumVolumeSize alike)."""
+    with driver.admin() as admin:
+        for node, size in sizes.items():
+            admin.resize_pool(node_pool_name(node), size)
+    wait_published(kube, driver, sizes)
+
+
+def wait_published(kube: Client, driver: Driver, free: Mapping[str, int]) -> None:
+    """Wait until each node's CSIStorageCapacity of the driver's default class has the
+    given capacity and maximumVolumeSize (one pool behind each)."""
+    published = {(node, driver.spec.storage_class()): size for node, size in free.items()}
+    wait_capacity(kube, driver.spec, published, maximum=published)
+
+
+def node_chosen_for(
+    kube: Client,
+    namespace: str,
+    pod: str,
+    claims: Sequence[str],
+    nodes: Sequence[str],
+    *,
+    scheduler: str | None = None,
+) -> str:
+    """The node the scheduler binds a new pod with ``claims`` (pinned to ``nodes``) to.
+    The pod is deleted once scheduled, so that it weighs on no later pod's resource
+    scores; its claims and their volumes stay."""
+    manifest = objects.pod(pod, namespace, claims=list(claims), nodes=list(nodes))
+    if scheduler is not None:
+        manifest["spec"]["schedulerName"] = scheduler
+    objects.create(kube, manifest)
+    node = wait_pod_scheduled(kube, pod, namespace, timeout=90)
+    kube.delete(Pod, pod, namespace=namespace, grace_period=0)
+
+    def gone() -> tuple[bool, str]:
+        try:
+            kube.get(Pod, pod, namespace=namespace)
+        except ApiError as exc:
+            return exc.status.code == 404, str(exc.status.message)
+        return False, "still there"
+
+    wait_for(f"pod {namespace}/{pod} to be deleted", gone, timeout=60)
+    return node
+
+
+def create_claims(kube: Client, namespace: str, *claims: tuple[str, str, str]) -> None:
+    """Create (name, size, storage class) claims."""
+    objects.create(kube, *(objects.claim(n, namespace, s, c) for n, s, c in claims))
+
+
+def empty_namespace(kube: Client, namespace: str, timeout: float = 120) -> None:
+    """Delete the namespace's pods and claims and wait until their volumes are gone."""
+    for pod in kube.list(Pod, namespace=namespace):
+        if pod.metadata and pod.metadata.name:
+            with contextlib.suppress(ApiError):
+                kube.delete(Pod, pod.metadata.name, namespace=namespace, grace_period=0)
+    for claim in kube.list(PersistentVolumeClaim, namespace=namespace):
+        if claim.metadata and claim.metadata.name:
+            with contextlib.suppress(ApiError):
+                kube.delete(PersistentVolumeClaim, claim.metadata.name, namespace=namespace)
+
+    def volumes_gone() -> tuple[bool, list[str]]:
+        left = [
+            str(pv.metadata.name if pv.metadata else "?")
+            for pv in kube.list(PersistentVolume)
+            if pv.spec and pv.spec.claimRef and pv.spec.claimRef.namespace == namespace
+        ]
+        return not left, left
+
+    wait_for(f"the volumes of namespace {namespace} to be deleted", volumes_gone, timeout=timeout)
+
+
+@pytest.fixture
+def deploy_second_driver(
+    cluster: Cluster, kube: Client, driver: Driver, namespace: str
+) -> Iterator[Callable[..., Driver]]:
+    """Deploys another csi-mock beside the test's driver (a name, StorageClasses and
+    namespace of its own; ``**fields`` of ``DriverDeployment``). Afterwards the test
+    namespace's pods and claims are deleted while it still runs to delete its
+    volumes, then it is removed."""
+    if not cluster.concurrent_drivers:
+        pytest.skip(f"cluster {cluster.name!r} runs one driver at a time")
+    deployed: list[Driver] = []
+
+    def deploy(**fields: Any) -> Driver:
+        tag = "s" + secrets.token_hex(3)
+        spec = cluster.default_driver.model_dump()
+        spec.update(fields, name=f"{tag}.csi-mock", suffix=f"-{tag}")
+        try:
+            second = cluster.deploy_driver(DriverDeployment.model_validate(spec))
+        except Unsupported as unsupported:
+            pytest.skip(str(unsupported))
+        deployed.append(second)
+        return second
+
+    yield deploy
+    try:
+        empty_namespace(kube, namespace)
+    finally:
+        for second in deployed:
+            cluster.remove_driver(second)
+
+
+# -- tests ---------------------------------------------------------------------------
+
+
+@pytest.mark.scenario(
+    FEATURE, "claims in two classes: the mean of the class scores picks the node, not one claim"
+)
+def test_the_node_score_is_the_mean_of_the_scores_of_the_pods_storage_classes(
+    kube: Client,
+    driver: Driver,
+    deploy_second_driver: Callable[..., Driver],
+    namespace: str,
+) -> None:
+    other = deploy_second_driver()
+    first, second = two_candidates(kube, driver, other)
+    resize_node_pools(kube, driver, {first: 40 * GI, second: 20 * GI})
+    resize_node_pools(kube, other, {first: 10 * GI, second: 40 * GI})
+    ours, theirs = driver.spec.storage_class(), other.spec.storage_class()
+    candidates = (first, second)
+
+    # One claim of our class alone: 4/40 -> 90 on first, 4/20 -> 80 on second.
+    create_claims(kube, namespace, ("alone", "4Gi", ours))
+    assert node_chosen_for(kube, namespace, "alone", ["alone"], candidates) == first
+    wait_published(kube, driver, {first: 36 * GI})
+
+    # The same claim with two of the other class (their requests add up, 6Gi): on
+    # first ours 4/36 -> 89, theirs 6/10 -> 40, mean 64.5 -> 65; on second ours
+    # 4/20 -> 80, theirs 6/40 -> 85, mean 82.5 -> 83.
+    create_claims(
+        kube,
+        namespace,
+        ("ours", "4Gi", ours),
+        ("theirs-1", "3Gi", theirs),
+        ("theirs-2", "3Gi", theirs),
+    )
+    claims = ["ours", "theirs-1", "theirs-2"]
+    assert node_chosen_for(kube, namespace, "mixed", claims, candidates) == second
