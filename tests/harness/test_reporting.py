@@ -1,5 +1,5 @@
 """The run summary and failure diagnostics (csi_harness/_internal/reporting.py,
-csi_harness/_internal/diagnostics.py).
+csi_harness/_internal/diagnostics/).
 
 The plugin is tried on small fake suites run by ``pytester``, in process, with the
 csi_harness plugin switched off so that nothing reaches for a real cluster; the
