@@ -1,0 +1,186 @@
+"""The `csi-mock ctl` commands: each calls the admin API and says what to print."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from csi_mock.admin.client import AdminClient
+from csi_mock.admin.ctl.render import (
+    journal_table,
+    limits_table,
+    pools_table,
+    rules_table,
+    volumes_table,
+)
+from csi_mock.admin.resources import PoolView, record_to_json
+
+
+class UsageError(Exception):
+    """A command line the parser accepted but that makes no sense (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Output:
+    """What a command prints: `data` with --json, `text` otherwise."""
+
+    data: Any
+    text: str
+    exit_code: int = 0
+
+
+Command = Callable[[AdminClient, argparse.Namespace], Output]
+
+
+def fault_add(client: AdminClient, args: argparse.Namespace) -> Output:
+    if args.message is not None and args.code is None:
+        raise UsageError("fault add: --message needs --code")
+    rule = client.add_fault(
+        args.method,
+        id=args.id,
+        code=args.code,
+        message=args.message,
+        delay=args.delay,
+        hang=args.hang or None,
+        override=dict(args.override) if args.override else None,
+        volume=args.volume,
+        node=args.node,
+        parameters=dict(args.param) if args.param else None,
+        topology=dict(args.topology) if args.topology else None,
+        times=args.times,
+        skip=args.skip,
+        probability=args.probability,
+        seed=args.seed,
+    )
+    return Output(rule.to_json(), rules_table([rule]))
+
+
+def fault_list(client: AdminClient, args: argparse.Namespace) -> Output:
+    rules = client.faults()
+    text = rules_table(rules) if rules else "no fault rules"
+    return Output([rule.to_json() for rule in rules], text)
+
+
+def fault_show(client: AdminClient, args: argparse.Namespace) -> Output:
+    rule = client.fault(args.id)
+    return Output(rule.to_json(), rules_table([rule]))
+
+
+def fault_rm(client: AdminClient, args: argparse.Namespace) -> Output:
+    rule = client.remove_fault(args.id)
+    text = f"removed {rule.id} (matched {rule.matched}, fired {rule.fired})"
+    return Output(rule.to_json(), text)
+
+
+def fault_clear(client: AdminClient, args: argparse.Namespace) -> Output:
+    removed = client.clear_faults()
+    return Output({"removed": removed}, f"removed {removed} rule{'' if removed == 1 else 's'}")
+
+
+def pool_list(client: AdminClient, args: argparse.Namespace) -> Output:
+    pools = client.pools()
+    text = pools_table(pools) if pools else "no pools (the controller does not run here)"
+    return Output([pool.to_json() for pool in pools], text)
+
+
+def pool_show(client: AdminClient, args: argparse.Namespace) -> Output:
+    return _pool_output(client.pool(args.name))
+
+
+def pool_resize(client: AdminClient, args: argparse.Namespace) -> Output:
+    return _pool_output(client.resize_pool(args.name, _amount(args.size, "size")))
+
+
+def pool_consume(client: AdminClient, args: argparse.Namespace) -> Output:
+    return _pool_output(client.consume(args.name, _amount(args.bytes, "bytes")))
+
+
+def pool_release(client: AdminClient, args: argparse.Namespace) -> Output:
+    return _pool_output(client.release(args.name, _amount(args.bytes, "bytes")))
+
+
+def capacity_command(client: AdminClient, args: argparse.Namespace) -> Output:
+    if args.action == "freeze":
+        frozen = client.freeze_capacity()
+    elif args.action == "unfreeze":
+        frozen = client.unfreeze_capacity()
+    else:
+        frozen = client.capacity_frozen()
+    text = "capacity: frozen (GetCapacity answers from a snapshot)" if frozen else "capacity: live"
+    return Output({"frozen": frozen}, text)
+
+
+def limits_command(client: AdminClient, args: argparse.Namespace) -> Output:
+    if args.max_volumes_per_node is None and args.attach_limit is None:
+        limits = client.limits()
+    else:
+        limits = client.set_limits(
+            max_volumes_per_node=args.max_volumes_per_node, attach_limit=args.attach_limit
+        )
+    return Output(limits.to_json(), limits_table(limits))
+
+
+def volumes_command(client: AdminClient, args: argparse.Namespace) -> Output:
+    if args.limit is not None:
+        volumes = client.volumes(limit=args.limit, after=args.after).volumes
+    else:
+        volumes = []
+        after: int | None = args.after
+        while True:
+            page = client.volumes(after=after)
+            volumes.extend(page.volumes)
+            if page.next_after is None:
+                break
+            after = page.next_after
+    text = volumes_table(volumes) if volumes else "no volumes"
+    return Output([volume.to_json() for volume in volumes], text)
+
+
+def journal_command(client: AdminClient, args: argparse.Namespace) -> Output:
+    records = client.journal(
+        method=args.method,
+        code=args.code,
+        volume=args.volume,
+        node=args.node,
+        since=args.since,
+        after=args.after,
+        limit=args.limit,
+    )
+    text = journal_table(records) if records else "no matching calls"
+    return Output([record_to_json(record) for record in records], text)
+
+
+def metrics_command(client: AdminClient, args: argparse.Namespace) -> Output:
+    text = client.metrics_text()
+    return Output({"exposition": text}, text.rstrip("\n"))
+
+
+def health_command(client: AdminClient, args: argparse.Namespace) -> Output:
+    health = client.health()
+    text = "ready" if health.ready else f"not ready: {health.failure or 'state still loading'}"
+    registration = health.registration
+    if registration is not None:
+        if registration.registered is None:
+            verdict = "waiting for the kubelet"
+        elif registration.registered:
+            verdict = "registered"
+        else:
+            verdict = f"refused: {registration.error or 'no reason given'}"
+        text += f"\nkubelet registration ({registration.socket}): {verdict}"
+    return Output(health.to_json(), text, exit_code=0 if health.ready else 1)
+
+
+def _amount(text: str, argument: str) -> int | str:
+    """Digits travel as a number, quantities ("10Gi") as text for the API to parse; a
+    negative amount is refused here (exit 2)."""
+    if text.startswith("-"):
+        raise UsageError(
+            f"{argument} {text!r} is negative; give 0 or more bytes, or a quantity like 1Gi"
+        )
+    return int(text) if text.isdigit() else text
+
+
+def _pool_output(pool: PoolView) -> Output:
+    return Output(pool.to_json(), pools_table([pool]))

@@ -1,0 +1,225 @@
+"""The `csi-mock ctl` command line: where the admin API is, and one parser a command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from csi_mock.admin.ctl.commands import (
+    Command,
+    capacity_command,
+    fault_add,
+    fault_clear,
+    fault_list,
+    fault_rm,
+    fault_show,
+    health_command,
+    journal_command,
+    limits_command,
+    metrics_command,
+    pool_consume,
+    pool_list,
+    pool_release,
+    pool_resize,
+    pool_show,
+    volumes_command,
+)
+from csi_mock.model.duration import DurationError, parse_duration
+
+SOCKET_ENV = "CSI_MOCK_ADMIN_SOCKET"
+TOKEN_ENV = "CSI_MOCK_ADMIN_TOKEN"
+DEFAULT_SOCKET = Path("/var/lib/csi-mock/admin.sock")
+"""The driver's default: <state_dir>/admin.sock with state_dir /var/lib/csi-mock."""
+_CAPACITY_ACTIONS = ("status", "freeze", "unfreeze")
+
+
+def _pair(value: str) -> tuple[str, str]:
+    key, sep, rest = value.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{value!r} is not KEY=VALUE")
+    return key, rest
+
+
+def _override(value: str) -> tuple[str, int | float | str | bool]:
+    """field=value; numbers and true/false are typed, anything else is a string."""
+    key, text = _pair(value)
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return key, text
+    return key, parsed if isinstance(parsed, int | float | bool) else text
+
+
+def _duration(value: str) -> float:
+    """Seconds, or a Go duration such as 300ms, 2s, 1m30s."""
+    try:
+        seconds = parse_duration(value)
+    except DurationError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is negative")
+    return seconds
+
+
+def _since(value: str) -> float:
+    """Unix time, or a duration ago such as 90s, 5m, 2h."""
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        return time.time() - parse_duration(value)
+    except DurationError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is neither a unix time nor a duration such as 30s, 5m, 2h"
+        ) from None
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A ctl command's parser: an argument such as `-1Gi` or `-5` is a value (which the
+    command then refuses as negative), not an unknown option. argparse only takes
+    plain negative numbers (`-5`) as values, so `pool resize fast -1Gi` would otherwise
+    say the size is missing."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-\d")
+
+
+def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
+    """Where to reach the admin API and how to print, accepted before and after the
+    command; after it they default to SUPPRESS so an absent one keeps the value given
+    before the command."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--socket",
+        type=Path,
+        default=default,
+        help=f"admin unix socket (default: ${SOCKET_ENV}, else {DEFAULT_SOCKET})",
+    )
+    where.add_argument(
+        "--url", default=default, help="admin API over TCP, e.g. http://10.0.0.7:9809"
+    )
+    secret = parser.add_mutually_exclusive_group()
+    secret.add_argument(
+        "--token", default=default, help=f"bearer token for --url (default: ${TOKEN_ENV})"
+    )
+    secret.add_argument(
+        "--token-file", type=Path, default=default, help="file holding the bearer token"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_duration,
+        default=30.0 if default is None else default,
+        help="seconds or a duration (default 30s)",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=False if default is None else default,
+        help="machine output (JSON)",
+    )
+
+
+def add_ctl_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `ctl` and its commands on the `csi-mock` parser."""
+    after_command = _CommandParser(add_help=False)
+    _global_options(after_command, default=argparse.SUPPRESS)
+    ctl = commands.add_parser(
+        "ctl",
+        help="control a running driver through its admin API",
+        description="Control a running driver through its admin API (docs/admin-api.md).",
+    )
+    _global_options(ctl, default=None)
+    verbs = ctl.add_subparsers(
+        dest="ctl_command", required=True, metavar="COMMAND", parser_class=_CommandParser
+    )
+
+    def leaf(
+        group: argparse._SubParsersAction[_CommandParser],
+        name: str,
+        command: Command,
+        help: str,
+    ) -> argparse.ArgumentParser:
+        parser = group.add_parser(name, help=help, description=help, parents=[after_command])
+        parser.set_defaults(ctl_handler=command)
+        return parser
+
+    fault = verbs.add_parser("fault", help="fault rules").add_subparsers(
+        dest="fault_command", required=True, metavar="COMMAND", parser_class=_CommandParser
+    )
+    add = leaf(fault, "add", fault_add, "add a rule at the end of the list")
+    add.add_argument("--method", required=True, help="CSI method name or glob")
+    add.add_argument("--code", help="fail with this gRPC status code")
+    add.add_argument("--message", help="the error message (with --code)")
+    add.add_argument(
+        "--delay", type=_duration, help="wait before handling: seconds or a duration (300ms, 2s)"
+    )
+    add.add_argument("--hang", action="store_true", help="hang until the caller's deadline")
+    add.add_argument(
+        "--override",
+        type=_override,
+        action="append",
+        metavar="FIELD=VALUE",
+        help="set a response field (repeatable)",
+    )
+    add.add_argument("--volume", help="glob on the request's volume_id or name")
+    add.add_argument("--node", help="glob on the request's node_id")
+    add.add_argument(
+        "--param", type=_pair, action="append", metavar="K=V", help="parameter (repeatable)"
+    )
+    add.add_argument(
+        "--topology", type=_pair, action="append", metavar="K=V", help="label (repeatable)"
+    )
+    add.add_argument("--times", type=int, help="fire at most N times")
+    add.add_argument("--skip", type=int, help="let the first K matches through")
+    add.add_argument("--probability", type=float, help="fire with this probability")
+    add.add_argument("--seed", type=int, help="random seed (reproducible firing)")
+    add.add_argument("--id", help="rule id (default rule-N)")
+    leaf(fault, "list", fault_list, "list the rules with their counters")
+    leaf(fault, "show", fault_show, "show one rule").add_argument("id")
+    leaf(fault, "rm", fault_rm, "remove a rule").add_argument("id")
+    leaf(fault, "clear", fault_clear, "remove every rule")
+
+    pool = verbs.add_parser("pool", help="pools and their accounting").add_subparsers(
+        dest="pool_command", required=True, metavar="COMMAND", parser_class=_CommandParser
+    )
+    leaf(pool, "list", pool_list, "list the pools")
+    leaf(pool, "show", pool_show, "show one pool").add_argument("name")
+    resize = leaf(pool, "resize", pool_resize, "set a pool's size")
+    resize.add_argument("name")
+    resize.add_argument("size", help="bytes or a quantity, e.g. 20Gi")
+    for name, command, what in (
+        ("consume", pool_consume, "take space outside CSI (drift)"),
+        ("release", pool_release, "give back space taken by consume"),
+    ):
+        parser = leaf(pool, name, command, what)
+        parser.add_argument("name")
+        parser.add_argument("bytes", help="bytes or a quantity, e.g. 1Gi")
+
+    capacity = leaf(verbs, "capacity", capacity_command, "freeze or unfreeze GetCapacity")
+    capacity.add_argument("action", nargs="?", default="status", choices=_CAPACITY_ACTIONS)
+
+    limits = leaf(verbs, "limits", limits_command, "show or set the volume and attach limits")
+    limits.add_argument("--max-volumes-per-node", type=int, metavar="N")
+    limits.add_argument("--attach-limit", type=int, metavar="N")
+
+    volumes = leaf(verbs, "volumes", volumes_command, "list volumes (all pages)")
+    volumes.add_argument("--limit", type=int, help="one page of at most N volumes")
+    volumes.add_argument("--after", type=int, metavar="SEQ", help="volumes after this seq")
+
+    journal = leaf(verbs, "journal", journal_command, "recent calls, oldest first")
+    journal.add_argument("--method", help="name or glob")
+    journal.add_argument("--code", help="status code, e.g. RESOURCE_EXHAUSTED")
+    journal.add_argument("--volume", help="glob on volume_id or name")
+    journal.add_argument("--node", help="glob on node_id")
+    journal.add_argument("--since", type=_since, help="unix time or a duration ago (5m)")
+    journal.add_argument("--after", type=int, metavar="SEQ", help="records after this seq")
+    journal.add_argument("--limit", type=int, help="the last N records")
+
+    leaf(verbs, "metrics", metrics_command, "Prometheus metrics (text)")
+    leaf(verbs, "health", health_command, "is the driver ready (exit 1 if not)")
