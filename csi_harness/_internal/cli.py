@@ -47,21 +47,13 @@ from csi_harness._internal.providers.local.cluster import (
 from csi_harness._internal.providers.local.config import (
     LocalClusterConfig,
     describe_validation_error,
+    parse_feature_gates,
 )
+from csi_harness._internal.providers.local.provider import LocalProvider
 
 
 class UsageError(Exception):
     pass
-
-
-def parse_feature_gates(text: str) -> dict[str, bool]:
-    gates: dict[str, bool] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, sep, value = item.partition("=")
-        if not sep or value.lower() not in ("true", "false") or not name:
-            raise UsageError(f"--feature-gates: {item!r} is not NAME=true|false")
-        gates[name] = value.lower() == "true"
-    return gates
 
 
 def build_config(args: argparse.Namespace) -> LocalClusterConfig:
@@ -88,7 +80,7 @@ def build_config(args: argparse.Namespace) -> LocalClusterConfig:
             raise UsageError(f"{args.config}: feature_gates must be a mapping of NAME: bool")
         data["feature_gates"] = {
             **(data.get("feature_gates") or {}),
-            **parse_feature_gates(args.feature_gates),
+            **_feature_gates(args.feature_gates),
         }
     if getattr(args, "scheduler_config", None) is not None:
         try:
@@ -101,6 +93,17 @@ def build_config(args: argparse.Namespace) -> LocalClusterConfig:
         return LocalClusterConfig.model_validate(data)
     except ValidationError as exc:
         raise UsageError(describe_validation_error(exc, args.config or "arguments")) from exc
+
+
+def _print_progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _feature_gates(text: str) -> dict[str, bool]:
+    try:
+        return parse_feature_gates(text)
+    except ValueError as exc:
+        raise UsageError(f"--feature-gates: {exc}") from exc
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -242,22 +245,22 @@ def _kind_main(args: argparse.Namespace) -> int:
     from csi_harness._internal.deploy.images import DriverImageError
     from csi_harness._internal.providers.kind.cluster import (
         DEFAULT_CONFIG,
-        KindCluster,
         KindClusterError,
     )
     from csi_harness._internal.providers.kind.kind_cli import CommandFailed
     from csi_harness._internal.providers.kind.node_image import build_node_image
+    from csi_harness._internal.providers.kind.provider import KindProvider
 
     def progress(message: str) -> None:
         print(f"csi-harness: {message}", file=sys.stderr, flush=True)
 
     try:
         if args.command == "kind" and args.action == "prepare":
-            cluster = KindCluster(args.name, reuse=True, progress=progress)
-            if not cluster.cli.exists():
+            adopted = KindProvider(args.name, progress=progress, keep=True).cluster()
+            if not adopted.cli.exists():
                 raise UsageError(f"--name {args.name}: kind knows no such cluster")
-            cluster.prepare()
-            print(f"export KUBECONFIG={cluster.kubeconfig}")
+            adopted.prepare()
+            print(f"export KUBECONFIG={adopted.kubeconfig}")
             return 0
         if args.command == "kind":
             image = build_node_image(Tools.locate(), progress=progress)
@@ -268,20 +271,17 @@ def _kind_main(args: argparse.Namespace) -> int:
         config = Path(getattr(args, "kind_config", None) or DEFAULT_CONFIG)
         if not config.is_file():
             raise UsageError(f"--kind-config {config}: no such file")
-        cluster = KindCluster(
+        provider = KindProvider(
             args.name or "csi-mock",
             config.resolve(),
             node_image=getattr(args, "node_image", None),
-            reuse=getattr(args, "reuse", False),
             progress=progress,
+            keep=getattr(args, "reuse", False),
         )
         if args.action == "down":
-            cluster.down()
-            progress(f"kind cluster {cluster.name!r} deleted")
+            progress(provider.tear_down(keep=False))
             return 0
-        cluster.up()
-        progress("phases: " + ", ".join(f"{k} {v}s" for k, v in cluster.timings.items()))
-        print(f"export KUBECONFIG={cluster.kubeconfig}")
+        print(f"export KUBECONFIG={provider.bring_up().kubeconfig}")
         return 0
     except UsageError as exc:
         print(f"csi-harness: {exc}", file=sys.stderr)
@@ -367,8 +367,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cluster = LocalCluster(config)
     if args.action == "up":
+        # Kept: the cluster outlives the command, and a failed one stays for inspection.
+        provider = LocalProvider(config, progress=_print_progress, keep=True)
         try:
-            result = cluster.up()
+            up = provider.bring_up()
         except (ClusterUpFailed, ToolsMissing) as exc:
             print(f"csi-harness: {exc}", file=sys.stderr)
             print(
@@ -377,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 1
-        print(f"export KUBECONFIG={result.kubeconfig}")
+        print(f"export KUBECONFIG={up.kubeconfig}")
         return 0
     if args.action == "down":
         report = cluster.down()

@@ -61,25 +61,22 @@ from lightkube.resources.core_v1 import (
 )
 
 from csi_harness._internal import reporting
-from csi_harness._internal.cli import UsageError, parse_feature_gates
 from csi_harness._internal.core.cluster_lock import ClusterLock
-from csi_harness._internal.providers.base import Cluster, Driver, Unsupported
-from csi_harness._internal.shared_session import SharedCluster, end_session, worker_cluster
-from csi_mock.admin.client import AdminClient
-
-if TYPE_CHECKING:
-    from csi_harness._internal.providers.existing import ExistingCluster
-    from csi_harness._internal.providers.kind.cluster import KindCluster
 from csi_harness._internal.core.run_state import STATE_FILE
 from csi_harness._internal.core.tools import ToolsMissing
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.deploy.spec import DriverDeployment
-from csi_harness._internal.providers.local.cluster import (
-    ClusterNotRunning,
-    LocalCluster,
-    format_teardown,
-)
-from csi_harness._internal.providers.local.config import LocalClusterConfig
+from csi_harness._internal.providers.base import Cluster, Driver, Unsupported
+from csi_harness._internal.providers.existing import ExistingProvider
+from csi_harness._internal.providers.local.cluster import ClusterNotRunning, LocalCluster
+from csi_harness._internal.providers.local.config import LocalClusterConfig, parse_feature_gates
+from csi_harness._internal.providers.local.provider import LocalProvider
+from csi_harness._internal.providers.provider import ClusterProvider
+from csi_harness._internal.shared_session import end_session, worker_cluster
+from csi_mock.admin.client import AdminClient
+
+if TYPE_CHECKING:
+    from csi_harness._internal.providers.kind.provider import KindProvider
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -132,7 +129,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_SESSION_CLUSTER] = _worker_cluster(config)
         return
     workers = _xdist_workers(config)
-    config.stash[_SESSION_CLUSTER] = open_cluster(config)
+    session_cluster: AbstractContextManager[Cluster] = open_cluster(config)
+    config.stash[_SESSION_CLUSTER] = session_cluster
     if workers:
         # The controller runs no test: its workers share the cluster (pytest_unconfigure).
         config.stash[_SESSION_TOKEN] = secrets.token_hex(8)
@@ -153,91 +151,19 @@ def _xdist_workers(config: pytest.Config) -> int:
 
 
 def _worker_cluster(config: pytest.Config) -> AbstractContextManager[Cluster]:
-    """A worker's view of the session's cluster (``csi_harness._internal.shared_session``): the
-    first worker that needs it brings it up, the others attach to it, the controller
-    tears it down after them all."""
-    shared = _shared_cluster(config)
-    if shared is None:
-        return open_cluster(config)
-    return worker_cluster(shared, str(config.workerinput[SESSION_INPUT]))  # type: ignore[attr-defined]
+    """A worker's view of the session's cluster (``csi_harness._internal.shared_session``):
+    the first worker that needs it brings it up, the others attach to it, the
+    controller tears it down after them all. A cluster of the user's own
+    (``--csi-cluster existing``) every worker just uses."""
+    provider = open_cluster(config)
+    if not _shared(provider):
+        return provider
+    return worker_cluster(provider, str(config.workerinput[SESSION_INPUT]))  # type: ignore[attr-defined]
 
 
-def _shared_cluster(config: pytest.Config) -> SharedCluster | None:
-    """How workers share the cluster of ``--csi-cluster``; None for a cluster of the
-    user's own (``--csi-cluster existing``), which every worker just uses."""
-    provider = config.getoption("--csi-cluster", "local")
-    if provider == "local":
-        return _SharedLocalCluster(_local_cluster_config(config))
-    if provider == "kind":
-        return _SharedKindCluster(config)
-    return None
-
-
-class _SharedLocalCluster:
-    def __init__(self, config: LocalClusterConfig) -> None:
-        self.config = config
-
-    @property
-    def key(self) -> str:
-        return f"local-{self.config.name}"
-
-    @property
-    def directory(self) -> Path:
-        return self.config.effective_run_dir
-
-    def bring_up(self, progress: Callable[[str], None]) -> Cluster:
-        cluster = LocalCluster(self.config, progress=progress)
-        try:
-            cluster.up()
-        except BaseException:
-            cluster.down()
-            raise
-        return cluster
-
-    def attach(self) -> Cluster:
-        return LocalCluster.attach(self.directory)
-
-    def tear_down(self, *, keep: bool) -> str:
-        cluster = LocalCluster(self.config)
-        if keep:
-            return f"cluster kept: export KUBECONFIG={cluster.kubeconfig}"
-        return f"cluster removed: {format_teardown(cluster.down())}"
-
-
-class _SharedKindCluster:
-    def __init__(self, config: pytest.Config) -> None:
-        self.pytest_config = config
-
-    def _cluster(self, progress: Callable[[str], None] = lambda _: None) -> KindCluster:
-        return _kind_cluster_for(self.pytest_config, progress)
-
-    @property
-    def key(self) -> str:
-        return f"kind-{self.pytest_config.getoption('--csi-cluster-name')}"
-
-    @property
-    def directory(self) -> Path:
-        return self._cluster().kubeconfig.parent
-
-    def bring_up(self, progress: Callable[[str], None]) -> Cluster:
-        cluster = self._cluster(progress)
-        cluster.up()
-        progress(
-            "kind cluster ready: " + ", ".join(f"{k} {v}s" for k, v in cluster.timings.items())
-        )
-        return cluster
-
-    def attach(self) -> Cluster:
-        # Made ready by the worker that brought it up: images loaded, network on.
-        return self._cluster()
-
-    def tear_down(self, *, keep: bool) -> str:
-        cluster = self._cluster()
-        if keep:
-            cluster.release()
-            return f"kind cluster kept: export KUBECONFIG={cluster.kubeconfig}"
-        cluster.down()
-        return f"kind cluster {cluster.name!r} deleted"
+def _shared(provider: ClusterProvider) -> bool:
+    """Whether workers share one cluster that one of them brings up."""
+    return provider.brings_up and not provider.attaching
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -268,19 +194,22 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """The controller of workers tears down the cluster one of them brought up for
     this session (unless --csi-keep-cluster)."""
     token = config.stash.get(_SESSION_TOKEN, None)
-    shared = _shared_cluster(config) if token is not None else None
-    if token is None or shared is None:
+    if token is None:
         return
-    message = end_session(shared, token, keep=bool(config.getoption("--csi-keep-cluster")))
+    provider = open_cluster(config)
+    if not _shared(provider):
+        return
+    message = end_session(provider, token, keep=provider.keep)
     if message is not None:
         _progress_writer(config)(message)
 
 
-def open_cluster(config: pytest.Config) -> AbstractContextManager[Cluster]:
-    """The cluster ``--csi-cluster`` asks for, as a context manager: entered, it yields the
-    cluster ready for the suites; left, it tears it down or leaves it running, as the
-    options say. Options that do not fit the provider are a ``pytest.UsageError``,
-    raised here, before anything is brought up or attached."""
+def open_cluster(config: pytest.Config) -> ClusterProvider:
+    """The provider ``--csi-cluster`` asks for, configured from the options: entered, it
+    yields the cluster ready for the suites; left, it tears it down or leaves it
+    running, as the options say. Options that do not fit the provider, or a cluster
+    to use that is not there, are a ``pytest.UsageError``, raised here, before
+    anything is brought up or attached."""
     provider = config.getoption("--csi-cluster", "local")
     if provider != "existing" and config.getoption("--csi-kubeconfig", None):
         raise pytest.UsageError("--csi-kubeconfig names the cluster of --csi-cluster existing")
@@ -291,123 +220,96 @@ def open_cluster(config: pytest.Config) -> AbstractContextManager[Cluster]:
             "--csi-kind-config and --csi-node-image are options of --csi-cluster kind"
         )
     progress = _progress_writer(config)
+    keep = bool(config.getoption("--csi-keep-cluster"))
     if provider == "local":
-        return _brought_up_local_cluster(
-            _local_cluster_config(config),
-            progress,
-            keep=bool(config.getoption("--csi-keep-cluster")),
-        )
+        return LocalProvider(_local_cluster_config(config), progress=progress, keep=keep)
     if provider == "kind":
-        return _kind_cluster(_kind_cluster_for(config, progress), progress)
+        return _kind_provider(config, progress, keep=keep)
     if provider == "existing":
         kubeconfig = config.getoption("--csi-kubeconfig")
         if kubeconfig and not (Path(kubeconfig).resolve().parent / STATE_FILE).exists():
-            return _existing_cluster(_existing_cluster_for(Path(kubeconfig), progress), progress)
-        return _left_as_found(_attach(config, progress), progress)
+            return _existing_provider(Path(kubeconfig), progress)
+        return _attached_local_provider(config, progress)
     raise pytest.UsageError(f"--csi-cluster {provider}: no such provider")
 
 
-def _kind_cluster_for(config: pytest.Config, progress: Callable[[str], None]) -> KindCluster:
+def _kind_provider(
+    config: pytest.Config, progress: Callable[[str], None], *, keep: bool
+) -> KindProvider:
     """The kind cluster the options describe (not created yet), or a usage error."""
     # Imported here: only kind sessions need the Docker-related modules.
-    from csi_harness._internal.providers.kind.cluster import DEFAULT_CONFIG, KindCluster
+    from csi_harness._internal.providers.kind.cluster import DEFAULT_CONFIG
     from csi_harness._internal.providers.kind.node_image import NodeImageError, require_docker
+    from csi_harness._internal.providers.kind.provider import KindProvider
 
     if config.getoption("--csi-feature-gates"):
         raise pytest.UsageError(
             "--csi-feature-gates: a kind cluster takes its gates from --csi-kind-config "
-            "(kind-config/capacity-scoring.yaml shows how)"
+            "(the kind configuration capacity-scoring.yaml shows how)"
         )
     kind_config = Path(config.getoption("--csi-kind-config") or DEFAULT_CONFIG).resolve()
     if not kind_config.is_file():
         raise pytest.UsageError(f"--csi-kind-config {kind_config}: no such file")
+    provider = KindProvider(
+        config.getoption("--csi-cluster-name", "csi-harness-e2e"),
+        kind_config,
+        node_image=config.getoption("--csi-node-image"),
+        progress=progress,
+        keep=keep,
+    )
     try:
         require_docker()
-        return KindCluster(
-            config.getoption("--csi-cluster-name", "csi-harness-e2e"),
-            kind_config,
-            node_image=config.getoption("--csi-node-image"),
-            reuse=bool(config.getoption("--csi-keep-cluster")),
-            progress=progress,
-        )
+        provider.cluster()  # finds the tools
     except (NodeImageError, ToolsMissing) as exc:
         raise pytest.UsageError(f"--csi-cluster kind: {exc}") from exc
+    return provider
 
 
-@contextlib.contextmanager
-def _kind_cluster(cluster: KindCluster, progress: Callable[[str], None]) -> Iterator[Cluster]:
-    cluster.up()
-    progress("kind cluster ready: " + ", ".join(f"{k} {v}s" for k, v in cluster.timings.items()))
-    try:
-        yield cluster
-    finally:
-        if cluster.reuse:
-            cluster.release()
-            progress(f"kind cluster kept: export KUBECONFIG={cluster.kubeconfig}")
-        else:
-            cluster.down()
-            progress(f"kind cluster {cluster.name!r} deleted")
-
-
-def _existing_cluster_for(kubeconfig: Path, progress: Callable[[str], None]) -> ExistingCluster:
+def _existing_provider(kubeconfig: Path, progress: Callable[[str], None]) -> ExistingProvider:
     """Any cluster by its kubeconfig, checked to answer, or a usage error."""
-    from csi_harness._internal.providers.existing import ExistingCluster
-
     if not kubeconfig.is_file():
         raise pytest.UsageError(
             f"--csi-kubeconfig {kubeconfig}: no such file (and no local cluster here: no "
             f"{STATE_FILE} beside it)"
         )
-    cluster = ExistingCluster(kubeconfig, progress=progress)
+    provider = ExistingProvider(kubeconfig, progress=progress)
     try:
-        cluster.check_reachable()
+        provider.check()
     except Unsupported as exc:
         raise pytest.UsageError(f"--csi-cluster existing: {exc}") from exc
-    return cluster
-
-
-@contextlib.contextmanager
-def _existing_cluster(
-    cluster: ExistingCluster, progress: Callable[[str], None]
-) -> Iterator[Cluster]:
-    """csi-mock is deployed in the cluster for each test and removed afterwards."""
-    progress(
-        f"using the cluster of {cluster.kubeconfig}; each test's csi-mock goes to a "
-        "namespace of its own (csi-mock-<tag>)"
-    )
-    try:
-        yield cluster
-    finally:
-        cluster.remove_driver()
-        progress("csi-mock removed; the cluster is left running")
+    return provider
 
 
 def _local_cluster_config(config: pytest.Config) -> LocalClusterConfig:
     try:
         gates = parse_feature_gates(config.getoption("--csi-feature-gates", ""))
-    except UsageError as exc:
-        raise pytest.UsageError(str(exc)) from exc
+    except ValueError as exc:
+        raise pytest.UsageError(f"--csi-feature-gates: {exc}") from exc
     name = config.getoption("--csi-cluster-name", "csi-harness-e2e")
     return LocalClusterConfig(name=name, feature_gates=gates)
 
 
-@contextlib.contextmanager
-def _brought_up_local_cluster(
-    config: LocalClusterConfig, progress: Callable[[str], None], *, keep: bool
-) -> Iterator[LocalCluster]:
-    cluster = LocalCluster(config, progress=progress)
+def _attached_local_provider(
+    pytestconfig: pytest.Config, progress: Callable[[str], None]
+) -> LocalProvider:
+    """A running local cluster made by csi-harness, attached to and left as found."""
+    if pytestconfig.getoption("--csi-feature-gates"):
+        raise pytest.UsageError(
+            "--csi-feature-gates: an existing cluster keeps the gates it was brought up with "
+            "(csi-harness cluster up --feature-gates ...)"
+        )
+    config = LocalClusterConfig(name=pytestconfig.getoption("--csi-cluster-name"))
+    kubeconfig = pytestconfig.getoption("--csi-kubeconfig")
+    run_dir = Path(kubeconfig).resolve().parent if kubeconfig else config.effective_run_dir
+    provider = LocalProvider(config, run_dir=run_dir, progress=progress, attach=True)
     try:
-        cluster.up()
-    except BaseException:
-        cluster.down()
-        raise
-    try:
-        yield cluster
-    finally:
-        if keep:
-            progress(f"cluster kept: export KUBECONFIG={cluster.kubeconfig}")
-        else:
-            progress(f"cluster removed: {format_teardown(cluster.down())}")
+        provider.check()
+    except (ClusterNotRunning, ToolsMissing) as exc:
+        raise pytest.UsageError(
+            f"--csi-cluster existing: {exc}\n(only clusters made by csi-harness can be used so "
+            "far: the suites redeploy the driver as local processes)"
+        ) from exc
+    return provider
 
 
 def _progress_writer(pytestconfig: pytest.Config) -> Callable[[str], None]:
@@ -424,45 +326,6 @@ def _progress_writer(pytestconfig: pytest.Config) -> Callable[[str], None]:
             reporter.write_line(f"[csi-harness] {message}")
 
     return progress
-
-
-def _attach(pytestconfig: pytest.Config, progress: Callable[[str], None]) -> LocalCluster:
-    if pytestconfig.getoption("--csi-feature-gates"):
-        raise pytest.UsageError(
-            "--csi-feature-gates: an existing cluster keeps the gates it was brought up with "
-            "(csi-harness cluster up --feature-gates ...)"
-        )
-    kubeconfig = pytestconfig.getoption("--csi-kubeconfig")
-    if kubeconfig:
-        run_dir = Path(kubeconfig).resolve().parent
-    else:
-        run_dir = LocalClusterConfig(
-            name=pytestconfig.getoption("--csi-cluster-name")
-        ).effective_run_dir
-    try:
-        return LocalCluster.attach(run_dir, progress=progress)
-    except (ClusterNotRunning, ToolsMissing) as exc:
-        raise pytest.UsageError(
-            f"--csi-cluster existing: {exc}\n(only clusters made by csi-harness can be used so "
-            "far: the suites redeploy the driver as local processes)"
-        ) from exc
-
-
-@contextlib.contextmanager
-def _left_as_found(cluster: Cluster, progress: Callable[[str], None]) -> Iterator[Cluster]:
-    """The running cluster; afterwards the driver and the scheduler configuration it
-    had are put back, and it is left running."""
-    progress(f"attached to cluster {cluster.name!r}: KUBECONFIG={cluster.kubeconfig}")
-    driver = cluster.driver.spec if cluster.driver is not None else None
-    scheduler = cluster.scheduler_config
-    try:
-        yield cluster
-    finally:
-        if cluster.scheduler_config != scheduler:
-            cluster.restart_scheduler(scheduler)
-        if driver is not None and (cluster.driver is None or cluster.driver.spec != driver):
-            cluster.redeploy_driver(driver)
-        progress(f"cluster {cluster.name!r} left running with its own driver")
 
 
 @pytest.fixture(scope="session")

@@ -12,41 +12,19 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Protocol
 
 from csi_harness._internal.core.cluster_lock import ClusterLock
 from csi_harness._internal.providers.base import Cluster
+from csi_harness._internal.providers.provider import ClusterProvider
 
 SESSION_FILE = "pytest-session"
 """Beside the kubeconfig of a cluster a worker brought up: the session's token."""
 
 
-class SharedCluster(Protocol):
-    """How one provider brings up, attaches to and tears down a session's cluster."""
-
-    @property
-    def key(self) -> str:
-        """Names the cluster among others on this host (for the bring-up lock)."""
-        ...
-
-    @property
-    def directory(self) -> Path:
-        """Where the session file goes (the cluster's kubeconfig directory)."""
-        ...
-
-    def bring_up(self, progress: Callable[[str], None]) -> Cluster: ...
-
-    def attach(self) -> Cluster: ...
-
-    def tear_down(self, *, keep: bool) -> str:
-        """Remove the cluster (``keep``: leave it running); say what was done."""
-        ...
-
-
 @contextlib.contextmanager
-def worker_cluster(shared: SharedCluster, session: str) -> Iterator[Cluster]:
+def worker_cluster(shared: ClusterProvider, session: str) -> Iterator[Cluster]:
     """The session's cluster, as one worker sees it: brought up by this worker if no
     other did yet, else attached. It is left running for the controller."""
     with ClusterLock.for_cluster(f"bring-up-{shared.key}").exclusive():
@@ -68,7 +46,7 @@ def worker_cluster(shared: SharedCluster, session: str) -> Iterator[Cluster]:
     yield cluster
 
 
-def end_session(shared: SharedCluster, session: str, *, keep: bool) -> str | None:
+def end_session(shared: ClusterProvider, session: str, *, keep: bool) -> str | None:
     """In the controller, after the workers: tear down the cluster this session
     brought up; None when no worker needed one."""
     owner = shared.directory / SESSION_FILE

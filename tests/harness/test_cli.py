@@ -5,7 +5,8 @@ from typing import Any
 import pytest
 
 from csi_harness._internal import cli
-from csi_harness._internal.cli import UsageError, build_config, main, parse_feature_gates
+from csi_harness._internal.cli import UsageError, build_config, main
+from csi_harness._internal.providers.local.config import parse_feature_gates
 
 
 def up_args(**given: Any) -> argparse.Namespace:
@@ -46,17 +47,17 @@ def test_parse_feature_gates_of_nothing_is_empty() -> None:
 
 
 def test_parse_feature_gates_rejects_a_value_that_is_not_a_boolean() -> None:
-    with pytest.raises(UsageError, match=r"--feature-gates: 'A=yes' is not NAME=true\|false"):
+    with pytest.raises(ValueError, match=r"^'A=yes' is not NAME=true\|false"):
         parse_feature_gates("B=true,A=yes")
 
 
 def test_parse_feature_gates_rejects_a_gate_without_value() -> None:
-    with pytest.raises(UsageError, match=r"--feature-gates: 'A' is not NAME=true\|false"):
+    with pytest.raises(ValueError, match=r"^'A' is not NAME=true\|false"):
         parse_feature_gates("A")
 
 
 def test_parse_feature_gates_rejects_a_value_without_name() -> None:
-    with pytest.raises(UsageError, match="'=true'"):
+    with pytest.raises(ValueError, match="'=true'"):
         parse_feature_gates("=true")
 
 

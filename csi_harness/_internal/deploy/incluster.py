@@ -53,12 +53,17 @@ from csi_harness._internal.deploy.incluster_objects import (
     render_objects,
 )
 from csi_harness._internal.deploy.pod_csi import CommandRunner, PodCsiCaller, run_command
-from csi_harness._internal.deploy.readiness import wait_deregistered, wait_driver_ready
+from csi_harness._internal.deploy.readiness import (
+    drop_topology_labels,
+    wait_deregistered,
+    wait_driver_ready,
+)
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.kube.apiproxy import ApiServerAccess, api_server_access
+from csi_harness._internal.kube.describe import describe_pod
 from csi_harness._internal.kube.nodes import ClusterNode
 from csi_harness._internal.kube.objects import exists
-from csi_harness._internal.kube.pod_status import describe_pod, pod_name, unrecoverable
+from csi_harness._internal.kube.pod_status import pod_name, unrecoverable
 from csi_harness._internal.kube.snapshots import has_snapshot_api
 from csi_harness._internal.kube.waits import DRIVER_NAME_LABEL
 from csi_mock.admin.client import DEFAULT_TIMEOUT, AdminClient
@@ -244,7 +249,7 @@ class InClusterDriver:
         if self._spec.suffix:
             self._remove_own_leftovers()
         else:
-            self.remove()
+            self._remove_deployment()
         if self._spec.snapshots is not None and not has_snapshot_api(self.kube):
             raise Unsupported(
                 f"{self._spec.name} takes snapshots, and the cluster has no "
@@ -267,6 +272,14 @@ class InClusterDriver:
         self._wait_ready()
 
     def remove(self) -> None:
+        """Delete the deployment (``_remove_deployment``), then, even when a delete
+        failed, take a suffixed driver's topology labels off the nodes."""
+        try:
+            self._remove_deployment()
+        finally:
+            drop_topology_labels(self.kube, self._spec, [n.name for n in self._nodes])
+
+    def _remove_deployment(self) -> None:
         """Delete the deployment.
 
         Suffixed: delete its namespace (in the background, with its pods,

@@ -19,6 +19,7 @@ All processes run under the cluster's Supervisor, so teardown finds them.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +40,7 @@ from lightkube.types import CascadeType
 from csi_harness._internal.core.processes import Supervisor
 from csi_harness._internal.core.tools import Tools
 from csi_harness._internal.core.waiting import socket_probe, wait_for
+from csi_harness._internal.deploy.readiness import drop_topology_labels, wait_driver_ready
 from csi_harness._internal.deploy.sidecars import (
     DISTRIBUTED_PROVISIONER_FLAGS,
     attacher_flags,
@@ -112,8 +114,10 @@ class LocalDriver:
         kubeconfig: Path,
         kube: Client,
         progress: Callable[[str], None] = lambda _: None,
+        ready_timeout: float = 120,
     ) -> None:
         self.spec = spec
+        self.ready_timeout = ready_timeout
         self.root = root
         self.tools = tools
         self.supervisor = supervisor
@@ -255,6 +259,37 @@ class LocalDriver:
         return [(n.name, n.zone) for n in self.driver_nodes]
 
     # Lifecycle -------------------------------------------------------------
+
+    def deploy(self) -> None:
+        """Start from empty state and wait until the driver is registered on every
+        node and, when the CSIDriver asks for it, its complete capacity set is
+        published; fails at once if one of its processes exits. A deployment that
+        fails is removed again."""
+        shutil.rmtree(self.root, ignore_errors=True)
+        try:
+            self.start()
+            self.wait_ready()
+        except BaseException:
+            self.remove()
+            raise
+
+    def wait_ready(self) -> None:
+        """Registered on every node and, when the CSIDriver asks for it, the complete
+        capacity set published; fails at once if one of its processes exits."""
+        wait_driver_ready(
+            self.kube,
+            self.spec,
+            [n.name for n in self.driver_nodes],
+            timeout=self.ready_timeout,
+            check=self.check_alive,
+        )
+
+    def remove(self) -> None:
+        """Stop the driver and delete its objects, its topology labels and its state."""
+        self.stop()
+        self.remove_objects()
+        drop_topology_labels(self.kube, self.spec, [n.name for n in self.driver_nodes])
+        shutil.rmtree(self.root, ignore_errors=True)
 
     def start(self) -> None:
         self.apply_objects()

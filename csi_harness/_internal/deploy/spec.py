@@ -263,3 +263,18 @@ def storage_class_objects(spec: DriverDeployment) -> list[dict[str, Any]]:
         obj["metadata"]["name"] = spec.storage_class(obj["metadata"]["name"])
         objects.append(obj)
     return objects
+
+
+def check_side_by_side(spec: DriverDeployment, running: DriverDeployment | None) -> None:
+    """A driver deployed beside others (``Cluster.deploy_driver``) needs a suffix and
+    a name of its own; ValueError saying which it lacks."""
+    if not spec.suffix:
+        raise ValueError(
+            "deploy_driver: a driver beside others needs a suffix of its own "
+            "(redeploy_driver replaces the cluster's unsuffixed driver)"
+        )
+    if running is not None and running.name == spec.name:
+        raise ValueError(
+            f"deploy_driver: {spec.name} is the name of the cluster's driver; a driver "
+            "beside it needs a name of its own"
+        )

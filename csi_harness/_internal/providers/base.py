@@ -40,6 +40,18 @@ class Driver(Protocol):
         """The nodes with a csi-mock node instance, sorted by name."""
         ...
 
+    def deploy(self) -> None:
+        """Deploy from empty state and wait until the driver is ready: registered on
+        every node and, when its CSIDriver asks for it, its complete capacity set
+        published. A deployment that fails is removed again. Clusters call this
+        (``deploy_driver``, ``redeploy_driver``); tests get a deployed driver."""
+        ...
+
+    def remove(self) -> None:
+        """Delete the deployment: its processes or pods, its objects, its
+        CSIStorageCapacity, a suffixed driver's topology labels."""
+        ...
+
     def instances(self) -> list[str]:
         """The csi-mock instances: "controller" (unless distributed) and node names."""
         ...

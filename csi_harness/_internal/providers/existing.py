@@ -28,9 +28,9 @@ from lightkube.resources.core_v1 import Node, Pod
 
 from csi_harness._internal.deploy.images import DRIVER_IMAGE, default_sidecar_images
 from csi_harness._internal.deploy.incluster import InClusterDriver
-from csi_harness._internal.deploy.readiness import drop_topology_labels
-from csi_harness._internal.deploy.spec import DriverDeployment
-from csi_harness._internal.providers.base import ClusterNode, Driver, Unsupported
+from csi_harness._internal.deploy.spec import DriverDeployment, check_side_by_side
+from csi_harness._internal.providers.base import Cluster, ClusterNode, Driver, Unsupported
+from csi_harness._internal.providers.provider import ClusterProvider, Progress, silent
 from csi_mock.admin.client import AdminClient
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
@@ -160,16 +160,7 @@ class ExistingCluster:
         """Deploy a driver from ``spec`` beside the running ones (its name and suffix
         must be its own) and wait until it is ready; ``driver`` stays as it is. A
         deployment that fails is removed again."""
-        if not spec.suffix:
-            raise ValueError(
-                "deploy_driver: a driver beside others needs a suffix of its own "
-                "(redeploy_driver replaces the cluster's unsuffixed driver)"
-            )
-        if self.driver is not None and self.driver.spec.name == spec.name:
-            raise ValueError(
-                f"deploy_driver: {spec.name} is the name of the cluster's driver; a driver "
-                "beside it needs a name of its own"
-            )
+        check_side_by_side(spec, self.driver.spec if self.driver is not None else None)
         driver = self._new_driver(spec)
         try:
             driver.deploy()
@@ -180,7 +171,8 @@ class ExistingCluster:
 
     def remove_driver(self, driver: Driver | None = None) -> None:
         """Delete a driver (None: the cluster's own, ``driver``): its workloads, its
-        objects and its CSIStorageCapacity (``InClusterDriver.remove``)."""
+        objects, its CSIStorageCapacity and its topology labels
+        (``InClusterDriver.remove``)."""
         if driver is None or driver is self.driver:
             driver, self.driver = self.driver, None
             if driver is None:
@@ -189,7 +181,6 @@ class ExistingCluster:
             raise TypeError(f"{driver!r} was not deployed by this cluster")
         with contextlib.suppress(ApiError):
             driver.remove()
-        drop_topology_labels(self.kube, driver.spec, [n.name for n in driver.nodes])
 
 
 def _has_no_schedule_taint(node: Any) -> bool:
@@ -206,3 +197,44 @@ def _gate_value(arg: str, gate: str) -> bool | None:
         if name.strip() == gate:
             return value.strip().lower() == "true"
     return None
+
+
+class ExistingProvider(ClusterProvider):
+    """Any running cluster by its kubeconfig. Nothing is brought up or torn down:
+    entering checks that the cluster answers, leaving removes the suites' csi-mock."""
+
+    def __init__(self, kubeconfig: Path, *, progress: Progress = silent) -> None:
+        super().__init__(progress=progress, keep=True)
+        self.kubeconfig = kubeconfig
+
+    @property
+    def key(self) -> str:
+        return f"existing-{self.kubeconfig}"
+
+    @property
+    def brings_up(self) -> bool:
+        return False
+
+    def check(self) -> None:
+        ExistingCluster(self.kubeconfig).check_reachable()
+
+    @property
+    def directory(self) -> Path:
+        return self.kubeconfig.parent
+
+    def bring_up(self, progress: Progress | None = None) -> Cluster:
+        cluster = ExistingCluster(self.kubeconfig, progress=progress or self.progress)
+        cluster.check_reachable()
+        self.progress(
+            f"using the cluster of {self.kubeconfig}; each test's csi-mock goes to a "
+            "namespace of its own (csi-mock-<tag>)"
+        )
+        return cluster
+
+    def attach(self) -> Cluster:
+        return self.bring_up()
+
+    def tear_down(self, *, keep: bool) -> str:
+        cluster = self._cluster or ExistingCluster(self.kubeconfig, progress=self.progress)
+        cluster.remove_driver()
+        return "csi-mock removed; the cluster is left running"

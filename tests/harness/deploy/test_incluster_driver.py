@@ -357,7 +357,13 @@ def test_removing_a_suffixed_deployment_leaves_nothing_of_it_and_spares_the_othe
     other_capacities = [c for c in api.capacities if c["metadata"]["namespace"] != "csi-mock-a"]
     api.events.clear()
     a_driver.remove()
-    assert keys(api.events, "delete", "patch", "apply") <= a
+    touched = keys(api.events, "delete", "patch", "apply")
+    # Its topology labels come off the nodes: kubelets never remove them.
+    assert {k for k in touched if k[0] == "Node"} == {
+        ("Node", "", "worker"),
+        ("Node", "", "worker2"),
+    }
+    assert {k for k in touched if k[0] != "Node"} <= a
     # Nothing waited for the kubelets: its names are never used again.
     assert "a.csi-mock" in api.registered["worker"]
     settle(api)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import ssl
 import subprocess
@@ -36,11 +35,9 @@ from csi_harness._internal.core.tools import Tools
 from csi_harness._internal.core.waiting import WaitTimeout, socket_probe, wait_for
 from csi_harness._internal.deploy.local import DriverNode, LocalDriver
 from csi_harness._internal.deploy.readiness import (
-    drop_topology_labels,
     wait_deregistered,
-    wait_driver_ready,
 )
-from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.deploy.spec import DriverDeployment, check_side_by_side
 from csi_harness._internal.kube.objects import NODE_TYPE_LABEL
 from csi_harness._internal.kube.snapshots import install_crds
 from csi_harness._internal.providers.base import ClusterNode, Driver
@@ -274,7 +271,7 @@ class LocalCluster:
         self.driver = self._new_driver(config.driver)
         self.driver.start()
         phase("driver and sidecars started")
-        self._wait_ready(self.driver)
+        self.driver.wait_ready()
         phase("driver registered, capacity published")
         # Pods are refused until the controller manager made the namespace's default
         # service account (it comes a few seconds after start; the driver meanwhile).
@@ -303,6 +300,7 @@ class LocalCluster:
             ],
             kubeconfig=layout.component_kubeconfig("csi-sidecars"),
             kube=self.kube,
+            ready_timeout=self.config.timeout_seconds,
         )
 
     @property
@@ -316,19 +314,9 @@ class LocalCluster:
             raise RuntimeError(
                 "deploy_driver needs a cluster brought up or attached by this object"
             )
-        if not spec.suffix:
-            raise ValueError(
-                "deploy_driver: a driver beside others needs a suffix of its own "
-                "(redeploy_driver replaces the cluster's unsuffixed driver)"
-            )
+        check_side_by_side(spec, self.driver.spec if self.driver is not None else None)
         driver = self._new_driver(spec)
-        shutil.rmtree(driver.root, ignore_errors=True)
-        try:
-            driver.start()
-            self._wait_ready(driver)
-        except BaseException:
-            self.remove_driver(driver)
-            raise
+        driver.deploy()
         return driver
 
     def remove_driver(self, driver: Driver | None = None) -> None:
@@ -339,10 +327,7 @@ class LocalCluster:
                 return
         if not isinstance(driver, LocalDriver):
             raise TypeError(f"{driver!r} was not deployed by this cluster")
-        driver.stop()
-        driver.remove_objects()
-        drop_topology_labels(driver.kube, driver.spec, [n.name for n in driver.nodes])
-        shutil.rmtree(driver.root, ignore_errors=True)
+        driver.remove()
 
     def redeploy_driver(self, spec: DriverDeployment) -> LocalDriver:
         """Replace the running driver with a fresh one deployed from ``spec``: its
@@ -358,11 +343,9 @@ class LocalCluster:
             wait_deregistered(
                 self.kube, [self.driver.spec.name], names, timeout=self.config.timeout_seconds
             )
-        shutil.rmtree(self.layout.driver, ignore_errors=True)
         self._set_config(self.config.model_copy(update={"driver": spec}))
         self.driver = self._new_driver(spec)
-        self.driver.start()
-        self._wait_ready(self.driver)
+        self.driver.deploy()
         return self.driver
 
     def restart_scheduler(self, scheduler: Mapping[str, object]) -> None:
@@ -463,17 +446,6 @@ class LocalCluster:
                 f"{len(str(longest))} bytes, more than the {_MAX_SOCKET_PATH} unix sockets "
                 "allow; choose a shorter cluster name or run_dir"
             )
-
-    def _wait_ready(self, driver: LocalDriver) -> None:
-        """Registered on every node and, when the CSIDriver asks for it, the complete
-        capacity set published; fails at once if one of its processes exits."""
-        wait_driver_ready(
-            driver.kube,
-            driver.spec,
-            [n.name for n in self.config.nodes()],
-            timeout=self.config.timeout_seconds,
-            check=driver.check_alive,
-        )
 
     def _create_pki(self, kubelet_nodes: list[NodeSpec]) -> ClusterPKI:
         clients = [

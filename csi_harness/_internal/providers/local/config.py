@@ -17,6 +17,18 @@ MAX_SIMULATED_NODES = 250
 """What `csi-harness scale nodes` measured the local provider at (docs/scale.md)."""
 
 
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    """``NAME=true|false,...`` (any case, blanks ignored) as a mapping; ValueError
+    naming the first item that is not of that form."""
+    gates: dict[str, bool] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or value.lower() not in ("true", "false") or not name:
+            raise ValueError(f"{item!r} is not NAME=true|false")
+        gates[name] = value.lower() == "true"
+    return gates
+
+
 class Component(enum.StrEnum):
     APISERVER = "kube-apiserver"
     CONTROLLER_MANAGER = "kube-controller-manager"
