@@ -8,8 +8,9 @@ pod's claims to provision: utilization = 100 x the class's requested bytes (summ
 over its claims) // the capacity of the CSIStorageCapacity that let the node pass;
 the shape maps utilization to a score (the default: 100 at 0 %, 0 at 100 %, so
 100 - utilization); the node's score is the mean over the classes, rounded. A claim
-of a driver whose CSIDriver has ``storageCapacity`` false has no capacity object and
-is left out. The comments give each node's score by that rule.
+of a driver whose CSIDriver has ``storageCapacity`` false is not checked against any
+CSIStorageCapacity, so its class is left out. The comments give each node's score
+by that rule.
 
 As in ``test_capacity_scoring.py`` the candidates are alike nodes (on the local
 provider its simulated ones), the suite is ``cluster_wide`` (another test's pod on a
@@ -48,6 +49,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.mission, pytest.mark.cluster_wide]
 GI = 1 << 30
 FEATURE = "capacity scoring: depth"
 GATE = "StorageCapacityScoring"
+ZONE_POOLS_ONLY = pytest.mark.driver(node_pool_size=None, zone_pool_size="10Gi")
 
 
 @pytest.fixture(autouse=True)
@@ -99,6 +101,31 @@ def wait_published(kube: Client, driver: Driver, free: Mapping[str, int]) -> Non
     given capacity and maximumVolumeSize (one pool behind each)."""
     published = {(node, driver.spec.storage_class()): size for node, size in free.items()}
     wait_capacity(kube, driver.spec, published, maximum=published)
+
+
+def zonal_candidates(kube: Client, driver: Driver) -> tuple[str, str, str]:
+    """(shared, lone, neighbour): two alike nodes in different zones, and another
+    node (of any kind) in the zone of the first; or the test is skipped."""
+    alike = alike_nodes(kube, driver)
+    zone_of = {node.name: node.zone for node in driver.nodes}
+    for shared in alike:
+        zone = zone_of[shared]
+        neighbours = [n for n, z in zone_of.items() if z == zone and n != shared]
+        lone = [n for n in alike if zone_of[n] not in (None, zone)]
+        if zone is not None and neighbours and lone:
+            return shared, lone[0], neighbours[0]
+    layout = {node.name: node.zone for node in driver.nodes}
+    pytest.skip(
+        f"needs two alike nodes in two zones, one with a neighbour in its zone; has {layout}"
+    )
+
+
+def resize_zone_pools(driver: Driver, sizes: Mapping[str, int]) -> None:
+    """Give each zone's shared pool (the pool whose segment is the zone) its size in bytes."""
+    with driver.admin() as admin:
+        by_segment = {tuple(sorted(p.segment.items())): p.name for p in admin.pools()}
+        for zone, size in sizes.items():
+            admin.resize_pool(by_segment[((driver.spec.zone_topology_key, zone),)], size)
 
 
 def node_chosen_for(
@@ -225,3 +252,33 @@ def test_the_node_score_is_the_mean_of_the_scores_of_the_pods_storage_classes(
     )
     claims = ["ours", "theirs-1", "theirs-2"]
     assert node_chosen_for(kube, namespace, "mixed", claims, candidates) == second
+
+
+@ZONE_POOLS_ONLY
+@pytest.mark.scenario(
+    FEATURE, "zone pools: the zone with more free capacity wins, whichever node of it used it"
+)
+def test_a_pool_shared_by_a_zone_scores_by_what_all_its_nodes_left_free(
+    kube: Client, namespace: str, driver: Driver
+) -> None:
+    shared, lone, neighbour = zonal_candidates(kube, driver)
+    zone_of = {node.name: node.zone for node in driver.nodes}
+    resize_zone_pools(driver, {str(zone_of[shared]): 30 * GI, str(zone_of[lone]): 20 * GI})
+    wait_published(kube, driver, {shared: 30 * GI, neighbour: 30 * GI, lone: 20 * GI})
+    cls = driver.spec.storage_class()
+    candidates = (shared, lone)
+
+    # 5/30 -> 84 in the larger zone, 5/20 -> 75 in the other.
+    create_claims(kube, namespace, ("first", "5Gi", cls))
+    assert node_chosen_for(kube, namespace, "first", ["first"], candidates) == shared
+    wait_published(kube, driver, {shared: 25 * GI, neighbour: 25 * GI})
+
+    # A volume for the other node of the zone comes from the same pool, and every
+    # node of the zone publishes what is left.
+    create_claims(kube, namespace, ("neighbours", "15Gi", cls))
+    assert node_chosen_for(kube, namespace, "neighbours", ["neighbours"], [neighbour]) == neighbour
+    wait_published(kube, driver, {shared: 10 * GI, neighbour: 10 * GI, lone: 20 * GI})
+
+    # 5/10 -> 50 in the larger zone now, 5/20 -> 75 in the other.
+    create_claims(kube, namespace, ("next", "5Gi", cls))
+    assert node_chosen_for(kube, namespace, "next", ["next"], candidates) == lone
