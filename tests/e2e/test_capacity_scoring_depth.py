@@ -282,3 +282,31 @@ def test_a_pool_shared_by_a_zone_scores_by_what_all_its_nodes_left_free(
     # 5/10 -> 50 in the larger zone now, 5/20 -> 75 in the other.
     create_claims(kube, namespace, ("next", "5Gi", cls))
     assert node_chosen_for(kube, namespace, "next", ["next"], candidates) == lone
+
+
+@pytest.mark.scenario(
+    FEATURE, "two drivers, one with storageCapacity off: only the tracking one's capacity weighs"
+)
+def test_only_the_capacity_of_the_driver_that_tracks_it_weighs_in_the_score(
+    kube: Client,
+    driver: Driver,
+    deploy_second_driver: Callable[..., Driver],
+    namespace: str,
+) -> None:
+    untracked = deploy_second_driver(storage_capacity=False)
+    first, second = two_candidates(kube, driver, untracked)
+    resize_node_pools(kube, driver, {first: 30 * GI, second: 20 * GI})
+    # Published all the same: the scheduler has them, and must not read them.
+    resize_node_pools(kube, untracked, {first: 6 * GI, second: 60 * GI})
+    create_claims(
+        kube,
+        namespace,
+        ("tracked", "5Gi", driver.spec.storage_class()),
+        ("untracked", "5Gi", untracked.spec.storage_class()),
+    )
+
+    # Ours alone: 5/30 -> 84 on first, 5/20 -> 75 on second. Were the untracked
+    # driver's capacity read, first would score (84 + 17) / 2 -> 51 and second
+    # (75 + 92) / 2 -> 84.
+    claims = ["tracked", "untracked"]
+    assert node_chosen_for(kube, namespace, "both", claims, (first, second)) == first
