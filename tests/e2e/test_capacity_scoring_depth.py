@@ -43,12 +43,15 @@ from csi_harness import (
     wait_pod_scheduled,
 )
 from csi_harness._internal.deploy.spec import node_pool_name
+from csi_harness._internal.kube.scheduler_config import PACKING_SHAPE, volume_binding_shape
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission, pytest.mark.cluster_wide]
 
 GI = 1 << 30
 FEATURE = "capacity scoring: depth"
 GATE = "StorageCapacityScoring"
+PACKING_SCHEDULER = "capacity-packing"
+"""A second scheduler profile: VolumeBinding with ``PACKING_SHAPE``."""
 ZONE_POOLS_ONLY = pytest.mark.driver(node_pool_size=None, zone_pool_size="10Gi")
 
 
@@ -216,6 +219,25 @@ def deploy_second_driver(
             cluster.remove_driver(second)
 
 
+@pytest.fixture
+def packing_profile(cluster: Cluster, cluster_access: None) -> Iterator[None]:
+    """kube-scheduler restarted with two profiles: "default-scheduler" as it comes
+    (the default shape) and ``PACKING_SCHEDULER``; afterwards with what it ran
+    before. The test holds the cluster alone (``cluster_access``)."""
+    original = cluster.scheduler_config
+    (packing,) = volume_binding_shape(PACKING_SHAPE, bindTimeoutSeconds=600)["profiles"]
+    profiles = [
+        {"schedulerName": "default-scheduler"},
+        {**packing, "schedulerName": PACKING_SCHEDULER},
+    ]
+    try:
+        cluster.restart_scheduler({"profiles": profiles})
+    except Unsupported as unsupported:
+        pytest.skip(str(unsupported))
+    yield
+    cluster.restart_scheduler(original)
+
+
 # -- tests ---------------------------------------------------------------------------
 
 
@@ -310,3 +332,26 @@ def test_only_the_capacity_of_the_driver_that_tracks_it_weighs_in_the_score(
     # (75 + 92) / 2 -> 84.
     claims = ["tracked", "untracked"]
     assert node_chosen_for(kube, namespace, "both", claims, (first, second)) == first
+
+
+@pytest.mark.scenario(
+    FEATURE, "two scheduler profiles: the default shape and a packing one side by side"
+)
+def test_a_packing_profile_and_the_default_profile_score_the_same_pools_each_their_way(
+    kube: Client, namespace: str, driver: Driver, packing_profile: None
+) -> None:
+    roomy, tight = two_candidates(kube, driver)
+    resize_node_pools(kube, driver, {roomy: 30 * GI, tight: 6 * GI})
+    cls = driver.spec.storage_class()
+    create_claims(kube, namespace, ("spread", "5Gi", cls), ("packed", "5Gi", cls))
+    candidates = (roomy, tight)
+
+    # The default shape: 5/30 -> 84 on roomy, 5/6 -> 17 on tight.
+    assert node_chosen_for(kube, namespace, "spread", ["spread"], candidates) == roomy
+    wait_published(kube, driver, {roomy: 25 * GI})
+    # The packing shape (score = utilization) of the other profile, in the same
+    # scheduler: 5/25 -> 20 on roomy, 5/6 -> 83 on tight.
+    chosen = node_chosen_for(
+        kube, namespace, "packed", ["packed"], candidates, scheduler=PACKING_SCHEDULER
+    )
+    assert chosen == tight
