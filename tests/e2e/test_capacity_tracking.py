@@ -26,6 +26,7 @@ from csi_harness._internal.kube.waits import (
     wait_capacity,
     wait_event,
     wait_for,
+    wait_pod_running,
     wait_pod_scheduled,
     wait_pod_unschedulable,
 )
@@ -305,6 +306,36 @@ def test_stale_capacity_makes_provisioning_fail_and_the_pod_move_to_a_node_with_
     assert wait_pod_scheduled(kube, "app", namespace) == roomy
     exhausted = admin.journal(method="CreateVolume", code="RESOURCE_EXHAUSTED")
     assert exhausted, "the driver must have refused the first CreateVolume"
+
+
+@pytest.mark.driver(storage_capacity=None, overrides={"topology": False})
+@pytest.mark.upstream("csi_storage_capacity.go", "exhausted, late binding, no topology")
+@pytest.mark.scenario(
+    FEATURE, "no topology, late binding, exhausted: retried for the same selected node"
+)
+def test_without_topology_an_exhausted_late_binding_claim_keeps_its_selected_node(
+    kube: Client, namespace: str, driver: Driver, admin: AdminClient, pod_node: str
+) -> None:
+    """A driver without VOLUME_ACCESSIBILITY_CONSTRAINTS: external-provisioner cannot
+    send the pod elsewhere (no other node would make a difference), so it retries
+    CreateVolume and leaves the scheduler's choice in place. The CSIDriver does not
+    ask for capacity, as upstream's mock driver does not."""
+    assert driver.node_get_info(pod_node)[1] == {}, "NodeGetInfo reports no topology"
+    admin.add_fault("CreateVolume", code="RESOURCE_EXHAUSTED", message="fake error", times=1)
+    objects.create(
+        kube, objects.claim("data", namespace, "1Gi", driver.spec.storage_class(STRIPED))
+    )
+    history = AnnotationHistory(kube, "data", namespace).start()
+    try:
+        objects.create(kube, objects.pod("app", namespace, claims=["data"], nodes=[pod_node]))
+        wait_pod_running(kube, "app", namespace, timeout=120)
+    finally:
+        values = history.stop()
+    # Set once and never dropped (a drop would show as None after the node).
+    assert values in ([None, pod_node], [pod_node]), values
+    codes = [r.code for r in admin.journal(method="CreateVolume")]
+    assert codes == ["RESOURCE_EXHAUSTED", "OK"], codes
+    assert pv_topology(wait_bound_volume(kube, "data", namespace)) == {}
 
 
 @pytest.mark.upstream("csi_storage_capacity.go", "exhausted, immediate binding")
