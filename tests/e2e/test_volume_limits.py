@@ -10,9 +10,13 @@ cluster with fewer.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import pytest
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
+from lightkube.resources.core_v1 import PersistentVolume
 from lightkube.resources.storage_v1 import CSIDriver
 from lightkube.types import PatchType
 
@@ -20,13 +24,20 @@ from csi_harness._internal.kube import objects
 from csi_harness._internal.kube.resources import CSINodeResource, csinode_drivers
 from csi_harness._internal.kube.waits import (
     wait_bound_volume,
+    wait_claim,
     wait_event,
     wait_for,
     wait_pod_scheduled,
     wait_pod_unschedulable,
     wait_volume_attachment,
 )
-from csi_harness._internal.providers.base import Driver, Unsupported, pick_nodes, scheduling_nodes
+from csi_harness._internal.providers.base import (
+    Cluster,
+    Driver,
+    Unsupported,
+    pick_nodes,
+    scheduling_nodes,
+)
 from csi_mock.admin.client import AdminClient
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission]
@@ -34,6 +45,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 FEATURE = "volume limits"
 MAX_VOLUME_COUNT = "node(s) exceed max volume count"
 """kube-scheduler's NodeVolumeLimits reason (ErrReasonMaxVolumeCountExceeded)."""
+SCALING_GATE = "VolumeLimitScaling"
+"""KEP-5030: CSIDriver.spec.preventPodSchedulingIfMissing (beta, on by default in 1.37)."""
+DRIVER_NOT_INSTALLED = "CSI driver is not installed on the node"
+"""The end of NodeVolumeLimits' reason when a node's CSINode lacks an opted-in driver."""
 
 
 def create_pod_with_claims(
@@ -205,3 +220,102 @@ def test_kubelet_refreshes_the_allocatable_count_when_the_driver_changes_it(
         timeout=45,
         interval=1,
     )
+
+
+@pytest.fixture
+def absent_driver(kube: Client, namespace: str) -> Iterator[str]:
+    """The name of a CSI driver no node runs (its CSIDriver and PV are created by the
+    test, and deleted after it)."""
+    name = f"absent.{namespace}.example"
+    yield name
+    with contextlib.suppress(ApiError):
+        kube.delete(CSIDriver, name)
+    # The claim goes with the namespace; the PV (Retain) has nobody to delete it.
+    with contextlib.suppress(ApiError):
+        kube.delete(PersistentVolume, name)
+
+
+def claim_on_absent_driver(
+    kube: Client, cluster: Cluster, namespace: str, driver: str, *, prevent: bool
+) -> None:
+    """A CSIDriver ``driver`` with preventPodSchedulingIfMissing ``prevent`` and a claim
+    "data" bound to a pre-made PV of it, as upstream does (no node has the driver, so
+    nothing could provision one). Skips when the gate is off."""
+    if cluster.scheduler_feature_gate(SCALING_GATE) is False:
+        pytest.skip(f"the cluster's kube-scheduler runs with {SCALING_GATE}=false")
+    objects.create(
+        kube,
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSIDriver",
+            "metadata": {"name": driver},
+            # No attaching: nobody would ever attach a volume of a driver no node has.
+            "spec": {"attachRequired": False, "preventPodSchedulingIfMissing": prevent},
+        },
+    )
+    stored = kube.get(CSIDriver, driver).spec.preventPodSchedulingIfMissing  # type: ignore[attr-defined]
+    if stored is None:
+        pytest.skip(f"the apiserver dropped preventPodSchedulingIfMissing ({SCALING_GATE} off)")
+    assert stored is prevent
+    claim = objects.claim("data", namespace, "1Gi", "")
+    claim["spec"]["volumeName"] = driver
+    objects.create(
+        kube,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": driver},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": "",
+                "claimRef": {"namespace": namespace, "name": "data"},
+                "csi": {"driver": driver, "volumeHandle": "absent-volume"},
+            },
+        },
+        claim,
+    )
+    wait_claim(
+        kube,
+        "data",
+        namespace,
+        lambda pvc: pvc.status is not None and pvc.status.phase == "Bound",
+        what="Bound to its PV",
+    )
+
+
+@pytest.mark.upstream(
+    "csi_volume_limit_scaling.go", "prevent=true blocks scheduling when driver not installed"
+)
+@pytest.mark.scenario(
+    FEATURE, "preventPodSchedulingIfMissing true: no node without the driver takes the pod"
+)
+def test_pod_of_a_driver_no_node_runs_is_unschedulable_when_its_csidriver_prevents_it(
+    kube: Client, cluster: Cluster, namespace: str, driver: Driver, absent_driver: str
+) -> None:
+    nodes = scheduling_node_names(driver, 1)
+    claim_on_absent_driver(kube, cluster, namespace, absent_driver, prevent=True)
+    objects.create(kube, objects.pod("app", namespace, claims=["data"], nodes=nodes))
+    message = wait_pod_unschedulable(
+        kube, "app", namespace, message=f"{absent_driver} {DRIVER_NOT_INSTALLED}"
+    )
+    assert f"{len(nodes)} {absent_driver} {DRIVER_NOT_INSTALLED}" in message, message
+    wait_event(
+        kube, namespace, reason="FailedScheduling", involved="app", contains=DRIVER_NOT_INSTALLED
+    )
+
+
+@pytest.mark.upstream(
+    "csi_volume_limit_scaling.go", "prevent=false allows scheduling when driver not installed"
+)
+@pytest.mark.scenario(
+    FEATURE, "preventPodSchedulingIfMissing false: a node without the driver takes the pod"
+)
+def test_pod_of_a_driver_no_node_runs_is_scheduled_when_its_csidriver_does_not_prevent_it(
+    kube: Client, cluster: Cluster, namespace: str, driver: Driver, absent_driver: str
+) -> None:
+    nodes = scheduling_node_names(driver, 1)
+    claim_on_absent_driver(kube, cluster, namespace, absent_driver, prevent=False)
+    objects.create(kube, objects.pod("app", namespace, claims=["data"], nodes=nodes))
+    assert wait_pod_scheduled(kube, "app", namespace) in nodes
