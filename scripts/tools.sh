@@ -33,6 +33,9 @@ UNITS=(csi-sanity csi-provisioner csi-attacher node-driver-registrar livenesspro
 export GOTOOLCHAIN=local GOWORK=off
 export GOFLAGS="-mod=readonly -buildvcs=false"
 
+# How the user ran this script, for hints: `csi-harness tools` sets it in a wheel install.
+SELF="${CSI_MOCK_TOOLS_COMMAND:-scripts/tools.sh}"
+
 die() { echo "tools.sh: $*" >&2; exit 1; }
 
 GOVERSION=$(go env GOVERSION 2>/dev/null) || die "go not found in PATH"
@@ -83,7 +86,7 @@ resolve() {
     load_unit "$u"
     for b in $BINARIES; do [[ $b == "$name" ]] && { echo "$u"; return; }; done
   done
-  die "unknown tool '$name' (try: scripts/tools.sh list)"
+  die "unknown tool '$name' (try: $SELF list)"
 }
 
 # link_unit UNIT: (re)point bin/<binary> symlinks at the unit's store dir, atomically.
@@ -201,7 +204,7 @@ cmd_build() {
     build_unit "$u" "$i" "${#sel[@]}"
   done
   echo "tools: ${#BUILT[@]} built, ${#FAILED[@]} failed, ${#SKIPPED[@]} unavailable, $(( $(date +%s) - t0 ))s total"
-  ((${#SKIPPED[@]})) && echo "tools: unavailable: ${SKIPPED[*]} (see scripts/tools.sh doctor)"
+  ((${#SKIPPED[@]})) && echo "tools: unavailable: ${SKIPPED[*]} (see $SELF doctor)"
   echo "tools: bin dir: $BIN"
   ((${#FAILED[@]} == 0)) || die "failed: ${FAILED[*]}"
 }
@@ -244,7 +247,7 @@ cmd_doctor() {
       printf '%-26s %-22s %-9s %-8s %s\n' "$b" "$u" "$VERSION" "$st" "$rep"
     done
   done
-  ((missing == 0)) || echo "$missing binaries missing: run 'make tools' (or scripts/tools.sh build TOOL)"
+  ((missing == 0)) || echo "$missing binaries missing: run '$SELF build' (or '$SELF build TOOL' for one)"
 }
 
 cmd_path() {

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,7 @@ from csi_harness._internal.providers.local.config import (
     parse_feature_gates,
 )
 from csi_harness._internal.providers.local.provider import LocalProvider
+from csi_mock.model.duration import DurationError, parse_duration
 
 
 class UsageError(Exception):
@@ -106,19 +109,55 @@ def _feature_gates(text: str) -> dict[str, bool]:
         raise UsageError(f"--feature-gates: {exc}") from exc
 
 
+def _command(commands: Any, name: str, text: str) -> argparse.ArgumentParser:
+    """A subcommand whose one-line help is also the description of its own --help."""
+    parser: argparse.ArgumentParser = commands.add_parser(name, help=text, description=text)
+    return parser
+
+
+def duration(value: str) -> float:
+    """An argparse type: seconds, or a Go duration such as 90s, 2m, 1h30m."""
+    try:
+        seconds = parse_duration(value)
+    except DurationError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive duration")
+    return seconds
+
+
+def _version() -> str:
+    try:
+        return f"csi-harness (csi-mock {metadata.version('csi-mock')})"
+    except metadata.PackageNotFoundError:
+        return "csi-harness (csi-mock, not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="csi-harness", description="csi-mock conformance harness")
+    parser = argparse.ArgumentParser(
+        prog="csi-harness",
+        description="csi-mock's conformance harness: Kubernetes clusters for storage tests "
+        "(local processes or kind), upstream's External Storage suites, scale experiments "
+        "and the pinned tools they run.",
+    )
+    parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", required=True)
-    cluster = commands.add_parser("cluster", help="local cluster: real control plane and kubelet")
+    cluster = _command(
+        commands,
+        "cluster",
+        "a cluster for the suites: local (real control plane and kubelet, no Docker) or kind",
+    )
     actions = cluster.add_subparsers(dest="action", required=True)
     for action, text in (
-        ("up", "start a cluster"),
-        ("down", "remove a cluster"),
-        ("status", "show it"),
+        ("up", "bring a cluster up and print its KUBECONFIG"),
+        ("down", "remove a cluster and everything it left on the host"),
+        ("status", "show a local cluster: phase, nodes, processes"),
     ):
-        sub = actions.add_parser(action, help=text)
+        sub = _command(actions, action, text)
         sub.add_argument(
-            "--config", help="YAML file with a LocalClusterConfig (docs/local-cluster.md)"
+            "--config",
+            help="YAML file of a local cluster's configuration (name, nodes, zones, "
+            "feature_gates, scheduler, driver, ...)",
         )
         sub.add_argument("--name", help="cluster name (default csi-harness)")
         sub.add_argument(
@@ -133,7 +172,9 @@ def _parser() -> argparse.ArgumentParser:
             sub.add_argument(
                 "--scheduler-config", help="YAML merged into KubeSchedulerConfiguration"
             )
-            sub.add_argument("--timeout", type=float, help="seconds to wait for readiness (120)")
+            sub.add_argument(
+                "--timeout", type=duration, help="how long to wait for readiness (120s)"
+            )
         if action == "status":
             sub.add_argument("--json", action="store_true", help="machine-readable output")
         if action in ("up", "down"):
@@ -141,16 +182,16 @@ def _parser() -> argparse.ArgumentParser:
                 "--provider",
                 choices=["local", "kind"],
                 default="local",
-                help="local (no Docker) or kind (needs scripts/docker/engine.sh start)",
+                help="local (no Docker) or kind (needs a running Docker engine)",
             )
         if action == "up":
             sub.add_argument(
-                "--kind-config", help="kind configuration (kind-config/two-nodes.yaml)"
+                "--kind-config", help="kind configuration file (default: csi-harness's own)"
             )
             sub.add_argument("--node-image", help="kind node image of your own (default: built)")
             sub.add_argument("--reuse", action="store_true", help="keep a running kind cluster")
-    upstream = commands.add_parser(
-        "upstream", help="Kubernetes' External Storage e2e suites on a local cluster"
+    upstream = _command(
+        commands, "upstream", "Kubernetes' External Storage e2e suites against csi-mock"
     )
     upstream.add_argument(
         "--report-dir", default="reports/upstream", help="JUnit, summary.md, ginkgo.log"
@@ -159,26 +200,30 @@ def _parser() -> argparse.ArgumentParser:
     upstream.add_argument("--focus", help="ginkgo --focus (default External.Storage)")
     upstream.add_argument(
         "--skip",
-        help="ginkgo --skip (default: csi_harness/_internal/upstream/run.py SKIPS, with causes)",
+        help="ginkgo --skip (default: the specs csi-harness skips, each for a known cause)",
     )
     upstream.add_argument(
         "--provider",
         choices=["local", "kind"],
         default="local",
-        help="local (no Docker) or kind (needs scripts/docker/engine.sh start)",
+        help="local (no Docker) or kind (needs a running Docker engine)",
     )
-    upstream.add_argument("--timeout", type=int, default=60, help="minutes for the suites")
+    upstream.add_argument(
+        "--timeout", type=duration, default=3600.0, help="how long the suites may take (60m)"
+    )
     upstream.add_argument("--name", default="csi-upstream", help="cluster name")
     upstream.add_argument("--keep", action="store_true", help="leave the cluster running")
     _add_scale_parser(commands)
-    kind = commands.add_parser("kind", help="kind node image")
+    kind = _command(commands, "kind", "kind's node image, and kind clusters made by hand")
     kind_actions = kind.add_subparsers(dest="action", required=True)
-    kind_actions.add_parser("image", help="build the offline node image (cached); print its tag")
-    prepare = kind_actions.add_parser("prepare", help="ready a hand-made cluster for the suites")
+    _command(kind_actions, "image", "build the offline node image (cached); print its tag")
+    prepare = _command(kind_actions, "prepare", "ready a hand-made kind cluster for the suites")
     prepare.add_argument("--name", required=True, help="the kind cluster's name")
-    tools = commands.add_parser(
+    tools = _command(
+        commands,
         "tools",
-        help="build or locate the pinned tools (scripts/tools.sh shipped in the package)",
+        "build or locate the pinned tools (Kubernetes, CSI sidecars, kind, csi-sanity) "
+        "from the Go module proxy into the shared cache",
     )
     tools.add_argument(
         "tools_args",
@@ -189,13 +234,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _add_scale_parser(commands: Any) -> None:
-    scale = commands.add_parser("scale", help="scale experiments on local clusters (docs/scale.md)")
+    scale = _command(commands, "scale", "scale experiments on local clusters")
     experiments = scale.add_subparsers(dest="experiment", required=True)
     for name, text in (
         ("kep1472", "capacity tracking on and off (KEP-1472)"),
         ("scoring", "StorageCapacityScoring off, on, inverted (KEP-4049)"),
     ):
-        sub = experiments.add_parser(name, help=text)
+        sub = _command(experiments, name, text)
         sub.add_argument("--nodes", type=int, default=50, help="simulated nodes (50)")
         sub.add_argument("--pool", default="10Gi", help="pool size of every node (10Gi)")
         sub.add_argument("--pods", type=int, default=450, help="pods in the burst (450)")
@@ -204,10 +249,10 @@ def _add_scale_parser(commands: Any) -> None:
         )
         sub.add_argument("--seed", type=int, default=1, help="seed of the sizes (1)")
         sub.add_argument(
-            "--deadline", type=float, default=240, help="seconds before a run is stuck (240)"
+            "--deadline", type=duration, default=240.0, help="how long before a run is stuck (240s)"
         )
         sub.add_argument(
-            "--stall", type=float, default=60, help="seconds without a binding: stuck (60)"
+            "--stall", type=duration, default=60.0, help="how long without a binding: stuck (60s)"
         )
         sub.add_argument(
             "--provisioner-qps",
@@ -217,11 +262,9 @@ def _add_scale_parser(commands: Any) -> None:
         )
         sub.add_argument("--variants", help="comma-separated subset of the comparison's variants")
         sub.add_argument("--report-dir", help=f"default reports/scale/{name}")
-    again = experiments.add_parser(
-        "report", help="make a comparison's report again from its results"
-    )
+    again = _command(experiments, "report", "make a comparison's report again from its results")
     again.add_argument("report_dir", help="a directory with results.json")
-    nodes = experiments.add_parser("nodes", help="what N simulated nodes cost")
+    nodes = _command(experiments, "nodes", "what N simulated nodes cost")
     nodes.add_argument("--counts", default="10,50,100,200", help="node counts (10,50,100,200)")
     nodes.add_argument("--report-dir", default="reports/scale/nodes")
 
@@ -312,7 +355,7 @@ def _upstream_main(args: argparse.Namespace) -> int:
         skips=(args.skip,)
         if args.skip
         else tuple(SKIPS if args.provider == "kind" else LOCAL_SKIPS),
-        timeout_minutes=args.timeout,
+        timeout_seconds=args.timeout,
     )
 
     def progress(message: str) -> None:
@@ -346,7 +389,8 @@ def _tools_main(tools_args: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    return subprocess.run(["bash", str(TOOLS_SCRIPT), *tools_args], check=False).returncode
+    env = {**os.environ, "CSI_MOCK_TOOLS_COMMAND": "csi-harness tools"}
+    return subprocess.run(["bash", str(TOOLS_SCRIPT), *tools_args], env=env, check=False).returncode
 
 
 def main(argv: list[str] | None = None) -> int:

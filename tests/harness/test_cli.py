@@ -1,11 +1,12 @@
 import argparse
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from csi_harness._internal import cli
-from csi_harness._internal.cli import UsageError, build_config, main
+from csi_harness._internal.cli import UsageError, _parser, build_config, duration, main
 from csi_harness._internal.providers.local.config import parse_feature_gates
 
 
@@ -171,3 +172,61 @@ def test_main_returns_2_when_the_files_feature_gates_are_not_a_mapping(
     config_file.write_text("feature_gates: [A]\n")
     assert main(["cluster", "up", "--config", str(config_file), "--feature-gates", "A=true"]) == 2
     assert "feature_gates" in capsys.readouterr().err
+
+
+# -- what a user of the installed command sees --------------------------------------
+
+
+def _subcommands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    found = [(path, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _subcommands(sub, (*path, name))
+    return found
+
+
+ALL_COMMANDS = _subcommands(_parser())
+
+
+def test_version_names_the_installed_distribution(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert (
+        capsys.readouterr().out.strip() == f"csi-harness (csi-mock {metadata.version('csi-mock')})"
+    )
+
+
+@pytest.mark.parametrize("path", [p for p, _ in ALL_COMMANDS[1:]], ids=" ".join)
+def test_every_subcommand_has_a_description(path: tuple[str, ...]) -> None:
+    (parser,) = [p for q, p in ALL_COMMANDS if q == path]
+    assert parser.description and len(parser.description) > 10
+
+
+@pytest.mark.parametrize("path", [p for p, _ in ALL_COMMANDS], ids=lambda p: " ".join(p) or "top")
+def test_help_names_no_path_of_the_source_tree(path: tuple[str, ...]) -> None:
+    (parser,) = [p for q, p in ALL_COMMANDS if q == path]
+    text = parser.format_help()
+    for tree_only in ("docs/", "scripts/", "kind-config/", "csi_harness/", ".py"):
+        assert tree_only not in text, f"{' '.join(path)} --help names {tree_only}"
+
+
+def test_every_time_option_takes_a_go_duration() -> None:
+    timed = [
+        (path, action)
+        for path, parser in ALL_COMMANDS
+        for action in parser._actions
+        if action.dest in ("timeout", "deadline", "stall")
+    ]
+    assert len(timed) >= 4
+    for path, action in timed:
+        assert action.type is duration, f"{' '.join(path)} {action.option_strings}"
+    assert duration("1m30s") == 90.0
+    assert duration("120") == 120.0
+    with pytest.raises(argparse.ArgumentTypeError, match="not a duration"):
+        duration("2 minutes")
+    with pytest.raises(argparse.ArgumentTypeError, match="positive"):
+        duration("0s")

@@ -126,7 +126,7 @@ class UpstreamRun:
     focus: str = FOCUS
     skips: tuple[str, ...] = tuple(LOCAL_SKIPS)
     """Regular expressions of specs to leave out (joined for ginkgo --skip)."""
-    timeout_minutes: int = 60
+    timeout_seconds: float = 3600.0
 
 
 def require_tools(tools: Tools) -> None:
@@ -212,7 +212,7 @@ def ginkgo_argv(tools: Tools, run: UpstreamRun, kubeconfig: Path, driver_file: P
         f"--procs={run.procs}",
         f"--focus={run.focus}",
         f"--skip={'|'.join(run.skips)}",
-        f"--timeout={run.timeout_minutes}m",
+        f"--timeout={round(run.timeout_seconds)}s",
         f"--output-dir={run.report_dir}",
         "--junit-report=junit.xml",
         "--no-color",
@@ -248,7 +248,7 @@ def run_external_storage(
             stdout=output,
             stderr=subprocess.STDOUT,
             check=False,
-            timeout=run.timeout_minutes * 60 + 120,
+            timeout=run.timeout_seconds + 120,
         )
     seconds = time.monotonic() - started
     junit = run.report_dir / "junit.xml"
