@@ -1,92 +1,65 @@
-"""Controller operations: volumes, attachments and capacity."""
+"""Controller operations: the volumes, and the one entry point to the pools' accounting
+(capacity.py), attachments (attachments.py) and snapshots (snapshots.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import copy
-import fnmatch
 import logging
-import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
+from csi_mock.backend.attachments import PUBLISH_CONTEXT_DEVICE, PUBLISH_CONTEXT_NODE, Attachments
+from csi_mock.backend.capacity import Capacity
+from csi_mock.backend.content_sources import ContentSources
+from csi_mock.backend.create_request import CreateRequest, ValidCreate, validate_create
 from csi_mock.backend.in_flight import (
-    Claim,
     InFlight,
     run_to_completion,
-    snapshot_key,
     volume_key,
     volume_name_key,
 )
-from csi_mock.backend.inventory import page_after, token_after
+from csi_mock.backend.inventory import find_volume, page_after, require_volume, token_after
 from csi_mock.backend.names import NAME_MAX_BYTES, check_name
 from csi_mock.backend.parameters import resolve_kind, significant
 from csi_mock.backend.snapshots import Snapshots
 from csi_mock.config import DriverConfig
 from csi_mock.host.backing import BackingStore
-from csi_mock.host.copying import copy_data
 from csi_mock.host.paths import is_driver_volume_id
-from csi_mock.model.capacity import CapacityReport, capacity_at
+from csi_mock.model.capacity import CapacityReport
 from csi_mock.model.errors import (
-    Aborted,
-    AlreadyExistsIncompatible,
     CapacityExhausted,
     FailedPrecondition,
     InvalidArgument,
-    NotFound,
     OutOfRange,
     Unimplemented,
 )
 from csi_mock.model.kind import VolumeKind
 from csi_mock.model.mutable_parameters import MutableParameterRules, modified_parameters, satisfies
 from csi_mock.model.placement import (
-    Placement,
     PlacementRequest,
     place_volume,
     range_for_source,
     validate_range,
 )
-from csi_mock.model.pool import Pool, PoolSpec
-from csi_mock.model.topology import Segment, reachable_from_any
-from csi_mock.model.volume import AccessType, Capability, ContentSource, SourceType, Volume
-from csi_mock.store.sqlite import Attachment, StateStore
+from csi_mock.model.pool import Pool
+from csi_mock.model.topology import Segment
+from csi_mock.model.volume import Capability, Volume
+from csi_mock.store.sqlite import StateStore
 
 log = logging.getLogger(__name__)
-__all__ = ["NAME_MAX_BYTES", "Controller", "CreateRequest", "VolumeStatus", "check_name"]
-PUBLISH_CONTEXT_NODE = "csi-mock/attached-node"
-PUBLISH_CONTEXT_DEVICE = "csi-mock/device"
+__all__ = [
+    "NAME_MAX_BYTES",
+    "PUBLISH_CONTEXT_DEVICE",
+    "PUBLISH_CONTEXT_NODE",
+    "Controller",
+    "CreateRequest",
+    "VolumeStatus",
+    "check_name",
+]
 VOLUME_CONTEXT_SIZE = "csi-mock/size"
 VOLUME_CONTEXT_POOL = "csi-mock/pool"
 VOLUME_CONTEXT_KIND = "csi-mock/kind"
 VOLUME_CONTEXT_ACCESS_TYPE = "csi-mock/access-type"
-
-
-@dataclass(frozen=True)
-class CreateRequest:
-    name: str
-    capabilities: Sequence[Capability]
-    required_bytes: int = 0
-    limit_bytes: int = 0
-    parameters: Mapping[str, str] | None = None
-    requisite: Sequence[Segment] = ()
-    preferred: Sequence[Segment] = ()
-    mutable_parameters: Mapping[str, str] | None = None
-    content_source: ContentSource | None = None
-
-
-@dataclass(frozen=True)
-class SourceData:
-    """The data a new volume is created with: a snapshot's or a volume's."""
-
-    source: ContentSource
-    path: Path
-    size: int
-    segment: Segment
-    access_type: AccessType
-    key: str
-    """The InFlight key the copy holds (shared) while it reads."""
 
 
 @dataclass(frozen=True)
@@ -96,32 +69,21 @@ class VolumeStatus:
 
 
 class Controller:
-    """Owns the pools' live accounting; every change is persisted before it returns."""
+    """The controller service's operations: volumes here, the pools' accounting in
+    `accounting`, attachments in `attachments`, snapshots in `snapshots`; every change
+    is persisted before it returns."""
 
     def __init__(self, config: DriverConfig, store: StateStore, backing: BackingStore) -> None:
         self.config = config
         self.store = store
         self.backing = backing
         self.kinds = {name: VolumeKind(name, kind.cost) for name, kind in config.kinds.items()}
-        self.pools = [
-            Pool(
-                PoolSpec(
-                    name=pool.name,
-                    size=pool.size,
-                    segment=dict(pool.segment),
-                    max_volume_size=pool.max_volume_size,
-                    min_volume_size=pool.min_volume_size,
-                    kinds=frozenset(pool.kinds) if pool.kinds is not None else None,
-                    allocation=pool.allocation,
-                )
-            )
-            for pool in config.effective_pools()
-        ]
-        self._pools = {pool.name: pool for pool in self.pools}
-        self.attach_limit = config.controller.attach_limit
+        self.accounting = Capacity(config, store)
+        self.pools = self.accounting.pools
+        self._pools = self.accounting.by_name
+        self.attachments = Attachments(config, store)
         modify = config.controller.modify  # None: no MODIFY_VOLUME
         self.mutable_rules: MutableParameterRules | None = modify.rules() if modify else None
-        self._frozen: list[Pool] | None = None
         self.in_flight = InFlight()
         """Keys held by operations that copy data across an await (ABORTED for others)."""
         snapshots = config.controller.snapshots
@@ -134,6 +96,7 @@ class Controller:
             BackingStore(config.snapshots_dir) if snapshots is not None else None,
             self.in_flight,
         )
+        self.sources = ContentSources(store, backing, self.snapshots, config.controller.clones)
 
     # -- start-up --------------------------------------------------------------------
 
@@ -145,21 +108,7 @@ class Controller:
         (BackingStore.reconcile). A live backing entry without a row is moved to
         lost+found, never removed; a row without data gets an empty entry, logged.
         """
-        usage = self.store.pool_usage()
-        allocations = self.store.allocations()
-        unknown = sorted(set(allocations) - set(self._pools))
-        if unknown:
-            raise RuntimeError(
-                f"the state holds volumes in pools no longer configured: {', '.join(unknown)}"
-            )
-        with self.store.transaction():
-            for pool in self.pools:
-                saved = usage.get(pool.name)
-                if saved is not None and saved.total is not None:
-                    pool.total = saved.total
-                pool.load(allocations.get(pool.name, []), saved.external if saved else 0)
-                if saved is None or saved.used != pool.used:
-                    self.store.set_pool_used(pool.name, pool.used)
+        self.accounting.load()
         done = self.backing.reconcile(self.store.all_volume_ids(), is_driver_volume_id)
         for volume_id in done.promoted + done.restored:
             log.info("volume %s: a create or delete cut short by a crash, finished", volume_id)
@@ -175,17 +124,16 @@ class Controller:
         """An empty volume (CreateVolume without a content source)."""
         if request.content_source is not None:
             raise InvalidArgument("volume_content_source: use create_volume_from_source")
-        access_type, parameters, kind, mutable = self._validated(request)
-
+        valid = self._validated(request)
         existing = self.store.volume_by_name(request.name)
         if existing is not None:
-            self._check_compatible(existing, request, access_type, parameters)
+            valid.check_compatible(existing)
             return existing
         self.in_flight.check(volume_name_key(request.name))
 
         placement = place_volume(
             PlacementRequest(
-                kind=kind,
+                kind=valid.kind,
                 required_bytes=request.required_bytes,
                 limit_bytes=request.limit_bytes,
                 requisite=request.requisite,
@@ -194,24 +142,10 @@ class Controller:
             ),
             self.pools,
         )
-        volume = Volume(
-            id=new_volume_id(),
-            name=request.name,
-            pool=placement.pool.name,
-            kind=kind.name,
-            size=placement.size,
-            allocation=placement.allocation,
-            offset=placement.offset,
-            access_type=access_type,
-            segment=dict(placement.pool.segment),
-            parameters=parameters,
-            capabilities=tuple(request.capabilities),
-            created_at=time.time(),
-            mutable_parameters=mutable,
-        )
+        volume = valid.new_volume(placement)
         try:
             # Backing first, as pending: a crash now leaves an entry that load() discards.
-            self.backing.create(volume.id, access_type, volume.size, pending=True)
+            self.backing.create(volume.id, volume.access_type, volume.size, pending=True)
             with self.store.transaction():
                 volume = self.store.insert_volume(volume)
         except BaseException:
@@ -233,12 +167,13 @@ class Controller:
         source = request.content_source
         if source is None:
             raise InvalidArgument("volume_content_source is required")
-        access_type, parameters, kind, mutable = self._validated(request)
+        valid = self._validated(request)
         existing = self.store.volume_by_name(request.name)
         if existing is not None:
-            self._check_compatible(existing, request, access_type, parameters)
+            valid.check_compatible(existing)
             return existing
-        data = self._source_data(source)
+        data = self.sources.data_of(source)
+        access_type = valid.access_type
         if data.access_type is not access_type:
             raise InvalidArgument(
                 f"volume_content_source: {source} holds a {data.access_type.value} volume's"
@@ -255,7 +190,7 @@ class Controller:
         try:
             placement = place_volume(
                 PlacementRequest(
-                    kind=kind,
+                    kind=valid.kind,
                     required_bytes=required,
                     limit_bytes=request.limit_bytes,
                     requisite=request.requisite,
@@ -268,139 +203,13 @@ class Controller:
         except BaseException:
             claim.release()
             raise
-        volume = Volume(
-            id=new_volume_id(),
-            name=request.name,
-            pool=placement.pool.name,
-            kind=kind.name,
-            size=placement.size,
-            allocation=placement.allocation,
-            offset=placement.offset,
-            access_type=access_type,
-            segment=dict(placement.pool.segment),
-            parameters=parameters,
-            capabilities=tuple(request.capabilities),
-            created_at=time.time(),
-            mutable_parameters=mutable,
-            content_source=source,
+        volume = valid.new_volume(placement)
+        return await run_to_completion(self.sources.populate(volume, placement, data, claim))
+
+    def _validated(self, request: CreateRequest) -> ValidCreate:
+        return validate_create(
+            request, self.kinds, self.config.effective_default_kind, self.mutable_rules
         )
-        return await run_to_completion(self._populate(volume, placement, data, claim))
-
-    async def _populate(
-        self, volume: Volume, placement: Placement, data: SourceData, claim: Claim
-    ) -> Volume:
-        with claim:
-            try:
-                # The copy first, as pending: a crash now leaves an entry load() discards.
-                await asyncio.to_thread(
-                    copy_data,
-                    data.path,
-                    self.backing.pending_path(volume.id),
-                    volume.access_type,
-                    volume.size,
-                )
-                with self.store.transaction():
-                    volume = self.store.insert_volume(volume)
-            except BaseException:
-                placement.pool.release(placement.offset, placement.allocation)
-                # On the loop: a failed copy must go now.
-                self.backing.discard(self.backing.pending_path(volume.id))
-                raise
-            self.backing.promote(volume.id)
-        return volume
-
-    def _source_data(self, source: ContentSource) -> SourceData:
-        """Where the data of `source` is, or why it cannot be used (NotFound, or Aborted
-        for a snapshot that is not ready yet)."""
-        if source.type is SourceType.SNAPSHOT:
-            snapshots = self.snapshots
-            if snapshots.data is None:
-                raise InvalidArgument(
-                    "volume_content_source: snapshots are not supported"
-                    " (controller.snapshots is not set)"
-                )
-            snapshot = snapshots.find(source.id)
-            if snapshot is None:
-                raise NotFound(f"volume_content_source: snapshot {source.id!r} does not exist")
-            if not snapshots.ready_to_use(snapshot):
-                # CSI: only a snapshot that is ready to use MAY be a content source. It
-                # becomes ready by itself, so the CO is told to retry (ABORTED, as for an
-                # operation still pending on it), not to change its request.
-                raise Aborted(
-                    f"volume_content_source: snapshot {source.id} is not ready to use yet"
-                    f" (ready in {snapshot.ready_at - time.time():.1f}s)"
-                )
-            return SourceData(
-                source,
-                snapshots.data.path(snapshot.id),
-                snapshot.size,
-                snapshot.segment,
-                snapshot.access_type,
-                snapshot_key(snapshot.id),
-            )
-        if not self.config.controller.clones:
-            raise InvalidArgument("volume_content_source: cloning volumes is not supported")
-        volume = self._find(source.id)
-        if volume is None:
-            raise NotFound(f"volume_content_source: volume {source.id!r} does not exist")
-        return SourceData(
-            source,
-            self.backing.path(volume.id),
-            volume.size,
-            volume.segment,
-            volume.access_type,
-            volume_key(volume.id),
-        )
-
-    def _validated(
-        self, request: CreateRequest
-    ) -> tuple[AccessType, dict[str, str], VolumeKind, dict[str, str]]:
-        """CreateVolume's checks of the request itself: its access type, parameters,
-        kind and mutable parameters."""
-        if not request.name:
-            raise InvalidArgument("name is required")
-        check_name(request.name)
-        if not request.capabilities:
-            raise InvalidArgument("volume_capabilities is required")
-        access_type = _single_access_type(request.capabilities)
-        parameters = dict(request.parameters or {})
-        kind = resolve_kind(parameters, self.kinds, self.config.effective_default_kind)
-        validate_range(request.required_bytes, request.limit_bytes)
-        mutable = dict(request.mutable_parameters or {})
-        if mutable:
-            if self.mutable_rules is None:
-                raise InvalidArgument(
-                    "mutable_parameters is not supported (no MODIFY_VOLUME capability)"
-                )
-            self.mutable_rules.check(mutable)
-        return access_type, parameters, kind, mutable
-
-    def _check_compatible(
-        self,
-        existing: Volume,
-        request: CreateRequest,
-        access_type: AccessType,
-        parameters: Mapping[str, str],
-    ) -> None:
-        problems = []
-        if request.required_bytes and existing.size < request.required_bytes:
-            problems.append(f"size {existing.size} < required_bytes {request.required_bytes}")
-        if request.limit_bytes and existing.size > request.limit_bytes:
-            problems.append(f"size {existing.size} > limit_bytes {request.limit_bytes}")
-        if access_type is not existing.access_type:
-            problems.append(f"access type {existing.access_type.value}, not {access_type.value}")
-        if significant(parameters) != significant(existing.parameters):
-            problems.append(f"parameters {dict(significant(existing.parameters))}")
-        if request.requisite and not reachable_from_any(existing.segment, request.requisite):
-            problems.append(f"it is not reachable from the requisite topology {existing.segment}")
-        if not satisfies(existing.mutable_parameters, request.mutable_parameters or {}):
-            problems.append(f"mutable_parameters {dict(existing.mutable_parameters)}")
-        if request.content_source != existing.content_source:
-            problems.append(f"content source {existing.content_source or 'none'}")
-        if problems:
-            raise AlreadyExistsIncompatible(
-                f"volume {existing.name!r} already exists with " + "; ".join(problems)
-            )
 
     async def delete_volume(self, volume_id: str) -> None:
         """Forget the volume, then remove its data off the event loop.
@@ -415,7 +224,7 @@ class Controller:
         """
         if not volume_id:
             raise InvalidArgument("volume_id is required")
-        volume = self._find(volume_id)
+        volume = find_volume(self.store, volume_id)
         if volume is None:
             return  # Idempotent: already gone.
         self.in_flight.check(volume_key(volume_id))  # A snapshot or clone reads it now.
@@ -462,7 +271,7 @@ class Controller:
         if required == 0:
             raise InvalidArgument("capacity_range.required_bytes is required")
         validate_range(required, limit)
-        volume = self._require(volume_id)
+        volume = require_volume(self.store, volume_id)
         if volume.size >= required:
             return volume  # Idempotent, and shrinking is not a thing in CSI.
         self.in_flight.check(volume_key(volume_id))  # A copy reads it at its current size.
@@ -498,7 +307,7 @@ class Controller:
         if not volume_id:
             raise InvalidArgument("volume_id is required")
         with self.store.transaction():
-            volume = self._require(volume_id)
+            volume = require_volume(self.store, volume_id)
             merged = modified_parameters(volume.mutable_parameters, mutable_parameters, rules)
             if merged != volume.mutable_parameters:
                 self.store.set_mutable_parameters(volume.id, merged)
@@ -507,7 +316,7 @@ class Controller:
     def get_volume(self, volume_id: str) -> VolumeStatus:
         if not volume_id:
             raise InvalidArgument("volume_id is required")
-        volume = self._require(volume_id)
+        volume = require_volume(self.store, volume_id)
         return VolumeStatus(volume, self._published_nodes(volume_id))
 
     def list_volumes(self, max_entries: int, starting_token: str) -> tuple[list[VolumeStatus], str]:
@@ -531,7 +340,7 @@ class Controller:
             raise InvalidArgument("volume_id is required")
         if not capabilities:
             raise InvalidArgument("volume_capabilities is required")
-        volume = self._require(volume_id)
+        volume = require_volume(self.store, volume_id)
         for capability in capabilities:
             if capability.access_type is not volume.access_type:
                 return f"volume is a {volume.access_type.value} volume"
@@ -546,162 +355,52 @@ class Controller:
                 return "mutable_parameters differ from the volume's"
         return None
 
-    # -- capacity --------------------------------------------------------------------
+    # -- capacity (GetCapacity, and the admin API's knobs) -----------------------------
 
     def capacity(self, location: Segment | None, parameters: Mapping[str, str]) -> CapacityReport:
         kind = resolve_kind(parameters, self.kinds, self.config.effective_default_kind)
-        return capacity_at(location, kind, self._frozen or self.pools)
-
-    # -- capacity knobs (admin API) -----------------------------------------------------
+        return self.accounting.report(location, kind)
 
     @property
     def capacity_frozen(self) -> bool:
-        return self._frozen is not None
+        return self.accounting.frozen
 
     def freeze_capacity(self) -> None:
-        """Answer GetCapacity from a snapshot of the pools as they are now (stale capacity)."""
-        if self._frozen is None:
-            self._frozen = [copy.deepcopy(pool) for pool in self.pools]
+        self.accounting.freeze()
 
     def unfreeze_capacity(self) -> None:
-        self._frozen = None
-
-    def resize_pool(self, name: str, size: int) -> Pool:
-        pool = self.pool(name)
-        before = pool.total
-        try:
-            pool.resize(size)
-        except ValueError as error:
-            raise FailedPrecondition(str(error)) from None
-        try:
-            with self.store.transaction():
-                self.store.set_pool_total(name, size)
-        except BaseException:
-            pool.resize(before)  # Always possible: nothing else ran in between.
-            raise
-        return pool
-
-    def consume_external(self, name: str, amount: int) -> Pool:
-        """Take space outside CSI, as another user of the backend would."""
-        pool = self.pool(name)
-        if amount > pool.free():
-            raise CapacityExhausted(
-                f"pool {name} has {pool.free()} bytes free, cannot consume {amount}"
-            )
-        return self._set_external(pool, pool.external + amount)
-
-    def release_external(self, name: str, amount: int) -> Pool:
-        pool = self.pool(name)
-        if amount > pool.external:
-            raise FailedPrecondition(
-                f"pool {name} has only {pool.external} externally consumed bytes to release"
-            )
-        return self._set_external(pool, pool.external - amount)
-
-    def _set_external(self, pool: Pool, external: int) -> Pool:
-        with self.store.transaction():
-            self.store.set_pool_external(pool.name, external)
-        pool.external = external
-        return pool
+        self.accounting.unfreeze()
 
     def pool(self, name: str) -> Pool:
-        pool = self._pools.get(name)
-        if pool is None:
-            raise NotFound(f"no pool named {name!r}")
-        return pool
+        return self.accounting.pool(name)
 
-    def set_attach_limit(self, limit: int) -> None:
-        """ControllerPublishVolume's limit per node from now on (0: none); attachments
-        already made stay, even above a lowered limit."""
-        if limit < 0:
-            raise InvalidArgument(f"attach_limit {limit} is negative")
-        self.attach_limit = limit
+    def resize_pool(self, name: str, size: int) -> Pool:
+        return self.accounting.resize_pool(name, size)
+
+    def consume_external(self, name: str, amount: int) -> Pool:
+        return self.accounting.consume_external(name, amount)
+
+    def release_external(self, name: str, amount: int) -> Pool:
+        return self.accounting.release_external(name, amount)
 
     # -- attachments -----------------------------------------------------------------
 
     def publish(
         self, volume_id: str, node_id: str, capability: Capability | None, readonly: bool
     ) -> dict[str, str]:
-        if not volume_id:
-            raise InvalidArgument("volume_id is required")
-        if not node_id:
-            raise InvalidArgument("node_id is required")
-        if capability is None:
-            raise InvalidArgument("volume_capability is required")
-        volume = self._require(volume_id)
-        if not self._node_known(node_id):
-            raise NotFound(f"node {node_id!r} is not known to this controller")
-        if capability.access_type is not volume.access_type:
-            raise InvalidArgument(
-                f"volume_capability: volume {volume_id} is a {volume.access_type.value}"
-                f" volume, not {capability.access_type.value}"
-            )
-        context = {PUBLISH_CONTEXT_NODE: node_id, PUBLISH_CONTEXT_DEVICE: f"/dev/mock/{volume_id}"}
-        attachments = self.store.attachments_of_volume(volume_id)
-        for attachment in attachments:
-            if attachment.node_id == node_id:
-                if attachment.readonly != readonly or attachment.capability != capability:
-                    raise AlreadyExistsIncompatible(
-                        f"volume {volume_id} is already published to {node_id}"
-                        " with a different capability or readonly flag"
-                    )
-                return context
-        single = [a for a in attachments if a.capability.access_mode.single_node]
-        if attachments and (capability.access_mode.single_node or single):
-            holder = (single or attachments)[0]
-            raise FailedPrecondition(
-                f"volume {volume_id} is already published to {holder.node_id}"
-                f" ({holder.capability.access_mode.name}); {capability.access_mode.name}"
-                " cannot share it with another node"
-            )
-        limit = self.attach_limit
-        if limit and self.store.attachment_count_on_node(node_id) >= limit:
-            raise CapacityExhausted(f"node {node_id} reached its attach limit of {limit} volumes")
-        with self.store.transaction():
-            self.store.add_attachment(Attachment(volume_id, node_id, readonly, capability))
-        return context
+        return self.attachments.publish(volume_id, node_id, capability, readonly)
 
     def unpublish(self, volume_id: str, node_id: str) -> None:
-        if not volume_id:
-            raise InvalidArgument("volume_id is required")
-        with self.store.transaction():
-            if node_id:
-                self.store.remove_attachment(volume_id, node_id)
-            else:
-                for attachment in self.store.attachments_of_volume(volume_id):
-                    self.store.remove_attachment(volume_id, attachment.node_id)
+        self.attachments.unpublish(volume_id, node_id)
+
+    @property
+    def attach_limit(self) -> int:
+        return self.attachments.limit
+
+    def set_attach_limit(self, limit: int) -> None:
+        self.attachments.set_limit(limit)
 
     # -- helpers -----------------------------------------------------------------------
 
-    def _find(self, volume_id: str) -> Volume | None:
-        if not is_driver_volume_id(volume_id):
-            return None
-        return self.store.volume_by_id(volume_id)
-
-    def _require(self, volume_id: str) -> Volume:
-        volume = self._find(volume_id)
-        if volume is None:
-            raise NotFound(f"volume {volume_id!r} does not exist")
-        return volume
-
     def _published_nodes(self, volume_id: str) -> tuple[str, ...]:
-        return tuple(a.node_id for a in self.store.attachments_of_volume(volume_id))
-
-    def _node_known(self, node_id: str) -> bool:
-        patterns = self.config.controller.known_nodes
-        if patterns is None:
-            if self.config.mode.node and self.config.node.id:
-                return node_id == self.config.node.id
-            return True
-        return any(fnmatch.fnmatchcase(node_id, pattern) for pattern in patterns)
-
-
-def new_volume_id() -> str:
-    return "vol-" + uuid.uuid4().hex
-
-
-def _single_access_type(capabilities: Sequence[Capability]) -> AccessType:
-    types = {c.access_type for c in capabilities}
-    if len(types) > 1:
-        raise InvalidArgument("volume_capabilities mixes block and mount access types")
-    return types.pop()
+        return self.attachments.nodes_of(volume_id)

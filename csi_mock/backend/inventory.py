@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from csi_mock.model.errors import Aborted
+from csi_mock.host.paths import is_driver_volume_id
+from csi_mock.model.errors import Aborted, NotFound
 from csi_mock.model.snapshot import Snapshot
 from csi_mock.model.volume import Volume
 from csi_mock.store.sqlite import Attachment, StateStore
@@ -19,6 +20,21 @@ class VolumeUse:
     attachments: tuple[Attachment, ...]
     staging_path: str | None
     target_paths: tuple[str, ...]
+
+
+def find_volume(store: StateStore, volume_id: str) -> Volume | None:
+    """The stored volume `volume_id` names; None also for an id this driver never gives."""
+    if not is_driver_volume_id(volume_id):
+        return None
+    return store.volume_by_id(volume_id)
+
+
+def require_volume(store: StateStore, volume_id: str) -> Volume:
+    """The stored volume `volume_id` names, or NotFound."""
+    volume = find_volume(store, volume_id)
+    if volume is None:
+        raise NotFound(f"volume {volume_id!r} does not exist")
+    return volume
 
 
 TOKEN_MAX_DIGITS = 19

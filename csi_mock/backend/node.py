@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from csi_mock.backend.controller import PUBLISH_CONTEXT_NODE, VOLUME_CONTEXT_SIZE
+from csi_mock.backend.attachments import PUBLISH_CONTEXT_NODE
+from csi_mock.backend.controller import VOLUME_CONTEXT_SIZE
 from csi_mock.config import EPHEMERAL_CONTEXT_KEY, DriverConfig
 from csi_mock.host.backing import BackingStore, Usage, usage_of
 from csi_mock.host.loop import LoopDeviceError, LoopDevices

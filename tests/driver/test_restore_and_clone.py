@@ -11,7 +11,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-import csi_mock.backend.controller as controller_module
+import csi_mock.backend.content_sources as content_sources_module
 from csi_mock.proto import csi_pb2 as pb
 from tests.driver.conftest import RunningDriver, StartDriver
 from tests.driver.csi_helpers import (
@@ -299,7 +299,7 @@ async def test_a_create_volume_of_a_name_being_restored_is_aborted(
 ) -> None:
     source = await create_volume(snap, "pvc-1")
     taken = await snapshot(snap, "snapshot-1", source.volume_id)
-    with copies_held(monkeypatch, controller_module) as copy:
+    with copies_held(monkeypatch, content_sources_module) as copy:
         restoring = asyncio.ensure_future(restore(snap, "restored", taken.snapshot_id))
         await copy.started()
         for request in (from_snapshot("restored", taken.snapshot_id), create_request("restored")):
@@ -358,7 +358,7 @@ async def test_delete_volume_of_a_clones_source_during_the_copy_is_aborted(
     snap: RunningDriver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     source = await create_volume(snap, "pvc-1")
-    with copies_held(monkeypatch, controller_module) as copy:
+    with copies_held(monkeypatch, content_sources_module) as copy:
         cloning = asyncio.ensure_future(clone(snap, "clone", source.volume_id))
         await copy.started()
         with pytest.raises(grpc.aio.AioRpcError) as raised:
@@ -425,7 +425,7 @@ async def test_a_failed_restore_copy_leaves_no_volume_no_data_and_no_reservation
         (destination / "partial").write_text("half a copy")
         raise OSError(errno.EIO, "Input/output error")
 
-    monkeypatch.setattr(controller_module, "copy_data", failing_copy)
+    monkeypatch.setattr(content_sources_module, "copy_data", failing_copy)
     with pytest.raises(grpc.aio.AioRpcError) as raised:
         await restore(snap, "restored", taken.snapshot_id)
 

@@ -514,11 +514,11 @@ async def test_a_create_snapshot_whose_caller_gave_up_completes_and_its_retry_fi
 async def test_delete_snapshot_while_a_restore_reads_it_is_aborted(
     snap: RunningDriver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import csi_mock.backend.controller as controller_module
+    import csi_mock.backend.content_sources as content_sources_module
 
     volume = await create_volume(snap, "pvc-1")
     taken = await snapshot(snap, "snapshot-1", volume.volume_id)
-    with copies_held(monkeypatch, controller_module) as copy:
+    with copies_held(monkeypatch, content_sources_module) as copy:
         restoring = asyncio.ensure_future(
             snap.controller.CreateVolume(from_snapshot("restored", taken.snapshot_id))
         )
