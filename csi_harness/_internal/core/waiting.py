@@ -15,6 +15,19 @@ class WaitTimeout(TimeoutError):
     pass
 
 
+NOT_TRANSIENT: tuple[type[Exception], ...] = (
+    AssertionError,
+    TypeError,
+    NameError,
+    ImportError,
+    NotImplementedError,
+    SyntaxError,
+    RecursionError,
+)
+"""Exceptions ``wait_for`` never retries: a verdict, or a bug in the probe. (An
+AttributeError is retried: probes read objects that have no status yet.)"""
+
+
 def wait_for(
     what: str,
     probe: Callable[[], tuple[bool, T]],
@@ -27,10 +40,12 @@ def wait_for(
 
     ``probe`` returns ``(done, observation)``; the last observation (or exception)
     goes into the timeout message. An exception is an observation, since an object
-    may not exist yet, except an AssertionError: a probe that asserts has reached a
-    verdict (an order of events that must never be seen), which a later success must
-    not hide. ``check`` runs before every probe and may raise (e.g. when a component
-    process exited) to end the wait at once.
+    may not exist yet or a server may not answer yet, unless it is one of
+    ``NOT_TRANSIENT``: a probe that asserts has reached a verdict (an order of events
+    that must never be seen), which a later success must not hide, and a probe with a
+    bug (a TypeError, a NameError) would fail the same way until the timeout. Those
+    are raised at once. ``check`` runs before every probe and may raise (e.g. when a
+    component process exited) to end the wait at once.
     """
     deadline = time.monotonic() + timeout
     seen: object = "nothing yet"
@@ -42,7 +57,7 @@ def wait_for(
             if done:
                 return value
             seen = value
-        except AssertionError:
+        except NOT_TRANSIENT:
             raise
         except Exception as exc:  # a probe error is an observation, not a verdict
             seen = f"{type(exc).__name__}: {exc}"

@@ -61,6 +61,47 @@ def test_an_assertion_in_a_probe_ends_the_wait_though_a_later_probe_would_succee
     assert len(calls) == 1
 
 
+@pytest.mark.parametrize(
+    "bug",
+    [
+        TypeError("unsupported operand type(s) for +: 'int' and 'str'"),
+        NameError("name 'read_stat' is not defined"),
+    ],
+    ids=["TypeError", "NameError"],
+)
+def test_a_probe_with_a_bug_fails_at_once_instead_of_running_out_the_timeout(
+    bug: Exception,
+) -> None:
+    calls: list[None] = []
+
+    def probe() -> tuple[bool, str]:
+        calls.append(None)
+        raise bug
+
+    started = time.monotonic()
+    with pytest.raises(type(bug)):
+        wait_for("a buggy probe", probe, timeout=5, interval=0.01)
+    assert len(calls) == 1
+    assert time.monotonic() - started < 1
+
+
+@pytest.mark.parametrize(
+    "transient",
+    [FileNotFoundError("no socket yet"), TimeoutError("read timed out"), KeyError("status")],
+    ids=["OSError", "TimeoutError", "KeyError"],
+)
+def test_transient_errors_are_retried_until_the_probe_succeeds(transient: Exception) -> None:
+    answers: list[Exception | tuple[bool, str]] = [transient, transient, (True, "up")]
+
+    def probe() -> tuple[bool, str]:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert wait_for("a server", probe, timeout=5, interval=0) == "up"
+
+
 def test_a_probe_that_fails_then_succeeds_returns_the_value() -> None:
     calls: list[None] = []
 
