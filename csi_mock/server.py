@@ -6,27 +6,16 @@ import asyncio
 import logging
 import os
 import signal
-import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from contextlib import contextmanager
 
 import grpc
 
 from csi_mock.admin.server import AdminServer
-from csi_mock.backend.controller import Controller
-from csi_mock.backend.inventory import Inventory
-from csi_mock.backend.node import Node
-from csi_mock.config import BlockDeviceMode, ConfigError, DriverConfig, MountMode
-from csi_mock.control.faults import FaultEngine
-from csi_mock.control.journal import Journal
-from csi_mock.control.metrics import Metrics
-from csi_mock.host.backing import BackingStore
-from csi_mock.host.loop import KernelLoopDevices, LoopDevices
-from csi_mock.host.mounts import BindMounter, DirectoryMounter, Mounter
+from csi_mock.config import ConfigError, DriverConfig
+from csi_mock.driver import Driver
 from csi_mock.host.paths import remove_stale_socket
 from csi_mock.host.sockets import SocketInUse, claim_socket_path
-from csi_mock.host.state_lock import StateLock
 from csi_mock.observe.calls import JsonLogSink, RecordSink
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
 from csi_mock.proto import pluginregistration_pb2_grpc as reg_grpc
@@ -34,16 +23,8 @@ from csi_mock.services.controller import ControllerServicer
 from csi_mock.services.identity import IdentityServicer
 from csi_mock.services.interceptor import CallInterceptor
 from csi_mock.services.node import NodeServicer
-from csi_mock.services.readiness import Readiness
 from csi_mock.services.registration import KubeletRegistration, RegistrationServicer
-from csi_mock.startup import (
-    StartupError,
-    check_saved_pools,
-    claim_state_dir,
-    open_store,
-    unreadable_store,
-)
-from csi_mock.store.sqlite import StateStore
+from csi_mock.startup import StartupError
 
 log = logging.getLogger("csi_mock")
 SHUTDOWN_GRACE_SECONDS = 10.0
@@ -60,120 +41,6 @@ def _umask(mask: int) -> Iterator[None]:
         yield
     finally:
         os.umask(previous)
-
-
-def choose_mounter(mode: MountMode) -> Mounter:
-    if mode is MountMode.BIND or (mode is MountMode.AUTO and os.geteuid() == 0):
-        return BindMounter()
-    return DirectoryMounter()
-
-
-def choose_loop_devices(mode: BlockDeviceMode, mounter: Mounter) -> LoopDevices | None:
-    """Loop devices for raw block volumes, or None to publish their backing files."""
-    if mode is BlockDeviceMode.FILE:
-        return None
-    if mode is BlockDeviceMode.LOOP:
-        if not mounter.real:
-            raise ConfigError("node.block_device: loop needs real mounts (node.mount: bind)")
-        if not KernelLoopDevices.available():
-            raise ConfigError(
-                "node.block_device: loop needs read-write access to /dev/loop-control"
-            )
-        return KernelLoopDevices()
-    return KernelLoopDevices() if mounter.real and KernelLoopDevices.available() else None
-
-
-@dataclass
-class Driver:
-    """A configured driver: its state and behaviour, before or while it serves."""
-
-    config: DriverConfig
-    store: StateStore
-    controller: Controller | None
-    node: Node | None
-    readiness: Readiness = field(default_factory=Readiness)
-    faults: FaultEngine = field(default_factory=FaultEngine)
-    journal: Journal = field(default_factory=Journal)
-    metrics: Metrics = field(default_factory=Metrics)
-    inventory: Inventory = field(init=False)
-    """Read-only views of the stored volumes (admin API)."""
-    registration: KubeletRegistration | None = None
-    """Set when the driver registers itself with the kubelet (node.registration)."""
-    state_lock: StateLock | None = None
-    """The state directory's lock, held until close()."""
-    _closed: bool = field(default=False, init=False, repr=False)
-
-    @classmethod
-    def open(cls, config: DriverConfig, mounter: Mounter | None = None) -> Driver:
-        """Lock the state directory, open the store and check it against the pools; a
-        StartupError names the key, the path and the fix."""
-        with ExitStack() as undo:
-            lock = claim_state_dir(config)
-            undo.callback(lock.release)
-            loops = None
-            if config.mode.node:
-                mounter = mounter or choose_mounter(config.node.mount)
-                loops = choose_loop_devices(config.node.block_device, mounter)
-            elif KernelLoopDevices.available():
-                # A controller alone sets no loop device up, but a node service in
-                # another process may have one over a volume's file: DeleteVolume must
-                # see it, and free it only once no mount shows it.
-                loops = KernelLoopDevices()
-            store = open_store(config.state_dir / "state.db")
-            undo.callback(store.close)
-            if config.mode.controller:
-                try:
-                    check_saved_pools(config, store)
-                except sqlite3.DatabaseError as error:
-                    raise unreadable_store(store.path, error) from None
-            backing = BackingStore(config.volumes_dir, loops)
-            controller = Controller(config, store, backing) if config.mode.controller else None
-            node = None
-            if config.mode.node:
-                assert mounter is not None
-                node = Node(config, store, backing, mounter, loops)
-            driver = cls(
-                config=config,
-                store=store,
-                controller=controller,
-                node=node,
-                journal=Journal(config.admin.journal_size),
-                metrics=Metrics(lambda: controller.pools if controller else ()),
-                state_lock=lock,
-            )
-            if config.registration_socket_path is not None:
-                driver.registration = KubeletRegistration(config.registration_socket_path)
-            for spec in config.faults:
-                driver.faults.add(spec)
-            undo.pop_all()
-        return driver
-
-    def __post_init__(self) -> None:
-        self.inventory = Inventory(self.store)
-
-    def load(self) -> None:
-        """Bring accounting and backing files in line with the store, then go ready."""
-        try:
-            if self.controller is not None:
-                self.controller.load()
-            if self.node is not None:
-                for problem in self.node.load():
-                    log.warning("block publication not restored: %s", problem)
-        except Exception as error:
-            self.readiness.failure = f"loading state failed: {error}"
-            if isinstance(error, sqlite3.DatabaseError):
-                raise unreadable_store(self.store.path, error) from None
-            raise
-        self.readiness.ready = True
-
-    def close(self) -> None:
-        """Close the store and release the state directory (once; later calls do nothing)."""
-        if self._closed:
-            return
-        self._closed = True
-        self.store.close()
-        if self.state_lock is not None:
-            self.state_lock.release()
 
 
 class RegistrationSocketError(ConfigError):

@@ -23,7 +23,7 @@ from csi_mock.host.paths import remove_stale_socket
 from csi_mock.host.sockets import SocketInUse, claim_socket_path
 
 if TYPE_CHECKING:
-    from csi_mock.server import Driver
+    from csi_mock.driver import Driver
 
 log = logging.getLogger("csi_mock.admin")
 

@@ -14,7 +14,7 @@ import pytest
 
 from csi_mock.admin import AsyncAdminClient
 from csi_mock.admin.server import AdminServer
-from csi_mock.server import Driver
+from csi_mock.driver import Driver
 from tests.driver.conftest import RunningDriver, StartDriver, csi, start_driver
 
 __all__ = ["AdminDriver", "StartAdmin", "csi", "start_driver"]  # fixtures re-used as is

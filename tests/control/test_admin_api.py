@@ -708,7 +708,7 @@ async def test_the_token_can_come_from_a_file(start_admin: StartAdmin, tmp_path:
 
 
 async def test_an_unreadable_token_file_stops_start_up_naming_the_key(tmp_path: Path) -> None:
-    from csi_mock.server import Driver
+    from csi_mock.driver import Driver
 
     config = driver_config(
         tmp_path, admin={"tcp": "127.0.0.1:0", "token_file": str(tmp_path / "absent")}

@@ -13,8 +13,9 @@ import grpc
 import pytest
 
 from csi_mock.config import DriverConfig, validate_config
+from csi_mock.driver import Driver
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
-from csi_mock.server import Driver, DriverServer
+from csi_mock.server import DriverServer
 
 
 @dataclass

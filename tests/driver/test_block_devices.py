@@ -16,9 +16,10 @@ from pathlib import Path
 import grpc
 import pytest
 
+from csi_mock.driver import Driver
 from csi_mock.host.loop import KernelLoopDevices, LoopDeviceError
 from csi_mock.proto import csi_pb2 as pb
-from csi_mock.server import Driver, DriverServer
+from csi_mock.server import DriverServer
 from tests.driver.conftest import RunningDriver, StartDriver
 from tests.driver.csi_helpers import (
     assert_status,

@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from csi_mock.config import validate_config
+from csi_mock.driver import Driver
 from csi_mock.proto import csi_pb2 as pb
-from csi_mock.server import Driver
 from csi_mock.testing import accepts_connections
 from tests.driver.csi_helpers import GiB, create_request
 from tests.driver.subprocess_driver import DriverProcess

@@ -16,7 +16,7 @@ from csi_mock.admin.routes.snapshots import SnapshotRoutes
 from csi_mock.admin.routes.volumes import VolumeRoutes
 
 if TYPE_CHECKING:
-    from csi_mock.server import Driver
+    from csi_mock.driver import Driver
 
 
 class Routes(Protocol):

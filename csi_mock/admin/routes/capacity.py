@@ -9,7 +9,7 @@ from aiohttp import web
 from csi_mock.admin.routes.running import controller_of
 
 if TYPE_CHECKING:
-    from csi_mock.server import Driver
+    from csi_mock.driver import Driver
 
 
 class CapacityRoutes:

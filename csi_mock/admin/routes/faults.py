@@ -14,7 +14,7 @@ from csi_mock.control.faults import FaultEngine, FaultRule
 from csi_mock.fault_rules import FaultRuleSpec
 
 if TYPE_CHECKING:
-    from csi_mock.server import Driver
+    from csi_mock.driver import Driver
 
 
 class FaultRoutes:

@@ -10,7 +10,7 @@ from aiohttp import web
 from csi_mock.admin.resources import Health, RegistrationView
 
 if TYPE_CHECKING:
-    from csi_mock.server import Driver
+    from csi_mock.driver import Driver
 
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

@@ -11,7 +11,7 @@ from csi_mock.admin.resources import record_to_json
 from csi_mock.control.journal import JournalQuery
 
 if TYPE_CHECKING:
-    from csi_mock.server import Driver
+    from csi_mock.driver import Driver
 
 
 class JournalRoutes:

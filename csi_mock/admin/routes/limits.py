@@ -11,7 +11,7 @@ from csi_mock.admin.resources import Limits
 from csi_mock.admin.routes.running import controller_of, node_of
 
 if TYPE_CHECKING:
-    from csi_mock.server import Driver
+    from csi_mock.driver import Driver
 
 
 class LimitsRoutes:

@@ -18,7 +18,7 @@ from csi_mock.admin.routes.running import controller_of
 from csi_mock.model.pool import Pool
 
 if TYPE_CHECKING:
-    from csi_mock.server import Driver
+    from csi_mock.driver import Driver
 
 
 class PoolRoutes:

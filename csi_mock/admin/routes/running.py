@@ -10,7 +10,7 @@ from csi_mock.backend.controller import Controller
 from csi_mock.backend.node import Node
 
 if TYPE_CHECKING:
-    from csi_mock.server import Driver
+    from csi_mock.driver import Driver
 
 
 def controller_of(driver: Driver, field: str | None = None) -> Controller:

@@ -11,7 +11,7 @@ from csi_mock.admin.inputs import SnapshotsQuery, read_query
 from csi_mock.admin.resources import SnapshotPage, SnapshotView
 
 if TYPE_CHECKING:
-    from csi_mock.server import Driver
+    from csi_mock.driver import Driver
 
 
 class SnapshotRoutes:

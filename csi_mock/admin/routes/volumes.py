@@ -11,7 +11,7 @@ from csi_mock.admin.resources import AttachmentView, VolumePage, VolumeView
 from csi_mock.backend.inventory import VolumeUse
 
 if TYPE_CHECKING:
-    from csi_mock.server import Driver
+    from csi_mock.driver import Driver
 
 
 class VolumeRoutes:
