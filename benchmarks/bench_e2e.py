@@ -58,7 +58,7 @@ EXIT_MEANINGS = {
     5: "no tests collected",
 }
 
-# The harness's progress lines (csi_harness/_internal/pytest_plugin.py,
+# The harness's progress lines (csi_harness/_internal/pytest_plugin/,
 # csi_harness/_internal/providers/local/cluster.py) and the
 # totals line of its conformance summary (csi_harness/_internal/reporting.py), in the log and
 # summary.md.

@@ -1,5 +1,5 @@
 """Fixtures the end-to-end suites share (the cluster, driver and namespace fixtures
-come from the pytest plugin, csi_harness/_internal/pytest_plugin.py)."""
+come from the pytest plugin, csi_harness/_internal/pytest_plugin/)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,137 @@
+"""The fixtures: ``cluster``, ``local_cluster``, ``kube``, ``cluster_access``,
+``driver``, ``admin`` and ``namespace`` (see the package's docstring)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import secrets
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, cast
+
+import pytest
+from lightkube import Client, KubeConfig
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.core_v1 import (
+    Namespace,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+)
+
+from csi_harness._internal.core.cluster_lock import ClusterLock
+from csi_harness._internal.core.waiting import wait_for
+from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.providers.base import Cluster, Driver, Unsupported
+from csi_harness._internal.providers.local.cluster import LocalCluster
+from csi_mock.admin.client import AdminClient
+
+if TYPE_CHECKING:
+    pass
+from csi_harness._internal.pytest_plugin.session import (
+    _SESSION_CLUSTER,
+    CLUSTER_WIDE,
+    TEST_DRIVER_DOMAIN,
+)
+
+
+@pytest.fixture(scope="session")
+def cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
+    with pytestconfig.stash[_SESSION_CLUSTER] as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def local_cluster(cluster: Cluster) -> LocalCluster:
+    """The cluster, for tests of the local provider itself."""
+    if not isinstance(cluster, LocalCluster):
+        pytest.skip(f"tests the local provider; cluster {cluster.name!r} is not a local one")
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def kube(cluster: Cluster) -> Client:
+    return Client(KubeConfig.from_file(cluster.kubeconfig), field_manager="csi-harness-tests")
+
+
+@pytest.fixture
+def cluster_access(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[None]:
+    """The test's share of the cluster: exclusive for a ``cluster_wide`` test, shared
+    with the other tests otherwise (only matters with pytest-xdist workers)."""
+    lock = ClusterLock.for_cluster(f"{request.config.getoption('--csi-cluster')}-{cluster.name}")
+    wide = request.node.get_closest_marker(CLUSTER_WIDE) is not None
+    with lock.exclusive() if wide else lock.shared():
+        yield
+
+
+@pytest.fixture
+def driver(
+    request: pytest.FixtureRequest, cluster: Cluster, cluster_access: None
+) -> Iterator[Driver]:
+    """A fresh driver for every test: nothing a previous test changed (knobs, faults,
+    pools, volumes) carries over. Where the cluster runs drivers side by side, it has
+    a name, StorageClasses, namespace and topology keys of its own and is removed
+    after the test; elsewhere it replaces the previous test's driver."""
+    marker = request.node.get_closest_marker("driver")
+    fields: dict[str, Any] = cluster.default_driver.model_dump()
+    fields.update(marker.kwargs if marker else {})
+    try:
+        if not cluster.concurrent_drivers:
+            yield cluster.redeploy_driver(DriverDeployment.model_validate(fields))
+            return
+        tag = "d" + secrets.token_hex(3)
+        fields.update(name=f"{tag}.{TEST_DRIVER_DOMAIN}", suffix=f"-{tag}")
+        deployed = cluster.deploy_driver(DriverDeployment.model_validate(fields))
+    except Unsupported as unsupported:
+        # This cluster cannot run the test's driver (e.g. no snapshot API).
+        pytest.skip(str(unsupported))
+    request.node.user_properties.append(("driver", deployed.spec.name))
+    try:
+        yield deployed
+    finally:
+        cluster.remove_driver(deployed)
+
+
+@pytest.fixture
+def admin(driver: Driver) -> Iterator[AdminClient]:
+    with driver.admin("controller") as client:
+        yield client
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest, kube: Client, driver: Driver) -> Iterator[str]:
+    name = "t-" + hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:10]
+    kube.create(cast(Any, Namespace.from_dict({"metadata": {"name": name}})))
+    yield name
+    _empty_namespace(kube, name)
+
+
+def _empty_namespace(kube: Client, name: str) -> None:
+    """Delete the namespace's pods (at once) and claims, wait for their volumes to be
+    deleted by the driver, then delete the namespace."""
+    for pod in kube.list(Pod, namespace=name):
+        if pod.metadata and pod.metadata.name:
+            with contextlib.suppress(ApiError):
+                kube.delete(Pod, pod.metadata.name, namespace=name, grace_period=0)
+    for claim in kube.list(PersistentVolumeClaim, namespace=name):
+        if claim.metadata and claim.metadata.name:
+            with contextlib.suppress(ApiError):
+                kube.delete(PersistentVolumeClaim, claim.metadata.name, namespace=name)
+
+    def volumes_gone() -> tuple[bool, list[str]]:
+        left = [
+            str(pv.metadata.name if pv.metadata else "?")
+            for pv in kube.list(PersistentVolume)
+            if pv.spec and pv.spec.claimRef and pv.spec.claimRef.namespace == name
+        ]
+        left += [
+            f"pvc/{c.metadata.name if c.metadata else '?'}"
+            for c in kube.list(PersistentVolumeClaim, namespace=name)
+        ]
+        return not left, left
+
+    wait_for(
+        f"the volumes of namespace {name} to be deleted", volumes_gone, timeout=90, interval=0.5
+    )
+    with contextlib.suppress(ApiError):
+        kube.delete(Namespace, name)

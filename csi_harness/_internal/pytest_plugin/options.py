@@ -1,0 +1,34 @@
+"""The plugin's command-line options, all prefixed ``--csi-`` (pytest-kind, for one,
+has ``--cluster-name`` and ``--keep-cluster``, and two plugins defining an option stop
+pytest)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    pass
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("csi-harness", "csi-mock conformance harness")
+    group.addoption(
+        "--csi-cluster",
+        choices=["local", "kind", "existing"],
+        default="local",
+        help="local or kind: bring a cluster up for the session; existing: use a running one",
+    )
+    group.addoption(
+        "--csi-kubeconfig",
+        default=None,
+        help="with --csi-cluster existing: the kubeconfig of a running cluster",
+    )
+    group.addoption("--csi-kind-config", default=None, help="kind configuration file")
+    group.addoption("--csi-node-image", default=None, help="kind node image of your own")
+    group.addoption("--csi-keep-cluster", action="store_true", help="do not tear the cluster down")
+    group.addoption("--csi-cluster-name", default="csi-harness-e2e", help="local cluster name")
+    group.addoption(
+        "--csi-feature-gates", default="", help="NAME=true|false,... for every component"
+    )

@@ -1,0 +1,122 @@
+"""One cluster per session: the controller's provider, its xdist workers' view of it
+(``csi_harness._internal.shared_session``), the test order with workers, and the
+tear-down after the last worker."""
+
+from __future__ import annotations
+
+import secrets
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from csi_harness._internal import reporting
+from csi_harness._internal.providers.base import Cluster
+from csi_harness._internal.providers.provider import ClusterProvider
+from csi_harness._internal.shared_session import end_session, worker_cluster
+
+if TYPE_CHECKING:
+    pass
+from csi_harness._internal.pytest_plugin.providers import open_cluster, progress_writer
+
+_SESSION_CLUSTER = pytest.StashKey[AbstractContextManager[Cluster]]()
+_SESSION_TOKEN = pytest.StashKey[str]()
+SESSION_INPUT = "csi_harness_session"
+CLUSTER_WIDE = "cluster_wide"
+TEST_DRIVER_DOMAIN = "csi-mock"
+"""Each test's driver is named "<7 characters>.csi-mock": no longer than the default
+"csi-mock.example", whose registration socket path the run directory was sized for."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Failure diagnostics and the feature x scenario summary (csi_harness/_internal/reporting.py).
+    config.pluginmanager.register(reporting)
+    config.addinivalue_line("markers", "e2e: runs against a real Kubernetes cluster")
+    config.addinivalue_line(
+        "markers",
+        "driver(**fields): the DriverDeployment (csi_harness/_internal/deploy/spec.py) of the test",
+    )
+    config.addinivalue_line(
+        "markers",
+        f"{CLUSTER_WIDE}: changes what every test sees (e.g. the scheduler's "
+        "configuration); runs while no other test runs",
+    )
+    # Here rather than in the fixture, so that a wrong option is a usage error.
+    if _is_xdist_worker(config):
+        # The controller brought the cluster up before it started this worker.
+        config.stash[_SESSION_CLUSTER] = _worker_cluster(config)
+        return
+    workers = _xdist_workers(config)
+    session_cluster: AbstractContextManager[Cluster] = open_cluster(config)
+    config.stash[_SESSION_CLUSTER] = session_cluster
+    if workers:
+        # The controller runs no test: its workers share the cluster (pytest_unconfigure).
+        config.stash[_SESSION_TOKEN] = secrets.token_hex(8)
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _xdist_workers(config: pytest.Config) -> int:
+    """How many pytest-xdist workers the options ask for (0: none, or no xdist)."""
+    if not config.pluginmanager.has_plugin("xdist"):
+        return 0
+    if config.getoption("dist", "no") == "no":
+        return 0
+    value = config.getoption("numprocesses", None)
+    return int(value) if isinstance(value, int) else 1
+
+
+def _worker_cluster(config: pytest.Config) -> AbstractContextManager[Cluster]:
+    """A worker's view of the session's cluster (``csi_harness._internal.shared_session``):
+    the first worker that needs it brings it up, the others attach to it, the
+    controller tears it down after them all. A cluster of the user's own
+    (``--csi-cluster existing``) every worker just uses."""
+    provider = open_cluster(config)
+    if not _shared(provider):
+        return provider
+    return worker_cluster(provider, str(config.workerinput[SESSION_INPUT]))  # type: ignore[attr-defined]
+
+
+def _shared(provider: ClusterProvider) -> bool:
+    """Whether workers share one cluster that one of them brings up."""
+    return provider.brings_up and not provider.attaching
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's hook, in the controller: tell each worker the session's token."""
+    node.workerinput[SESSION_INPUT] = node.config.stash[_SESSION_TOKEN]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With workers, ``slow`` tests go first (the longest start first), then the
+    others, then the ``cluster_wide`` ones: such a test waits for every running test
+    to end (while the turnstile holds back new ones), so it should come when the
+    others are done, not while a slow one runs. Each group keeps collection order;
+    every worker sorts alike, as pytest-xdist requires."""
+    if not (_is_xdist_worker(config) or _xdist_workers(config)):
+        return
+
+    def rank(item: pytest.Item) -> int:
+        if item.get_closest_marker(CLUSTER_WIDE) is not None:
+            return 2
+        return 0 if item.get_closest_marker("slow") is not None else 1
+
+    items.sort(key=rank)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The controller of workers tears down the cluster one of them brought up for
+    this session (unless --csi-keep-cluster)."""
+    token = config.stash.get(_SESSION_TOKEN, None)
+    if token is None:
+        return
+    provider = open_cluster(config)
+    if not _shared(provider):
+        return
+    message = end_session(provider, token, keep=provider.keep)
+    if message is not None:
+        progress_writer(config)(message)
