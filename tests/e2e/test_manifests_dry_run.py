@@ -24,6 +24,7 @@ from lightkube.resources.apps_v1 import DaemonSet, Deployment
 from lightkube.resources.core_v1 import ConfigMap, Namespace
 
 from csi_harness._internal.core.resources import MANIFEST_DIR
+from csi_harness._internal.core.tools import tool_path
 from csi_harness._internal.deploy.incluster_objects import (
     CONTROLLER_DEPLOYMENT,
     NODE_DAEMONSET,
@@ -32,9 +33,6 @@ from csi_harness._internal.deploy.incluster_objects import (
 )
 from csi_harness._internal.deploy.spec import DRIVER_NAMESPACE, DriverDeployment
 from csi_harness._internal.providers.base import ClusterNode
-from csi_harness._internal.providers.kind.kind_cli import (
-    tool_path,
-)
 from csi_harness._internal.providers.local.cluster import LocalCluster
 
 pytestmark = pytest.mark.e2e

@@ -654,9 +654,13 @@ def test_objects_are_one_line_each_in_the_section_and_yaml_in_the_files(tmp_path
     objects = sections(found)["objects"].splitlines()
     assert "pods in t-1: 1" in objects
     assert (
-        "  app Pending node=- PodScheduled=False(Unschedulable: 0/3 nodes are available)" in objects
+        "  app on (unscheduled): Pending; "
+        "PodScheduled=False(Unschedulable: 0/3 nodes are available)" in objects
     )
-    assert "  data Pending class=csi-mock request=5Gi volume=- selected-node=node-2" in objects
+    assert (
+        "  data Pending class=csi-mock request=5Gi capacity=- volume=- selected-node=node-2"
+        in objects
+    )
     assert "persistentvolumes: 0" in objects
     assert found.files["pods.yaml"].startswith("apiVersion: v1\nkind: Pod\nmetadata:\n  name: app")
     assert "managedFields" not in found.files["pods.yaml"]

@@ -31,6 +31,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from csi_harness._internal.core.cache import user_cache_dir
+from csi_harness._internal.core.commands import CommandFailed, run_command
+
 # Bump when the way archives are laid out changes, to invalidate every cached image.
 RECIPE = 1
 
@@ -89,8 +92,7 @@ class LayerEntry:
 
 def default_cache_dir() -> Path:
     """``$XDG_CACHE_HOME/csi-mock/images``, falling back to ``~/.cache/csi-mock/images``."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "csi-mock" / "images"
+    return user_cache_dir("images")
 
 
 def build_pause_image(cache_dir: Path | None = None, *, compiler: str = "gcc") -> LocalImage:
@@ -445,13 +447,6 @@ def _busybox_entries(binary: bytes, applets: Iterable[str]) -> list[LayerEntry]:
 
 def _run_ctr(argv: list[str], timeout: float, what: str) -> str:
     try:
-        result = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise ImageImportError(f"{what}: ctr did not finish within {timeout:g}s") from None
-    except OSError as exc:
-        raise ImageImportError(f"{what}: cannot run {argv[0]}: {exc}") from None
-    if result.returncode != 0:
-        raise ImageImportError(
-            f"{what}: {' '.join(argv)} exited {result.returncode}:\n{result.stderr.strip()}"
-        )
-    return result.stdout
+        return run_command(argv, timeout=timeout)
+    except CommandFailed as exc:
+        raise ImageImportError(f"{what}: {exc}") from None

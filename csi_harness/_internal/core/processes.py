@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from csi_harness._internal.core.procfs import read_stat
 from csi_harness._internal.core.run_state import ProcessRecord, RunState
 
 
@@ -45,16 +46,10 @@ def log_tail(path: Path, lines: int = 25) -> str:
 
 
 def process_start_time(pid: int) -> int | None:
-    """The kernel's start time of ``pid`` (clock ticks since boot), None if it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may contain spaces; fields after it are fixed.
-    fields = stat[stat.rindex(")") + 2 :].split()
-    if fields[0] == "Z":
-        return None
-    return int(fields[19])
+    """The kernel's start time of ``pid`` (clock ticks since boot), None if it is gone
+    (or a zombie)."""
+    stat = read_stat(pid)
+    return None if stat is None or stat.state == "Z" else stat.start_time
 
 
 def is_running(record: ProcessRecord) -> bool:

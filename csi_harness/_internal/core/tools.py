@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from csi_harness._internal.core.commands import CommandFailed, Runner, run_command
 from csi_harness._internal.core.resources import TOOLS_SCRIPT
 
 REQUIRED = (
@@ -49,12 +49,10 @@ class Tools:
         if bin_dir is None:
             if not TOOLS_SCRIPT.exists():
                 raise ToolsMissing("no tools bin dir given and scripts/tools.sh not found")
-            out = subprocess.run(
-                ["bash", str(TOOLS_SCRIPT), "path"], capture_output=True, text=True, check=False
-            )
-            if out.returncode != 0:
-                raise ToolsMissing(f"scripts/tools.sh path failed: {out.stderr.strip()}")
-            bin_dir = Path(out.stdout.strip())
+            try:
+                bin_dir = Path(run_command(["bash", str(TOOLS_SCRIPT), "path"]).strip())
+            except CommandFailed as exc:
+                raise ToolsMissing(f"scripts/tools.sh path failed: {exc}") from exc
         missing = [name for name in REQUIRED if not (bin_dir / name).exists()]
         if missing:
             raise ToolsMissing(
@@ -70,11 +68,23 @@ class Tools:
         return Path(self["snapshot-controller"]).resolve().parent / "crd"
 
 
+def tool_path(name: str, runner: Runner = run_command) -> str:
+    """The pinned binary ``name`` as ``scripts/tools.sh path`` reports it (built and cached
+    by ``make tools``); ToolsMissing when tools.sh cannot say."""
+    try:
+        path = runner(["bash", str(TOOLS_SCRIPT), "path", name]).strip()
+    except CommandFailed as exc:
+        raise ToolsMissing(f"cannot locate {name}: {exc}") from exc
+    if not path:
+        raise ToolsMissing(f"scripts/tools.sh path {name} printed nothing")
+    return path
+
+
 def tool_binary(name: str) -> Path | None:
     """The pinned binary ``name`` as ``tools.sh path NAME`` reports it; None when it is
     not built (or tools.sh does not know it)."""
-    out = subprocess.run(
-        ["bash", str(TOOLS_SCRIPT), "path", name], capture_output=True, text=True, check=False
-    )
-    path = Path(out.stdout.strip()) if out.returncode == 0 and out.stdout.strip() else None
-    return path if path is not None and path.is_file() else None
+    try:
+        path = Path(tool_path(name))
+    except ToolsMissing:
+        return None
+    return path if path.is_file() else None

@@ -17,6 +17,7 @@ import tempfile
 from importlib.resources import files
 from pathlib import Path
 
+from csi_harness._internal.core.commands import CommandFailed, run_command
 from csi_harness._internal.core.images import (
     LayerEntry,
     LocalImage,
@@ -125,7 +126,7 @@ def driver_build_context(directory: Path) -> None:
 
 
 def _run(argv: list[str], what: str) -> None:
-    result = subprocess.run(argv, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        output = (result.stderr + result.stdout).strip()[-3000:]
-        raise DriverImageError(f"{what} failed (`{' '.join(argv[:3])} ...`):\n{output}")
+    try:
+        run_command(argv)
+    except CommandFailed as exc:
+        raise DriverImageError(f"{what} failed: {exc}") from exc

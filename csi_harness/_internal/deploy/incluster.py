@@ -52,14 +52,15 @@ from csi_harness._internal.deploy.incluster_objects import (
     is_distributed,
     render_objects,
 )
-from csi_harness._internal.deploy.pod_csi import CommandRunner, PodCsiCaller, run_command
+from csi_harness._internal.deploy.pod_csi import CommandRunner, PodCsiCaller, run_exec
 from csi_harness._internal.deploy.readiness import (
     drop_topology_labels,
     wait_deregistered,
     wait_driver_ready,
 )
-from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.deploy.spec import CONTROLLER, DriverDeployment, capacity_instance
 from csi_harness._internal.kube.apiproxy import ApiServerAccess, api_server_access
+from csi_harness._internal.kube.describe import describe_pod
 from csi_harness._internal.kube.describe import describe_pod
 from csi_harness._internal.kube.nodes import ClusterNode
 from csi_harness._internal.kube.objects import exists
@@ -73,7 +74,6 @@ from csi_mock.proto import csi_pb2
 __all__ = ["DriverPodsFailed", "InClusterDriver", "render_objects"]
 
 FIELD_MANAGER = "csi-harness"
-CONTROLLER = "controller"
 DEFAULT_DEPLOY_TIMEOUT = 180.0
 """Seconds for each phase of deploy/remove (pods gone, pods ready, registered, capacity)."""
 
@@ -100,7 +100,7 @@ class InClusterDriver:
         controller_host: str | None = None,
         timeout: float = DEFAULT_DEPLOY_TIMEOUT,
         progress: Callable[[str], None] = lambda _: None,
-        run: CommandRunner = run_command,
+        run: CommandRunner = run_exec,
     ) -> None:
         self._spec = spec
         self._nodes = sorted(nodes, key=lambda n: n.name)
@@ -157,19 +157,9 @@ class InClusterDriver:
     def get_capacity(
         self, segment: Mapping[str, str], parameters: Mapping[str, str]
     ) -> tuple[int, int]:
-        """GetCapacity of the controller; with distributed provisioning, of the
-        instance of the segment's node (each answers for its own pool only)."""
-        if is_distributed(self._spec):
-            key = self._spec.node_topology_key
-            node = segment.get(key)
-            if node is None:
-                raise ValueError(
-                    f"{dict(segment)}: a distributed deployment answers GetCapacity per node; "
-                    f"the segment needs {key}"
-                )
-            instance = node
-        else:
-            instance = CONTROLLER
+        """GetCapacity of the instance that answers for ``segment``
+        (``capacity_instance``)."""
+        instance = capacity_instance(self._spec, segment)
         request = csi_pb2.GetCapacityRequest(
             parameters=dict(parameters), accessible_topology=csi_pb2.Topology(segments=segment)
         )

@@ -49,8 +49,10 @@ from csi_harness._internal.deploy.sidecars import (
     snapshotter_flags,
 )
 from csi_harness._internal.deploy.spec import (
+    CONTROLLER,
     DriverDeployment,
     ProvisionerMode,
+    capacity_instance,
     csidriver_object,
     driver_config_for,
     snapshot_class_object,
@@ -64,8 +66,6 @@ from csi_mock.admin.client import DEFAULT_TIMEOUT, AdminClient
 from csi_mock.proto import csi_pb2, csi_pb2_grpc
 
 FIELD_MANAGER = "csi-harness"
-CONTROLLER = "controller"
-"""The instance name of the central csi-mock controller."""
 CSI_CALL_TIMEOUT = 5.0
 """Seconds for a CSI call the harness makes itself (GetCapacity, NodeGetInfo)."""
 
@@ -144,19 +144,14 @@ class LocalDriver:
     def get_capacity(
         self, segment: Mapping[str, str], parameters: Mapping[str, str]
     ) -> tuple[int, int]:
-        """GetCapacity of the controller; with distributed provisioning, of the
-        instance of the segment's node (each answers for its own pool only)."""
-        if self.distributed:
-            key = self.spec.node_topology_key
-            node = segment.get(key)
-            if node is None:
-                raise ValueError(
-                    f"{dict(segment)}: a distributed deployment answers GetCapacity per node; "
-                    f"the segment needs {key}"
-                )
-            socket = self._driver_node(node).csi_socket
-        else:
-            socket = self.controller_socket
+        """GetCapacity of the instance that answers for ``segment``
+        (``capacity_instance``)."""
+        instance = capacity_instance(self.spec, segment)
+        socket = (
+            self.controller_socket
+            if instance == CONTROLLER
+            else self._driver_node(instance).csi_socket
+        )
         request = csi_pb2.GetCapacityRequest(
             parameters=dict(parameters), accessible_topology=csi_pb2.Topology(segments=segment)
         )

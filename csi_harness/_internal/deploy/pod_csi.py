@@ -8,7 +8,6 @@ typed messages.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,8 @@ from typing import TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
+
+from csi_harness._internal.core.commands import CommandFailed, run_command
 
 CommandRunner = Callable[[Sequence[str]], str]
 """Runs a command to completion and returns its stdout, or raises CommandFailed."""
@@ -37,23 +38,13 @@ print(json_format.MessageToJson(reply, preserving_proto_field_name=True, indent=
 """
 
 
-class CommandFailed(RuntimeError):
-    """A command exited non-zero; the message has its stderr."""
+EXEC_TIMEOUT = 60.0
+"""Seconds a ``kubectl exec`` of the default runner may take."""
 
 
-def run_command(argv: Sequence[str], timeout: float = 60) -> str:
-    try:
-        result = subprocess.run(
-            list(argv), capture_output=True, text=True, check=False, timeout=timeout
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise CommandFailed(f"`{argv[0]}` could not run: {exc}") from exc
-    if result.returncode != 0:
-        shown = " ".join(argv[:8]) + (" ..." if len(argv) > 8 else "")
-        raise CommandFailed(
-            f"`{shown}` exited with {result.returncode}: {result.stderr.strip()[-2000:]}"
-        )
-    return result.stdout
+def run_exec(argv: Sequence[str]) -> str:
+    """The default ``CommandRunner``: ``run_command`` within ``EXEC_TIMEOUT``."""
+    return run_command(argv, timeout=EXEC_TIMEOUT)
 
 
 @dataclass(frozen=True)
@@ -66,7 +57,7 @@ class PodCsiCaller:
     container: str
     endpoint: str
     """The CSI endpoint as the container sees it, e.g. unix:///csi/csi.sock."""
-    run: CommandRunner = run_command
+    run: CommandRunner = run_exec
     timeout: float = 10.0
 
     def argv(self, pod: str, service: str, method: str, request: Message) -> list[str]:
@@ -95,9 +86,10 @@ class PodCsiCaller:
         self, pod: str, service: str, method: str, request: Message, reply_type: type[ReplyT]
     ) -> ReplyT:
         """``service.method(request)`` on ``pod``'s CSI socket; the reply as ``reply_type``."""
-        output = self.run(self.argv(pod, service, method, request))
+        argv = self.argv(pod, service, method, request)
+        output = self.run(argv)
         lines = output.strip().splitlines()
         if not lines:
-            raise CommandFailed(f"{method} on {pod} printed nothing")
+            raise CommandFailed(argv, 0, f"{method} on {pod} printed nothing")
         # The last line: anything the interpreter printed before it is not the answer.
         return json_format.Parse(lines[-1], reply_type(), ignore_unknown_fields=True)

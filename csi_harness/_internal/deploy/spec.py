@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import enum
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,6 +25,8 @@ DRIVER_NAMESPACE = "csi-mock"
 NODE_TOPOLOGY_KEY = "topology.csi-mock.example/node"
 """The node topology key of the default driver (``DriverDeployment.node_topology_key``)."""
 ZONE_TOPOLOGY_KEY = "topology.csi-mock.example/zone"
+CONTROLLER = "controller"
+"""The controller's instance name (the others are the nodes' names)."""
 
 
 class ProvisionerMode(enum.StrEnum):
@@ -162,6 +165,22 @@ class DriverDeployment(BaseModel):
         if self.max_volume_size is not None:
             pool["max_volume_size"] = self.max_volume_size
         return pool
+
+
+def capacity_instance(spec: DriverDeployment, segment: Mapping[str, str]) -> str:
+    """The instance whose GetCapacity answers for ``segment``: the controller; with
+    distributed provisioning, the instance of the segment's node (each answers for its
+    own pool only). ValueError for a segment without the node topology key then."""
+    if spec.provisioner_mode is not ProvisionerMode.DISTRIBUTED:
+        return CONTROLLER
+    key = spec.node_topology_key
+    node = segment.get(key)
+    if node is None:
+        raise ValueError(
+            f"{dict(segment)}: a distributed deployment answers GetCapacity per node; "
+            f"the segment needs {key}"
+        )
+    return node
 
 
 def node_pool_name(node: str) -> str:

@@ -1,9 +1,15 @@
-"""What a pod's containers are doing, in one line, and whether waiting longer can help."""
+"""Whether waiting longer can help a pod (its one-line description is
+``csi_harness._internal.kube.describe.describe_pod``)."""
 
 from __future__ import annotations
 
-from lightkube.models.core_v1 import ContainerState, ContainerStatus
 from lightkube.resources.core_v1 import Pod
+
+from csi_harness._internal.kube.describe import (
+    container_statuses,
+    describe_container_state,
+    get_path,
+)
 
 # Waiting reasons that time does not cure here: no image can be pulled on this
 # machine, so one missing from the node stays missing.
@@ -18,50 +24,16 @@ def pod_name(pod: Pod) -> str:
     return str(pod.metadata.name) if pod.metadata else "?"
 
 
-def _statuses(pod: Pod) -> list[ContainerStatus]:
-    if pod.status is None:
-        return []
-    return [*(pod.status.initContainerStatuses or []), *(pod.status.containerStatuses or [])]
-
-
-def _state(state: ContainerState | None) -> str:
-    if state is None:
-        return "unknown"
-    if state.waiting is not None:
-        message = f" ({state.waiting.message})" if state.waiting.message else ""
-        return f"waiting {state.waiting.reason}{message}"
-    if state.terminated is not None:
-        done = state.terminated
-        message = f": {done.message.strip()[-300:]}" if done.message else ""
-        return f"terminated {done.reason} exit {done.exitCode}{message}"
-    return "running"
-
-
-def describe_pod(pod: Pod) -> str:
-    """``name on node: Phase; container: ready|state, restarts=N (last: ...)``."""
-    node = pod.spec.nodeName if pod.spec else None
-    phase = pod.status.phase if pod.status else None
-    parts = []
-    for status in _statuses(pod):
-        text = f"{status.name}: {'ready' if status.ready else _state(status.state)}"
-        if status.restartCount:
-            text += f", restarts={status.restartCount} (last: {_state(status.lastState)})"
-        parts.append(text)
-    return f"{pod_name(pod)} on {node or '(unscheduled)'}: {phase}; " + (
-        "; ".join(parts) or "no containers yet"
-    )
-
-
 def unrecoverable(pod: Pod) -> str | None:
     """Why ``pod`` will not become ready however long one waits, or None."""
-    for status in _statuses(pod):
-        waiting = status.state.waiting if status.state else None
-        reason = waiting.reason if waiting else None
+    for status in container_statuses(pod):
+        state = status.get("state")
+        reason = get_path(state, "waiting", "reason")
+        name = f"{pod_name(pod)}/{status.get('name')}"
+        restarts = status.get("restartCount") or 0
         if reason in _IMAGE_MISSING:
-            return f"{pod_name(pod)}/{status.name}: {_state(status.state)} (image {status.image})"
-        if reason == "CrashLoopBackOff" and status.restartCount >= CRASH_LOOP_RESTARTS:
-            return (
-                f"{pod_name(pod)}/{status.name} crashed {status.restartCount} times; "
-                f"last: {_state(status.lastState)}"
-            )
+            return f"{name}: {describe_container_state(state)} (image {status.get('image')})"
+        if reason == "CrashLoopBackOff" and restarts >= CRASH_LOOP_RESTARTS:
+            last = describe_container_state(status.get("lastState"))
+            return f"{name} crashed {restarts} times; last: {last}"
     return None

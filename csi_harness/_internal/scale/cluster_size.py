@@ -6,19 +6,18 @@ bring-up took, and the CPU it burns when idle (heartbeats, leases, capacity poll
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from csi_harness._internal.core.procfs import read_stat
 from csi_harness._internal.core.run_state import RunState
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.providers.local.cluster import LocalCluster
 from csi_harness._internal.providers.local.config import LocalClusterConfig
 
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 IDLE_SECONDS = 20.0
 """How long the idle CPU load is measured after bring-up."""
 GROUPS = (
@@ -93,13 +92,8 @@ def measure(nodes: int, progress: Callable[[str], None] = lambda _: None) -> Siz
 
 def _cpu_seconds(pid: int) -> float:
     """utime + stime of a process and its waited-for children, in seconds."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = stat.rpartition(")")[2].split()
-    # After the command: state is field 3; utime, stime, cutime, cstime are 14-17.
-    return sum(int(v) for v in fields[11:15]) / CLOCK_TICKS
+    stat = read_stat(pid)
+    return 0.0 if stat is None else stat.cpu_seconds
 
 
 def _pss_mib(pid: int) -> float:

@@ -15,8 +15,9 @@ import grpc
 import pytest
 import yaml
 
+from csi_harness._internal.core.commands import CommandFailed, run_command
 from csi_harness._internal.deploy.incluster_objects import render_objects
-from csi_harness._internal.deploy.pod_csi import CommandFailed, PodCsiCaller, run_command
+from csi_harness._internal.deploy.pod_csi import PodCsiCaller
 from csi_harness._internal.deploy.spec import NODE_TOPOLOGY_KEY, ZONE_TOPOLOGY_KEY, DriverDeployment
 from csi_harness._internal.providers.base import ClusterNode
 from csi_mock.config import validate_config

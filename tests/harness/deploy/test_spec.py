@@ -6,9 +6,12 @@ from pydantic import ValidationError
 
 from csi_harness._internal.deploy.sidecars import provisioner_flags
 from csi_harness._internal.deploy.spec import (
+    CONTROLLER,
     NODE_TOPOLOGY_KEY,
     ZONE_TOPOLOGY_KEY,
     DriverDeployment,
+    ProvisionerMode,
+    capacity_instance,
     csidriver_object,
     deep_merge,
     driver_config_for,
@@ -314,3 +317,17 @@ def test_provisioner_keeps_its_own_api_rate_unless_one_is_given() -> None:
 def test_provisioner_api_qps_must_be_positive() -> None:
     with pytest.raises(ValidationError, match="provisioner_api_qps"):
         DriverDeployment(provisioner_api_qps=0)
+
+
+def test_the_controller_answers_get_capacity_for_every_segment_of_a_central_deployment() -> None:
+    spec = DriverDeployment()
+    assert capacity_instance(spec, {spec.node_topology_key: "node-2"}) == CONTROLLER
+    assert capacity_instance(spec, {}) == CONTROLLER
+
+
+def test_a_distributed_deployment_answers_get_capacity_on_the_segments_node() -> None:
+    spec = DriverDeployment(provisioner_mode=ProvisionerMode.DISTRIBUTED)
+    segment = {spec.node_topology_key: "node-2", spec.zone_topology_key: "zone-b"}
+    assert capacity_instance(spec, segment) == "node-2"
+    with pytest.raises(ValueError, match=r"the segment needs topology\.csi-mock\.example/node"):
+        capacity_instance(spec, {spec.zone_topology_key: "zone-b"})

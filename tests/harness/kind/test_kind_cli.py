@@ -9,16 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from csi_harness._internal.core.commands import CommandFailed
 from csi_harness._internal.core.resources import KIND_CONFIG_DIR, TOOLS_SCRIPT
-from csi_harness._internal.core.tools import ToolsMissing
-from csi_harness._internal.providers.kind.kind_cli import (
-    DRIVER_IMAGE,
-    CommandFailed,
-    ImageArchive,
-    KindCli,
-    run_command,
-    tool_path,
-)
+from csi_harness._internal.providers.kind.kind_cli import DRIVER_IMAGE, ImageArchive, KindCli
 
 KIND = "/tools/bin/kind"
 KUBECTL = "/tools/bin/kubectl"
@@ -217,36 +210,3 @@ def test_given_binaries_are_used_without_a_lookup(tmp_path: Path) -> None:
     kind_cluster.create()
     kind_cluster.delete()
     assert [argv[0] for argv in runner.argvs] == ["/opt/kind", "/opt/kind"]
-
-
-def test_tool_path_failure_names_the_tool() -> None:
-    def failing(argv: Sequence[str], *, cwd: Path | None = None) -> str:
-        raise CommandFailed(argv, 1, "tools.sh: unknown tool 'kind'")
-
-    with pytest.raises(ToolsMissing, match=r"(?s)cannot locate kind: .*unknown tool"):
-        tool_path("kind", failing)
-
-
-def test_tool_path_refuses_empty_output() -> None:
-    with pytest.raises(ToolsMissing, match="printed nothing"):
-        tool_path("kind", lambda argv, *, cwd=None: "\n")
-
-
-# -- the real runner -----------------------------------------------------------------
-
-
-def test_run_command_returns_stdout_and_runs_in_cwd(tmp_path: Path) -> None:
-    assert run_command(["pwd"], cwd=tmp_path).strip() == str(tmp_path)
-
-
-def test_run_command_failure_carries_the_command_code_and_output() -> None:
-    with pytest.raises(CommandFailed) as failure:
-        run_command(["sh", "-c", "echo broken >&2; exit 3"])
-    assert failure.value.returncode == 3
-    assert "broken" in str(failure.value)
-    assert "`sh -c echo broken >&2; exit 3` exited with 3" in str(failure.value)
-
-
-def test_run_command_reports_a_missing_binary_as_command_failed(tmp_path: Path) -> None:
-    with pytest.raises(CommandFailed, match="No such file"):
-        run_command([str(tmp_path / "no-such-kind")])

@@ -1,4 +1,4 @@
-"""A pod's containers in one line, and which states no amount of waiting cures."""
+"""Which pod states no amount of waiting cures."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from lightkube.resources.core_v1 import Pod
 
-from csi_harness._internal.kube.pod_status import CRASH_LOOP_RESTARTS, describe_pod, unrecoverable
+from csi_harness._internal.kube.pod_status import CRASH_LOOP_RESTARTS, unrecoverable
 
 
 def pod(*statuses: dict[str, Any], init: tuple[dict[str, Any], ...] = ()) -> Pod:
@@ -33,24 +33,6 @@ def status(name: str, state: dict[str, Any], restarts: int = 0, **extra: Any) ->
         "state": state,
         **extra,
     }
-
-
-def test_description_names_node_phase_and_each_containers_state() -> None:
-    text = describe_pod(
-        pod(
-            status("csi-mock", {"waiting": {"reason": "ContainerCreating"}}),
-            init=(
-                status(
-                    "remove-earlier-state", {"terminated": {"exitCode": 0, "reason": "Completed"}}
-                ),
-            ),
-        )
-    )
-    assert text == (
-        "csi-mock-node-abc on worker: Pending; "
-        "remove-earlier-state: terminated Completed exit 0; "
-        "csi-mock: waiting ContainerCreating"
-    )
 
 
 def test_a_missing_image_cannot_be_waited_for() -> None:

@@ -21,6 +21,7 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.apps_v1 import DaemonSet, Deployment
 from lightkube.resources.core_v1 import Node, Pod
 
+from csi_harness._internal.core.commands import CommandFailed
 from csi_harness._internal.core.images import build_busybox_image
 from csi_harness._internal.core.resources import KIND_CONFIG_DIR
 from csi_harness._internal.core.tools import Tools
@@ -35,7 +36,6 @@ from csi_harness._internal.providers.existing import ExistingCluster
 from csi_harness._internal.providers.kind import network
 from csi_harness._internal.providers.kind.kind_cli import (
     DEFAULT_KUBECONFIG_ROOT,
-    CommandFailed,
     ImageArchive,
     KindCli,
 )

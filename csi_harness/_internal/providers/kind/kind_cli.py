@@ -9,59 +9,18 @@ through a ``Runner``, so tests can check the command lines without Docker.
 from __future__ import annotations
 
 import contextlib
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
-from csi_harness._internal.core.resources import TOOLS_SCRIPT
-from csi_harness._internal.core.tools import ToolsMissing
+# Re-exported: csi_harness/_internal/cli.py imports it from here, for now.
+from csi_harness._internal.core.commands import CommandFailed as CommandFailed
+from csi_harness._internal.core.commands import Runner, run_command
+from csi_harness._internal.core.tools import tool_path
 
 DRIVER_IMAGE = "csi-mock.local/csi-mock:dev"
 """The image deploy/kubernetes/ runs (built from the repository's Dockerfile)."""
 DEFAULT_KUBECONFIG_ROOT = Path("/var/lib/csi-harness")
-
-
-class CommandFailed(RuntimeError):
-    """A kind or kubectl command exited non-zero; the message has its output."""
-
-    def __init__(self, argv: Sequence[str], returncode: int, output: str) -> None:
-        super().__init__(
-            f"`{' '.join(argv)}` exited with {returncode}:\n{output.strip() or '(no output)'}"
-        )
-        self.argv = list(argv)
-        self.returncode = returncode
-        self.output = output
-
-
-class Runner(Protocol):
-    def __call__(self, argv: Sequence[str], *, cwd: Path | None = None) -> str:
-        """Run ``argv`` (in ``cwd``) to completion; return its stdout or raise CommandFailed."""
-        ...
-
-
-def run_command(argv: Sequence[str], *, cwd: Path | None = None) -> str:
-    """The real runner: a subprocess with captured output."""
-    try:
-        result = subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True, check=False)
-    except OSError as exc:
-        raise CommandFailed(argv, -1, str(exc)) from exc
-    if result.returncode != 0:
-        raise CommandFailed(argv, result.returncode, result.stderr + result.stdout)
-    return result.stdout
-
-
-def tool_path(name: str, runner: Runner = run_command) -> str:
-    """The pinned binary ``name`` as ``scripts/tools.sh path`` reports it (built and cached
-    by ``make tools``)."""
-    try:
-        path = runner(["bash", str(TOOLS_SCRIPT), "path", name]).strip()
-    except CommandFailed as exc:
-        raise ToolsMissing(f"cannot locate {name}: {exc}") from exc
-    if not path:
-        raise ToolsMissing(f"scripts/tools.sh path {name} printed nothing")
-    return path
 
 
 @dataclass(frozen=True)

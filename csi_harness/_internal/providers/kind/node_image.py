@@ -41,6 +41,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from csi_harness._internal.core.cache import user_cache_dir
+from csi_harness._internal.core.commands import CommandFailed, run_command
 from csi_harness._internal.core.images import (
     LayerEntry,
     LocalImage,
@@ -111,8 +113,8 @@ class NodeImage:
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "csi-mock" / "kind"
+    """``$XDG_CACHE_HOME/csi-mock/kind``, falling back to ``~/.cache/csi-mock/kind``."""
+    return user_cache_dir("kind")
 
 
 def build_node_image(
@@ -521,14 +523,6 @@ def _hash(parts: Sequence[str]) -> str:
 
 def _run(argv: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
     try:
-        result = subprocess.run(
-            list(argv), cwd=cwd, env=env, capture_output=True, text=True, check=False
-        )
-    except OSError as exc:
-        raise NodeImageError(f"cannot run {argv[0]}: {exc}") from exc
-    if result.returncode != 0:
-        raise NodeImageError(
-            f"`{' '.join(argv)}` exited with {result.returncode}: "
-            f"{(result.stderr or result.stdout).strip()[-2000:]}"
-        )
-    return result.stdout
+        return run_command(argv, cwd=cwd, env=env)
+    except CommandFailed as exc:
+        raise NodeImageError(str(exc)) from exc

@@ -7,8 +7,12 @@ import enum
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+# Re-exported: csi_harness/_internal/cli.py imports it from here, for now.
+from csi_harness._internal.core.validation import (
+    describe_validation_error as describe_validation_error,
+)
 from csi_harness._internal.deploy.spec import DriverDeployment
 
 DEFAULT_RUN_ROOT = Path("/var/lib/csi-harness")
@@ -98,14 +102,6 @@ class LocalClusterConfig(BaseModel):
             zone = self.zones[i % len(self.zones)] if self.zones else None
             specs.append(NodeSpec(name=f"node-{i + 1}", type=node_type, zone=zone, index=i))
         return specs
-
-
-def describe_validation_error(error: ValidationError, source: str) -> str:
-    lines = [f"{source}: invalid cluster configuration"]
-    for problem in error.errors():
-        location = ".".join(str(p) for p in problem["loc"])
-        lines.append(f"  {location}: {problem['msg']}" if location else f"  {problem['msg']}")
-    return "\n".join(lines)
 
 
 def format_feature_gates(gates: dict[str, bool]) -> str:

@@ -11,8 +11,7 @@ cgroup subtree and the pod bridge are removed, and the directory is deleted.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
+import errno
 import os
 import shutil
 import signal
@@ -22,12 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from csi_harness._internal.core.processes import process_start_time, stop_processes
+from csi_harness._internal.core.procfs import read_stat
 from csi_harness._internal.core.run_state import RunState
 from csi_mock.host.loop import KernelLoopDevices
-from csi_mock.host.mounts import mount_points
+from csi_mock.host.mounts import BindMounter, mount_points
 
 CGROUP_V1 = Path("/sys/fs/cgroup")
-_MNT_DETACH = 2
 
 # Stop order: consumers before what they consume; the kubelet before containerd.
 STOP_ORDER = (
@@ -146,11 +145,10 @@ def _ancestors(pid: int) -> set[int]:
     chain = set()
     while pid > 1 and pid not in chain:
         chain.add(pid)
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
+        stat = read_stat(pid)
+        if stat is None:
             break
-        pid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        pid = stat.ppid
     return chain
 
 
@@ -170,7 +168,8 @@ def _kill_all(pids: set[int]) -> int:
 
 
 def _unmount_below(run_dir: Path, report: TeardownReport) -> int:
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    # csi-mock's own unmount: a lazy detach that never follows a symbolic link.
+    mounter = BindMounter()
     prefix = str(run_dir).rstrip("/") + "/"
     count = 0
     # Mounts can stack; repeat until nothing under the run dir is left.
@@ -183,12 +182,16 @@ def _unmount_below(run_dir: Path, report: TeardownReport) -> int:
         if not targets:
             break
         for target in targets:
-            if libc.umount2(target.encode(), _MNT_DETACH) == 0:
-                count += 1
+            try:
+                if not mounter.is_mounted(target):
+                    continue  # gone with the mount it was below
+                mounter.unmount(target)
+            except OSError as error:
+                # EINVAL: not a mount point (any more); ENOENT: no such path (any more).
+                if error.errno not in (errno.EINVAL, errno.ENOENT):
+                    report.problems.append(str(error.strerror))
             else:
-                errno = ctypes.get_errno()
-                if errno not in (22, 2):  # EINVAL: not a mount point (any more); ENOENT
-                    report.problems.append(f"umount {target}: {os.strerror(errno)}")
+                count += 1
     return count
 
 
