@@ -61,7 +61,6 @@ from csi_harness._internal.deploy.readiness import (
 from csi_harness._internal.deploy.spec import CONTROLLER, DriverDeployment, capacity_instance
 from csi_harness._internal.kube.apiproxy import ApiServerAccess, api_server_access
 from csi_harness._internal.kube.describe import describe_pod
-from csi_harness._internal.kube.describe import describe_pod
 from csi_harness._internal.kube.nodes import ClusterNode
 from csi_harness._internal.kube.objects import exists
 from csi_harness._internal.kube.pod_status import pod_name, unrecoverable
