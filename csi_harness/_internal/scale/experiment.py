@@ -26,8 +26,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.deploy.local import LocalDriver
 from csi_harness._internal.deploy.spec import DriverDeployment, node_pool_name
-from csi_harness._internal.providers.local.cluster import LocalCluster, service_account_exists
+from csi_harness._internal.providers.local.cluster import LocalCluster
 from csi_harness._internal.providers.local.config import Component, LocalClusterConfig
+from csi_harness._internal.providers.local.host import service_account_exists
 from csi_harness._internal.scale.timeline import ClaimTimeline, ClaimWatcher
 from csi_harness._internal.scale.workload import VOLUME, Burst, SizeRange
 from csi_mock.model.quantity import parse_quantity

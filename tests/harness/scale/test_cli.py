@@ -30,7 +30,6 @@ def no_runs(monkeypatch: pytest.MonkeyPatch) -> None:
         (["--pool", "ten"], "--pool: 'ten' is not a quantity"),
         (["--size", "2Gi-1Gi"], "--size: '2Gi-1Gi': the upper bound is below"),
         (["--size", "20Gi"], "--size: '20Gi' does not fit a pool of 10Gi"),
-        (["--deadline", "0"], "--deadline: 0.0 is not a positive number"),
         (["--variants", "tracking,bogus"], "--variants: bogus not among tracking, no-tracking"),
     ],
 )
@@ -39,6 +38,16 @@ def test_bad_arguments_exit_2_naming_the_option(
 ) -> None:
     assert cli.main(["scale", "kep1472", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", ["--deadline", "--stall"])
+def test_a_time_option_that_is_not_a_positive_duration_exits_2_naming_it(
+    option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["scale", "kep1472", option, "0s"])
+    assert exited.value.code == 2
+    assert f"argument {option}: '0s' is not a positive duration" in capsys.readouterr().err
 
 
 def test_bad_node_counts_exit_2(capsys: pytest.CaptureFixture[str]) -> None:

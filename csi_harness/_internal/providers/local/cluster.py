@@ -10,11 +10,7 @@ attached), it is a ``csi_harness._internal.providers.base.Cluster``.
 
 from __future__ import annotations
 
-import json
-import os
 import socket
-import ssl
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -22,49 +18,38 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-import httpx
 import yaml
 from lightkube import Client, KubeConfig
-from lightkube.core.exceptions import ApiError
-from lightkube.resources.core_v1 import Node, ServiceAccount
 
-from csi_harness._internal.core.images import ensure_images, import_images
 from csi_harness._internal.core.processes import ComponentFailed, Supervisor, is_running, log_tail
 from csi_harness._internal.core.run_state import RunState
 from csi_harness._internal.core.tools import Tools
-from csi_harness._internal.core.waiting import WaitTimeout, socket_probe, wait_for
+from csi_harness._internal.core.waiting import WaitTimeout, wait_for
 from csi_harness._internal.deploy.local import DriverNode, LocalDriver
 from csi_harness._internal.deploy.readiness import (
     wait_deregistered,
 )
 from csi_harness._internal.deploy.spec import DriverDeployment, check_side_by_side
-from csi_harness._internal.kube.objects import NODE_TYPE_LABEL
-from csi_harness._internal.kube.snapshots import install_crds
 from csi_harness._internal.providers.base import ClusterNode, Driver
 from csi_harness._internal.providers.local import components as c
 from csi_harness._internal.providers.local.config import (
-    ZONE_LABEL,
     Component,
     LocalClusterConfig,
     NodeSpec,
     NodeType,
 )
-from csi_harness._internal.providers.local.pki import ClientIdentity, ClusterPKI, create_pki
+from csi_harness._internal.providers.local.control_plane import ClusterUpFailed, start_control_plane
+from csi_harness._internal.providers.local.host import (
+    https_ok,
+    service_account_exists,
+)
 from csi_harness._internal.providers.local.teardown import TeardownReport, teardown
 from csi_mock.admin.client import AdminClient
-
-KUBERNETES_VERSION = "v1.37.1"
-SIMULATED_CAPACITY = {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"}
-
 
 _MAX_SOCKET_PATH = 107
 DIAGNOSTICS_ADMIN_TIMEOUT = 5.0
 """Seconds an admin call of failure diagnostics may take: a hung instance must not
 hold up the report."""
-
-
-class ClusterUpFailed(RuntimeError):
-    pass
 
 
 class ClusterNotRunning(RuntimeError):
@@ -182,7 +167,7 @@ class LocalCluster:
         self._supervisor = supervisor
         self.progress(f"local cluster {self.config.name!r} in {root}")
         try:
-            self._bring_up(tools, state, supervisor, nodes, phase)
+            self._bring_up(tools, state, supervisor, phase)
         except (ComponentFailed, WaitTimeout, OSError, RuntimeError) as exc:
             state.phase = "failed"
             state.save()
@@ -198,74 +183,12 @@ class LocalCluster:
         tools: Tools,
         state: RunState,
         supervisor: Supervisor,
-        nodes: list[NodeSpec],
         phase: Callable[[str], None],
     ) -> None:
-        layout, config, ports = self.layout, self.config, state.ports
-        kubelet_nodes = [n for n in nodes if n.type is NodeType.KUBELET]
-        pki = self._create_pki(kubelet_nodes)
-        self._write_kubeconfigs(pki, ports["apiserver"], kubelet_nodes)
-        layout.etcd.mkdir(mode=0o700)
-        phase("PKI and kubeconfigs")
-
-        supervisor.start("etcd", c.etcd_argv(tools, layout, ports))
-        for node in kubelet_nodes:
-            self._start_containerd(tools, state, supervisor, node.name)
-        images = ensure_images()
-        phase("etcd and containerd started, images built")
-
-        wait_for(
-            "etcd to report healthy",
-            lambda: _etcd_healthy(ports["etcd"]),
-            timeout=config.timeout_seconds,
-            check=lambda: supervisor.check_alive(["etcd"]),
+        config = self.config
+        kube = start_control_plane(
+            config, self.layout, self.network, tools, state, supervisor, phase
         )
-        supervisor.start("kube-apiserver", c.apiserver_argv(tools, config, pki, ports))
-        for node in kubelet_nodes:
-            socket_path = layout.containerd_socket(node.name)
-            wait_for(
-                f"containerd of {node.name} to serve {socket_path}",
-                partial(socket_probe, socket_path),
-                timeout=config.timeout_seconds,
-                check=partial(supervisor.check_alive, [f"containerd-{node.name}"]),
-            )
-            import_images(Path(tools["ctr"]), str(socket_path), images)
-        phase("images imported into containerd")
-        api = _ApiProbe(ports["apiserver"], pki)
-        wait_for(
-            "kube-apiserver /readyz",
-            api.ready,
-            timeout=config.timeout_seconds,
-            interval=0.2,
-            check=lambda: supervisor.check_alive(["kube-apiserver"]),
-        )
-        phase("kube-apiserver ready")
-
-        kube = Client(KubeConfig.from_file(layout.kubeconfig), field_manager="csi-harness")
-        install_crds(kube, tools.snapshot_crds(), timeout=config.timeout_seconds)
-        supervisor.start("snapshot-controller", c.snapshot_controller_argv(tools, layout))
-        phase("snapshot CRDs established")
-
-        (layout.configs / "kube-scheduler.yaml").write_text(
-            yaml.safe_dump(c.scheduler_configuration(config, layout), sort_keys=False)
-        )
-        supervisor.start(
-            "kube-controller-manager", c.controller_manager_argv(tools, config, layout, pki, ports)
-        )
-        supervisor.start("kube-scheduler", c.scheduler_argv(tools, config, layout, ports))
-        for node in kubelet_nodes:
-            self._start_kubelet(tools, state, supervisor, pki, node)
-        simulated = [n for n in nodes if n.type is NodeType.SIMULATED]
-        if simulated:
-            self._start_simulator(supervisor, simulated)
-        wait_for(
-            f"{len(nodes)} nodes to be Ready",
-            lambda: _nodes_ready(kube, [n.name for n in nodes]),
-            timeout=config.timeout_seconds,
-            interval=0.25,
-            check=supervisor.check_alive,
-        )
-        phase("nodes Ready")
 
         self._tools, self.kube = tools, kube
         self.driver = self._new_driver(config.driver)
@@ -367,7 +290,7 @@ class LocalCluster:
         port = self._supervisor.state.ports["scheduler"]
         wait_for(
             "kube-scheduler /healthz",
-            partial(_https_ok, port, "/healthz"),
+            partial(https_ok, port, "/healthz"),
             timeout=self.config.timeout_seconds,
             interval=0.2,
             check=partial(self._supervisor.check_alive, ["kube-scheduler"]),
@@ -447,123 +370,6 @@ class LocalCluster:
                 "allow; choose a shorter cluster name or run_dir"
             )
 
-    def _create_pki(self, kubelet_nodes: list[NodeSpec]) -> ClusterPKI:
-        clients = [
-            ClientIdentity("admin", "csi-harness-admin", ("system:masters",)),
-            ClientIdentity(
-                "apiserver-kubelet-client", "kube-apiserver-kubelet-client", ("system:masters",)
-            ),
-            ClientIdentity("kube-controller-manager", "system:kube-controller-manager"),
-            ClientIdentity("kube-scheduler", "system:kube-scheduler"),
-            # The sidecars and the node simulator act with cluster-admin rights here;
-            # the in-cluster manifests carry their real RBAC.
-            ClientIdentity("csi-sidecars", "csi-harness-sidecars", ("system:masters",)),
-        ]
-        clients += [
-            ClientIdentity(f"kubelet-{n.name}", f"system:node:{n.name}", ("system:nodes",))
-            for n in kubelet_nodes
-        ]
-        return create_pki(self.layout.pki, clients=clients)
-
-    def _write_kubeconfigs(self, pki: ClusterPKI, port: int, kubelet_nodes: list[NodeSpec]) -> None:
-        server = f"https://{c.LOOPBACK}:{port}"
-        c.write_kubeconfig(
-            self.layout.kubeconfig,
-            server=server,
-            ca=pki.ca.cert,
-            client=pki.clients["admin"],
-            user="admin",
-        )
-        names = ["kube-controller-manager", "kube-scheduler", "csi-sidecars"]
-        names += [f"kubelet-{n.name}" for n in kubelet_nodes]
-        for name in names:
-            c.write_kubeconfig(
-                self.layout.component_kubeconfig(name),
-                server=server,
-                ca=pki.ca.cert,
-                client=pki.clients[name],
-                user=name,
-            )
-
-    def _start_containerd(
-        self, tools: Tools, state: RunState, supervisor: Supervisor, node: str
-    ) -> None:
-        layout = self.layout
-        directory = layout.containerd_dir(node)
-        directory.mkdir(parents=True)
-        state.extra_dirs.append(str(layout.shim_socket_dir(node)))
-        state.save()
-        (directory / "config.toml").write_text(c.containerd_config(tools, layout, node))
-        conf_dir = layout.cni_conf_dir(node)
-        conf_dir.mkdir(parents=True)
-        (conf_dir / "10-csi-harness.conflist").write_text(
-            json.dumps(c.cni_config(layout, node, self.network), indent=2)
-        )
-        _create_bridge(self.network)
-        env = {"PATH": f"{tools.bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
-        supervisor.start(f"containerd-{node}", c.containerd_argv(tools, layout, node), env=env)
-
-    def _start_kubelet(
-        self, tools: Tools, state: RunState, supervisor: Supervisor, pki: ClusterPKI, node: NodeSpec
-    ) -> None:
-        layout = self.layout
-        cgroup_root = f"{state.cgroup_root}/{node.name}"
-        _create_cgroup(cgroup_root)
-        root = layout.kubelet_root(node.name)
-        if self.config.kubelet_root_dir is not None:
-            # Outside the run directory: refuse another kubelet's, and remove it with us.
-            # Every kubelet makes /var/lib/kubelet/device-plugins, whatever its root.
-            if root.exists() and any(p.name != "device-plugins" for p in root.iterdir()):
-                raise ClusterUpFailed(
-                    f"kubelet_root_dir {root} is not empty: another kubelet's, or a run"
-                    " that was not removed (`csi-harness cluster down`)"
-                )
-            state.extra_dirs.append(str(root))
-            state.save()
-        root.mkdir(parents=True, exist_ok=True)
-        (layout.configs / f"kubelet-{node.name}.yaml").write_text(
-            yaml.safe_dump(
-                c.kubelet_configuration(
-                    self.config, layout, pki, node.name, state.ports, cgroup_root, self.network
-                ),
-                sort_keys=False,
-            )
-        )
-        labels = {NODE_TYPE_LABEL: NodeType.KUBELET.value}
-        if node.zone:
-            labels[ZONE_LABEL] = node.zone
-        argv = c.kubelet_argv(tools, layout, node.name, self.network)
-        argv.append("--node-labels=" + ",".join(f"{k}={v}" for k, v in sorted(labels.items())))
-        env = {"PATH": f"{tools.bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
-        supervisor.start(f"kubelet-{node.name}", argv, env=env)
-
-    def _start_simulator(self, supervisor: Supervisor, nodes: list[NodeSpec]) -> None:
-        spec = {
-            "kubeconfig": str(self.layout.component_kubeconfig("csi-sidecars")),
-            "kubelet_version": KUBERNETES_VERSION,
-            "nodes": [
-                {
-                    "name": n.name,
-                    "labels": {NODE_TYPE_LABEL: NodeType.SIMULATED.value}
-                    | ({ZONE_LABEL: n.zone} if n.zone else {}),
-                    "plugins_registry": str(self.layout.plugins_registry(n.name)),
-                    "capacity": SIMULATED_CAPACITY,
-                }
-                for n in nodes
-            ],
-        }
-        path = self.layout.configs / "node-simulator.json"
-        path.write_text(json.dumps(spec, indent=2))
-        supervisor.start(
-            "node-simulator",
-            [
-                sys.executable,
-                "-m",
-                "csi_harness._internal.providers.local.node_simulator",
-                str(path),
-            ],
-        )
-
     # down / status -------------------------------------------------------------
 
     def down(self) -> TeardownReport:
@@ -594,81 +400,6 @@ class LocalCluster:
 
 def _cluster_node(spec: NodeSpec) -> ClusterNode:
     return ClusterNode(spec.name, spec.zone, runs_pods=spec.type is NodeType.KUBELET)
-
-
-class _ApiProbe:
-    def __init__(self, port: int, pki: ClusterPKI) -> None:
-        context = ssl.create_default_context(cafile=str(pki.ca.cert))
-        context.load_cert_chain(str(pki.clients["admin"].cert), str(pki.clients["admin"].key))
-        self.client = httpx.Client(
-            base_url=f"https://{c.LOOPBACK}:{port}", verify=context, timeout=2
-        )
-
-    def ready(self) -> tuple[bool, str]:
-        response = self.client.get("/readyz")
-        return response.status_code == 200, f"HTTP {response.status_code}: {response.text[-300:]}"
-
-
-def service_account_exists(kube: Client, namespace: str, name: str) -> tuple[bool, str]:
-    try:
-        kube.get(ServiceAccount, name, namespace=namespace)
-    except ApiError as exc:
-        return False, f"{namespace}/{name}: {exc.status.message}"
-    return True, "present"
-
-
-def _https_ok(port: int, path: str) -> tuple[bool, str]:
-    # Health endpoints of the scheduler answer anonymous requests; its certificate
-    # is self-signed.
-    response = httpx.get(f"https://{c.LOOPBACK}:{port}{path}", verify=False, timeout=1)
-    return response.status_code == 200, f"HTTP {response.status_code}"
-
-
-def _etcd_healthy(port: int) -> tuple[bool, str]:
-    response = httpx.get(f"http://{c.LOOPBACK}:{port}/health", timeout=1)
-    return response.status_code == 200 and '"true"' in response.text, response.text
-
-
-def _nodes_ready(kube: Client, names: list[str]) -> tuple[bool, str]:
-    ready = set()
-    for node in kube.list(Node):
-        conditions = node.status.conditions or [] if node.status else []
-        if any(cond.type == "Ready" and cond.status == "True" for cond in conditions):
-            ready.add(node.metadata.name)  # type: ignore[union-attr]
-    missing = sorted(set(names) - ready)
-    return not missing, f"not Ready yet: {', '.join(missing)}"
-
-
-def _create_cgroup(path: str) -> None:
-    """Create ``path`` in every cgroup v1 hierarchy (the kubelet requires its cgroup
-    root to exist); cpuset directories need cpus and mems copied from the parent."""
-    root = Path("/sys/fs/cgroup")
-    for hierarchy in sorted(root.iterdir()):
-        if hierarchy.name == "unified" or not (hierarchy / "cgroup.procs").exists():
-            continue
-        current = hierarchy
-        for part in path.strip("/").split("/"):
-            parent, current = current, current / part
-            if not current.exists():
-                current.mkdir()
-                for name in ("cpuset.cpus", "cpuset.mems"):
-                    if (parent / name).exists():
-                        (current / name).write_text((parent / name).read_text())
-
-
-def _create_bridge(network: c.PodNetwork) -> None:
-    """The pod bridge, created up front with the node's address; the CNI bridge
-    plugin then attaches pods to it."""
-    name = network.bridge
-    commands = [
-        ["ip", "link", "add", "name", name, "type", "bridge"],
-        ["ip", "addr", "add", f"{network.node_ip}/24", "dev", name],
-        ["ip", "link", "set", name, "up"],
-    ]
-    for command in commands:
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            raise RuntimeError(f"{' '.join(command)}: {result.stderr.strip()}")
 
 
 def _summary(report: TeardownReport) -> str:
