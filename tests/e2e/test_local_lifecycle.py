@@ -13,6 +13,7 @@ from lightkube import Client, KubeConfig
 from lightkube.codecs import from_dict
 from lightkube.resources.core_v1 import Pod
 
+from csi_harness._internal.core.procfs import read_stat
 from csi_harness._internal.core.run_state import RunState
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.kube.objects import NODE_TYPE_LABEL
@@ -29,8 +30,8 @@ def _processes_naming(text: str) -> list[int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and int(entry.name) != os.getpid():
             try:
-                stat = (entry / "stat").read_text()
-                if stat[stat.rindex(")") + 2] == "Z":
+                stat = read_stat(int(entry.name))
+                if stat is None or stat.state == "Z":
                     continue
                 if text.encode() in (entry / "cmdline").read_bytes():
                     found.append(int(entry.name))
@@ -131,8 +132,5 @@ def test_up_after_a_crash_cleans_the_leftovers_and_down_leaves_nothing(tmp_path:
 
 
 def _is_zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat[stat.rindex(")") + 2] == "Z"
+    stat = read_stat(pid)
+    return stat is None or stat.state == "Z"
