@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
@@ -26,6 +27,7 @@ from csi_mock.host.state_lock import StateLock
 from csi_mock.services.readiness import Readiness
 from csi_mock.services.registration import KubeletRegistration
 from csi_mock.startup import check_saved_pools, claim_state_dir, open_store, unreadable_store
+from csi_mock.store.interface import Store
 from csi_mock.store.sqlite import StateStore
 
 log = logging.getLogger("csi_mock")
@@ -73,9 +75,19 @@ class Driver:
     _closed: bool = field(default=False, init=False, repr=False)
 
     @classmethod
-    def open(cls, config: DriverConfig, mounter: Mounter | None = None) -> Driver:
+    def open(
+        cls,
+        config: DriverConfig,
+        mounter: Mounter | None = None,
+        *,
+        backend_store: Callable[[StateStore], Store] | None = None,
+    ) -> Driver:
         """Lock the state directory, open the store and check it against the pools; a
-        StartupError names the key, the path and the fix."""
+        StartupError names the key, the path and the fix.
+
+        `backend_store` makes what the controller and node see of the opened store (a
+        test hands in one that fails chosen writes); by default, the store itself.
+        """
         with ExitStack() as undo:
             lock = claim_state_dir(config)
             undo.callback(lock.release)
@@ -96,11 +108,12 @@ class Driver:
                 except sqlite3.DatabaseError as error:
                     raise unreadable_store(store.path, error) from None
             backing = BackingStore(config.volumes_dir, loops)
-            controller = Controller(config, store, backing) if config.mode.controller else None
+            seen: Store = backend_store(store) if backend_store is not None else store
+            controller = Controller(config, seen, backing) if config.mode.controller else None
             node = None
             if config.mode.node:
                 assert mounter is not None
-                node = Node(config, store, backing, mounter, loops)
+                node = Node(config, seen, backing, mounter, loops)
             driver = cls(
                 config=config,
                 store=store,

@@ -15,7 +15,7 @@ from csi_mock.model.errors import (
     NotFound,
 )
 from csi_mock.model.volume import Capability
-from csi_mock.store.sqlite import Attachment, StateStore
+from csi_mock.store.interface import Attachment, Store
 
 PUBLISH_CONTEXT_NODE = "csi-mock/attached-node"
 PUBLISH_CONTEXT_DEVICE = "csi-mock/device"
@@ -24,7 +24,7 @@ PUBLISH_CONTEXT_DEVICE = "csi-mock/device"
 class Attachments:
     """The stored attachments; every change is persisted before it returns."""
 
-    def __init__(self, config: DriverConfig, store: StateStore) -> None:
+    def __init__(self, config: DriverConfig, store: Store) -> None:
         self._config = config
         self._store = store
         self.limit = config.controller.attach_limit

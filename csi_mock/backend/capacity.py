@@ -11,14 +11,14 @@ from csi_mock.model.errors import CapacityExhausted, FailedPrecondition, NotFoun
 from csi_mock.model.kind import VolumeKind
 from csi_mock.model.pool import Pool, PoolSpec
 from csi_mock.model.topology import Segment
-from csi_mock.store.sqlite import StateStore
+from csi_mock.store.interface import Store
 
 
 class Capacity:
     """The configured pools with what volumes and drift take of them; every change of
     size or drift is persisted before it returns."""
 
-    def __init__(self, config: DriverConfig, store: StateStore) -> None:
+    def __init__(self, config: DriverConfig, store: Store) -> None:
         self._store = store
         self.pools = [
             Pool(

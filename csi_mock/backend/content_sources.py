@@ -17,7 +17,7 @@ from csi_mock.model.errors import Aborted, InvalidArgument, NotFound
 from csi_mock.model.placement import Placement
 from csi_mock.model.topology import Segment
 from csi_mock.model.volume import AccessType, ContentSource, SourceType, Volume
-from csi_mock.store.sqlite import StateStore
+from csi_mock.store.interface import Store
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class ContentSources:
     """The snapshots and volumes a CreateVolume can copy data from."""
 
     def __init__(
-        self, store: StateStore, backing: BackingStore, snapshots: Snapshots, clones: bool
+        self, store: Store, backing: BackingStore, snapshots: Snapshots, clones: bool
     ) -> None:
         self._store = store
         self._backing = backing

@@ -44,7 +44,7 @@ from csi_mock.model.placement import (
 from csi_mock.model.pool import Pool
 from csi_mock.model.topology import Segment
 from csi_mock.model.volume import Capability, Volume
-from csi_mock.store.sqlite import StateStore
+from csi_mock.store.interface import Store
 
 log = logging.getLogger(__name__)
 __all__ = [
@@ -73,7 +73,7 @@ class Controller:
     `accounting`, attachments in `attachments`, snapshots in `snapshots`; every change
     is persisted before it returns."""
 
-    def __init__(self, config: DriverConfig, store: StateStore, backing: BackingStore) -> None:
+    def __init__(self, config: DriverConfig, store: Store, backing: BackingStore) -> None:
         self.config = config
         self.store = store
         self.backing = backing

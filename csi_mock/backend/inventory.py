@@ -9,7 +9,7 @@ from csi_mock.host.paths import is_driver_volume_id
 from csi_mock.model.errors import Aborted, NotFound
 from csi_mock.model.snapshot import Snapshot
 from csi_mock.model.volume import Volume
-from csi_mock.store.sqlite import Attachment, StateStore
+from csi_mock.store.interface import Attachment, Store
 
 
 @dataclass(frozen=True)
@@ -22,14 +22,14 @@ class VolumeUse:
     target_paths: tuple[str, ...]
 
 
-def find_volume(store: StateStore, volume_id: str) -> Volume | None:
+def find_volume(store: Store, volume_id: str) -> Volume | None:
     """The stored volume `volume_id` names; None also for an id this driver never gives."""
     if not is_driver_volume_id(volume_id):
         return None
     return store.volume_by_id(volume_id)
 
 
-def require_volume(store: StateStore, volume_id: str) -> Volume:
+def require_volume(store: Store, volume_id: str) -> Volume:
     """The stored volume `volume_id` names, or NotFound."""
     volume = find_volume(store, volume_id)
     if volume is None:
@@ -66,7 +66,7 @@ def token_after(starting_token: str, highest_seq: int) -> int:
     return int(starting_token)
 
 
-def page_after(store: StateStore, after: int, limit: int | None) -> tuple[list[Volume], int | None]:
+def page_after(store: Store, after: int, limit: int | None) -> tuple[list[Volume], int | None]:
     """At most `limit` volumes with seq > `after` in creation order (keyset pagination),
     and the `after` of the next page (None on the last page)."""
     page = store.volumes_after(after, limit + 1 if limit else None)
@@ -79,7 +79,7 @@ def page_after(store: StateStore, after: int, limit: int | None) -> tuple[list[V
 class Inventory:
     """Read-only views of the store's volumes."""
 
-    def __init__(self, store: StateStore) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
 
     def volume_uses(self, after: int, limit: int) -> tuple[list[VolumeUse], int | None]:

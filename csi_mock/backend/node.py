@@ -34,7 +34,7 @@ from csi_mock.model.errors import (
 )
 from csi_mock.model.quantity import QuantityError, parse_quantity
 from csi_mock.model.volume import AccessMode, AccessType, Capability
-from csi_mock.store.sqlite import Publication, Staging, StateStore
+from csi_mock.store.interface import Publication, Staging, Store
 
 log = logging.getLogger(__name__)
 EPHEMERAL_SIZE_KEY = "size"
@@ -74,7 +74,7 @@ class Node:
     def __init__(
         self,
         config: DriverConfig,
-        store: StateStore,
+        store: Store,
         backing: BackingStore,
         mounter: Mounter,
         loops: LoopDevices | None = None,

@@ -43,7 +43,7 @@ from csi_mock.model.kind import VolumeKind
 from csi_mock.model.pool import Pool
 from csi_mock.model.snapshot import Snapshot
 from csi_mock.model.volume import Volume
-from csi_mock.store.sqlite import StateStore
+from csi_mock.store.interface import Store
 
 log = logging.getLogger("csi_mock")
 
@@ -56,7 +56,7 @@ class Snapshots:
     def __init__(
         self,
         config: SnapshotConfig | None,
-        store: StateStore,
+        store: Store,
         pools: Mapping[str, Pool],
         kinds: Mapping[str, VolumeKind],
         volumes: BackingStore,
@@ -78,7 +78,7 @@ class Snapshots:
     def load(self) -> None:
         """Remove copies without a row (a CreateSnapshot cut short or a DeleteSnapshot
         that committed but did not finish removing). Pool charges are rebuilt with the
-        volumes' allocations (StateStore.allocations)."""
+        volumes' allocations (Store.allocations)."""
         if self.data is None:
             return
         known = self._store.all_snapshot_ids()

@@ -1,5 +1,7 @@
-"""Persistence: the driver's state in one transactional SQLite database."""
+"""Persistence: the driver's state in one transactional SQLite database, behind the
+`Store` interface the backend depends on."""
 
-from csi_mock.store.sqlite import Attachment, Publication, Staging, StateStore
+from csi_mock.store.interface import Attachment, PoolUsage, Publication, Staging, Store
+from csi_mock.store.sqlite import StateStore
 
-__all__ = ["Attachment", "Publication", "Staging", "StateStore"]
+__all__ = ["Attachment", "PoolUsage", "Publication", "Staging", "StateStore", "Store"]

@@ -13,11 +13,12 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from csi_mock.model.snapshot import Snapshot
 from csi_mock.model.volume import AccessType, Capability, ContentSource, Volume
+from csi_mock.store.interface import Attachment, PoolUsage, Publication, Staging
 
 SCHEMA_VERSION = 3
 
@@ -111,45 +112,8 @@ CREATE TABLE IF NOT EXISTS publications (
 """
 
 
-@dataclass(frozen=True)
-class Attachment:
-    volume_id: str
-    node_id: str
-    readonly: bool
-    capability: Capability
-
-
-@dataclass(frozen=True)
-class Staging:
-    volume_id: str
-    staging_path: str
-    capability: Capability
-    data_path: str
-    size: int = 0
-
-
-@dataclass(frozen=True)
-class Publication:
-    volume_id: str
-    target_path: str
-    staging_path: str
-    readonly: bool
-    capability: Capability
-    data_path: str
-    ephemeral: bool = False
-    size: int = 0
-
-
-@dataclass(frozen=True)
-class PoolUsage:
-    name: str
-    total: int | None
-    used: int
-    external: int
-
-
 class StateStore:
-    """Typed access to the driver's SQLite state. Not thread-safe: one owner."""
+    """Typed access to the driver's SQLite state (a `Store`). Not thread-safe: one owner."""
 
     def __init__(self, path: Path) -> None:
         self.path = path

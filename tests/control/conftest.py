@@ -38,7 +38,8 @@ StartAdmin = Callable[..., Awaitable[AdminDriver]]
 
 @pytest.fixture
 async def start_admin(start_driver: StartDriver) -> AsyncIterator[StartAdmin]:
-    """Start a driver (`**config_overrides` as for start_driver) with its admin API."""
+    """Start a driver (`**config_overrides` and `backend_store` as for start_driver) with
+    its admin API."""
     running: list[AdminDriver] = []
 
     async def start(**overrides: Any) -> AdminDriver:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 import grpc
 import pytest
 
@@ -11,6 +9,7 @@ from csi_mock.admin import AdminError
 from csi_mock.proto import csi_pb2 as pb
 from tests.control.conftest import AdminDriver, StartAdmin
 from tests.driver.csi_helpers import GiB, assert_status, capacity, create_volume, mount_capability
+from tests.driver.failing_store import FailingStore
 
 # The default test driver: pool node-1 is 10Gi (volumes up to 4Gi), node-2 is 20Gi.
 
@@ -50,12 +49,12 @@ async def test_shrinking_a_pool_below_what_volumes_use_is_refused_and_changes_no
 
 
 async def test_a_resize_whose_commit_fails_leaves_the_pool_as_it_was(
-    with_admin: AdminDriver, monkeypatch: pytest.MonkeyPatch
+    start_admin: StartAdmin,
 ) -> None:
-    def failing_commit(*args: object) -> None:
-        raise sqlite3.OperationalError("disk I/O error")
+    failing = FailingStore()
+    with_admin = await start_admin(backend_store=failing.around)
 
-    monkeypatch.setattr(with_admin.driver.store, "set_pool_total", failing_commit)
+    failing.fail("set_pool_total")
     with pytest.raises(AdminError) as raised:
         await with_admin.admin.resize_pool("node-1", 16 * GiB)
 

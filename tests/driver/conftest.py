@@ -16,6 +16,7 @@ from csi_mock.config import DriverConfig, validate_config
 from csi_mock.driver import Driver
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
 from csi_mock.server import DriverServer
+from csi_mock.store import StateStore, Store
 
 
 @dataclass
@@ -35,6 +36,8 @@ class RunningDriver:
 
 
 StartDriver = Callable[..., Awaitable[RunningDriver]]
+BIND_NODE = {"id": "node-1", "mount": "bind"}
+"""The default node, publishing with real bind mounts (needs root)."""
 
 
 def driver_config(tmp_path: Path, **overrides: Any) -> DriverConfig:
@@ -65,12 +68,15 @@ def driver_config(tmp_path: Path, **overrides: Any) -> DriverConfig:
 
 @pytest.fixture
 async def start_driver(tmp_path: Path) -> AsyncIterator[StartDriver]:
-    """Start drivers on demand (`await start_driver(**config_overrides)`); all stop at the end."""
+    """Start drivers on demand (`await start_driver(**config_overrides)`); all stop at the end.
+    `backend_store` is Driver.open's: what the backend sees of the store."""
     running: list[RunningDriver] = []
 
-    async def start(**overrides: Any) -> RunningDriver:
+    async def start(
+        *, backend_store: Callable[[StateStore], Store] | None = None, **overrides: Any
+    ) -> RunningDriver:
         config = driver_config(tmp_path, **overrides)
-        server = DriverServer(Driver.open(config))
+        server = DriverServer(Driver.open(config, backend_store=backend_store))
         await server.start()
         channel = grpc.aio.insecure_channel(f"unix://{config.socket_path}")
         handle = RunningDriver(
@@ -155,4 +161,4 @@ def no_leftover_loop_devices(tmp_path: Path) -> Iterator[None]:
 @pytest.fixture
 async def bind_csi(start_driver: StartDriver) -> RunningDriver:
     """The default driver, but publishing with real bind mounts (needs root)."""
-    return await start_driver(node={"id": "node-1", "mount": "bind"})
+    return await start_driver(node=BIND_NODE)

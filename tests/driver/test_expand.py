@@ -1,6 +1,5 @@
 """ControllerExpandVolume and NodeExpandVolume."""
 
-import sqlite3
 from pathlib import Path
 
 import grpc
@@ -21,6 +20,7 @@ from tests.driver.csi_helpers import (
     stats,
     usage,
 )
+from tests.driver.failing_store import FailingStore
 
 BYTES = pb.VolumeUsage.Unit.BYTES
 
@@ -173,18 +173,17 @@ async def test_controller_expand_that_does_not_fit_keeps_the_volume_and_the_pool
 
 
 async def test_controller_expand_whose_commit_fails_keeps_the_volume_and_the_pool_as_they_were(
-    csi: RunningDriver, monkeypatch: pytest.MonkeyPatch
+    start_driver: StartDriver,
 ) -> None:
+    failing = FailingStore()
+    csi = await start_driver(backend_store=failing.around)
     volume = await create_volume(csi, "pvc-a", GiB, requisite=["node-1"])
     before = await capacity(csi, "node-1")
 
-    def failing_commit(*args: object) -> None:
-        raise sqlite3.OperationalError("disk I/O error")
-
-    monkeypatch.setattr(csi.driver.store, "resize_volume", failing_commit)
+    failing.fail("resize_volume")
     with pytest.raises(grpc.aio.AioRpcError) as raised:
         await csi.controller.ControllerExpandVolume(expand_request(volume.volume_id, 2 * GiB))
-    monkeypatch.undo()
+    failing.heal()
 
     assert raised.value.code() is grpc.StatusCode.INTERNAL
     assert await size_of(csi, volume.volume_id) == GiB

@@ -6,7 +6,6 @@ a volume holds is read from the driver's store, the record the admin API shows.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 from csi_mock.proto import csi_pb2 as pb
 from tests.driver.conftest import RunningDriver, StartDriver
 from tests.driver.csi_helpers import assert_status, create_request, mount_capability
+from tests.driver.failing_store import FailingStore
 
 RPC = pb.ControllerServiceCapability.RPC
 MODIFY: dict[str, Any] = {
@@ -261,20 +261,16 @@ async def test_modify_leaves_size_and_ordinary_parameters_alone(
 
 
 async def test_a_modify_whose_commit_fails_is_internal_and_changes_nothing(
-    modifying: RunningDriver, monkeypatch: pytest.MonkeyPatch
+    start_driver: StartDriver,
 ) -> None:
+    failing = FailingStore()
+    modifying = await start_driver(controller=MODIFY, backend_store=failing.around)
     volume_id = await create(modifying, "pvc-1", tier="gold")
-    store = modifying.driver.store
-    write = store.set_mutable_parameters
 
-    def write_then_fail(*args: Any) -> None:
-        write(*args)
-        raise sqlite3.OperationalError("disk I/O error")
-
-    monkeypatch.setattr(store, "set_mutable_parameters", write_then_fail)
+    failing.fail("set_mutable_parameters", after_writing=True)
     with pytest.raises(grpc.aio.AioRpcError) as raised:
         await modify(modifying, volume_id, tier="silver")
-    monkeypatch.undo()
+    failing.heal()
 
     assert raised.value.code() is grpc.StatusCode.INTERNAL
     assert held(modifying, volume_id) == {"tier": "gold"}

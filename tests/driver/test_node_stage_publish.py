@@ -5,14 +5,13 @@ with real mounts checked through /proc/self/mountinfo (root only).
 """
 
 import errno
-import sqlite3
 from pathlib import Path
 
 import grpc
 import pytest
 
 from csi_mock.proto import csi_pb2 as pb
-from tests.driver.conftest import RunningDriver, StartDriver
+from tests.driver.conftest import BIND_NODE, RunningDriver, StartDriver
 from tests.driver.csi_helpers import (
     EPHEMERAL_KEY,
     MULTI_NODE_MULTI_WRITER,
@@ -37,6 +36,7 @@ from tests.driver.csi_helpers import (
     unstage,
     usage,
 )
+from tests.driver.failing_store import FailingStore
 
 BYTES = pb.VolumeUsage.Unit.BYTES
 
@@ -649,14 +649,13 @@ async def test_bind_unstage_unmounts_the_staging_path(
 
 @pytest.mark.root
 async def test_bind_stage_whose_commit_fails_leaves_nothing_mounted(
-    bind_csi: RunningDriver, staging: Path, monkeypatch: pytest.MonkeyPatch
+    start_driver: StartDriver, staging: Path
 ) -> None:
+    failing = FailingStore()
+    bind_csi = await start_driver(node=BIND_NODE, backend_store=failing.around)
     volume = await create_volume(bind_csi, "pvc-bind")
 
-    def failing_commit(*args: object) -> None:
-        raise sqlite3.OperationalError("disk I/O error")
-
-    monkeypatch.setattr(bind_csi.driver.store, "add_staging", failing_commit)
+    failing.fail("add_staging")
     with pytest.raises(grpc.aio.AioRpcError) as raised:
         await stage(bind_csi, volume.volume_id, staging)
 
@@ -666,22 +665,21 @@ async def test_bind_stage_whose_commit_fails_leaves_nothing_mounted(
 
 @pytest.mark.root
 async def test_bind_publish_whose_commit_fails_leaves_nothing_mounted(
-    bind_csi: RunningDriver, staging: Path, target: Path, monkeypatch: pytest.MonkeyPatch
+    start_driver: StartDriver, staging: Path, target: Path
 ) -> None:
+    failing = FailingStore()
+    bind_csi = await start_driver(node=BIND_NODE, backend_store=failing.around)
     volume = await create_volume(bind_csi, "pvc-bind")
     await stage(bind_csi, volume.volume_id, staging)
 
-    def failing_commit(*args: object) -> None:
-        raise sqlite3.OperationalError("disk I/O error")
-
-    monkeypatch.setattr(bind_csi.driver.store, "add_publication", failing_commit)
+    failing.fail("add_publication")
     try:
         with pytest.raises(grpc.aio.AioRpcError) as raised:
             await publish(bind_csi, volume.volume_id, target, staging)
         assert raised.value.code() == grpc.StatusCode.INTERNAL
         assert not is_mount_point(target)
     finally:
-        monkeypatch.undo()
+        failing.heal()
         await unstage(bind_csi, volume.volume_id, staging)
 
 
