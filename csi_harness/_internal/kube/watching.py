@@ -20,7 +20,7 @@ import time
 from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeAlias, TypeVar, cast
 
 import httpx2
 from lightkube import AsyncClient, Client
@@ -79,6 +79,10 @@ class ListerWatcher(Protocol):
         """(event type, object) for every change after ``resource_version``; ends
         after ``seconds`` whether or not anything happened, or when closed."""
         ...
+
+
+Kube: TypeAlias = Client | ListerWatcher
+"""A lightkube client, or (in unit tests) anything that lists and watches like one."""
 
 
 class LightkubeListerWatcher:

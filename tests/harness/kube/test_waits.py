@@ -250,7 +250,7 @@ def test_wait_pod_scheduled_says_when_the_pod_does_not_exist() -> None:
 def test_annotation_history_records_each_value_and_resumes_from_the_last_version(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(waits, "HISTORY_SLICE", 0.05)
+    monkeypatch.setattr(waits.annotations, "HISTORY_SLICE", 0.05)
     api = FakeApi(
         lists=[([claim("5")], "10")],
         watches=[

@@ -1,0 +1,94 @@
+"""Following an annotation's values over time (e.g. a claim's selected node)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from lightkube.resources.core_v1 import PersistentVolumeClaim
+
+from csi_harness._internal.core.waiting import wait_for
+from csi_harness._internal.kube.waits.claims import SELECTED_NODE
+from csi_harness._internal.kube.watching import Kube, Selection, follow
+
+HISTORY_SLICE = 1.0
+"""Seconds of one watch request of an ``AnnotationHistory``: how long its thread
+outlives stop()."""
+
+
+@dataclass
+class AnnotationHistory:
+    """Every value an annotation of one PVC takes, in order, as seen by a watch
+    (None while it is absent); start() before the PVC changes, stop() after.
+
+    The watch resumes from the last resourceVersion it saw, so no change between
+    two watch requests is lost; the thread ends within ``HISTORY_SLICE`` seconds
+    of stop()."""
+
+    kube: Kube
+    name: str
+    namespace: str
+    key: str = SELECTED_NODE
+    values: list[str | None] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+    _error: BaseException | None = None
+
+    def start(self) -> AnnotationHistory:
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _record(self, value: str | None) -> None:
+        if not self.values or self.values[-1] != value:
+            self.values.append(value)
+
+    def _run(self) -> None:
+        selection = Selection(
+            PersistentVolumeClaim, self.namespace, fields={"metadata.name": self.name}
+        )
+        while not self._stop.is_set():
+            states = follow(
+                self.kube,
+                selection,
+                stopped=self._stop.is_set,
+                on_error=self._failed,
+                slice_seconds=HISTORY_SLICE,
+            )
+            try:
+                with contextlib.closing(states):
+                    for claims in states:
+                        if self._stop.is_set():
+                            return
+                        claim = claims.get(self.name)
+                        annotations = (
+                            claim.metadata.annotations if claim and claim.metadata else None
+                        )
+                        self._record((annotations or {}).get(self.key))
+            except Exception as exc:  # what follow() does not retry (403 ...): try again
+                self._failed(exc)
+                time.sleep(0.2)
+
+    def _value(self, claim: PersistentVolumeClaim | None) -> str | None:
+        annotations = claim.metadata.annotations if claim and claim.metadata else None
+        return (annotations or {}).get(self.key)
+
+    def _failed(self, exc: Exception) -> None:
+        self._error = exc
+
+    def wait_for_values(
+        self, predicate: Callable[[list[str | None]], bool], what: str, timeout: float = 60
+    ) -> list[str | None]:
+        return wait_for(
+            f"{self.key} of {self.namespace}/{self.name} to show {what}",
+            lambda: (predicate(list(self.values)), list(self.values)),
+            timeout=timeout,
+            interval=0.25,
+        )
+
+    def stop(self) -> list[str | None]:
+        self._stop.set()
+        return list(self.values)

@@ -1,0 +1,129 @@
+"""Waiting for a pod: scheduled, running, succeeded, unschedulable with a reason."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lightkube.resources.core_v1 import Pod
+
+from csi_harness._internal.kube.watching import Kube, watch_until
+
+
+def _conditions(pod: Pod) -> dict[str, Any]:
+    return {c.type: c for c in (pod.status.conditions or [])} if pod.status else {}
+
+
+def _describe(pod: Pod) -> str:
+    parts = [f"phase={pod.status.phase if pod.status else None}"]
+    parts += [f"{c.type}={c.status}({c.reason}: {c.message})" for c in _conditions(pod).values()]
+    if pod.spec and pod.spec.nodeName:
+        parts.append(f"node={pod.spec.nodeName}")
+    return ", ".join(parts)
+
+
+def _watch_pod(
+    kube: Kube,
+    name: str,
+    namespace: str,
+    check: Callable[[Pod], tuple[bool, Any]],
+    *,
+    what: str,
+    timeout: float,
+) -> Any:
+    """``watch_until`` for one pod; while it does not exist, that is what was seen."""
+
+    def check_pods(pods: dict[str, Pod]) -> tuple[bool, Any]:
+        pod = pods.get(name)
+        return (False, f"no pod {name}") if pod is None else check(pod)
+
+    return watch_until(
+        kube, Pod, namespace=namespace, name=name, what=what, check=check_pods, timeout=timeout
+    )
+
+
+def wait_pod_scheduled(kube: Kube, name: str, namespace: str, timeout: float = 60) -> str:
+    """Wait until the pod is bound to a node; return the node's name."""
+
+    def check(pod: Pod) -> tuple[bool, str]:
+        node = pod.spec.nodeName if pod.spec else None
+        return bool(node), node or _describe(pod)
+
+    node: str = _watch_pod(
+        kube,
+        name,
+        namespace,
+        check,
+        what=f"pod {namespace}/{name} to be scheduled",
+        timeout=timeout,
+    )
+    return node
+
+
+def wait_pod_running(kube: Kube, name: str, namespace: str, timeout: float = 90) -> Pod:
+    def check(pod: Pod) -> tuple[bool, Any]:
+        running = pod.status is not None and pod.status.phase == "Running"
+        return running, pod if running else _describe(pod)
+
+    pod: Pod = _watch_pod(
+        kube, name, namespace, check, what=f"pod {namespace}/{name} to run", timeout=timeout
+    )
+    return pod
+
+
+def wait_pod_succeeded(kube: Kube, name: str, namespace: str, timeout: float = 90) -> Pod:
+    """Wait until the pod has run to completion; a failed pod fails the wait at once,
+    with its containers' termination messages."""
+
+    def check(pod: Pod) -> tuple[bool, Any]:
+        phase = pod.status.phase if pod.status else None
+        if phase == "Failed":
+            raise AssertionError(f"pod {namespace}/{name} failed: {_terminations(pod)}")
+        return phase == "Succeeded", pod if phase == "Succeeded" else _describe(pod)
+
+    pod: Pod = _watch_pod(
+        kube, name, namespace, check, what=f"pod {namespace}/{name} to succeed", timeout=timeout
+    )
+    return pod
+
+
+def termination_message(pod: Pod, container: str = "app") -> str:
+    """What a finished container wrote to its termination log."""
+    for status in (pod.status.containerStatuses or []) if pod.status else []:
+        if status.name == container and status.state and status.state.terminated:
+            return status.state.terminated.message or ""
+    raise AssertionError(f"container {container} of pod {pod.metadata.name} has not finished")  # type: ignore[union-attr]
+
+
+def _terminations(pod: Pod) -> str:
+    finished = []
+    for status in (pod.status.containerStatuses or []) if pod.status else []:
+        terminated = status.state.terminated if status.state else None
+        if terminated is not None:
+            finished.append(
+                f"{status.name}: exit {terminated.exitCode} {terminated.reason}:"
+                f" {(terminated.message or '').strip()}"
+            )
+    return "; ".join(finished) or _describe(pod)
+
+
+def wait_pod_unschedulable(
+    kube: Kube, name: str, namespace: str, *, message: str | None = None, timeout: float = 60
+) -> str:
+    """Wait for PodScheduled=False with reason Unschedulable (and ``message`` in the
+    scheduler's message, if given); return the scheduler's message."""
+
+    def check(pod: Pod) -> tuple[bool, str]:
+        condition = _conditions(pod).get("PodScheduled")
+        if pod.spec and pod.spec.nodeName:
+            return False, f"scheduled to {pod.spec.nodeName}"
+        if condition is None or condition.status != "False" or condition.reason != "Unschedulable":
+            return False, _describe(pod)
+        text = condition.message or ""
+        return message is None or message in text, text
+
+    what = f"pod {namespace}/{name} to be unschedulable" + (
+        f" with a message containing {message!r}" if message else ""
+    )
+    text: str = _watch_pod(kube, name, namespace, check, what=what, timeout=timeout)
+    return text
