@@ -18,13 +18,14 @@ from collections.abc import Iterator
 
 import pytest
 from lightkube import Client
-from lightkube.resources.core_v1 import Pod
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.core_v1 import PersistentVolumeClaim, Pod
 
 from csi_harness._internal.deploy.incluster_objects import COMPONENT_LABEL
 from csi_harness._internal.deploy.spec import node_pool_name
 from csi_harness._internal.kube import objects
 from csi_harness._internal.kube.scheduler_config import PACKING_SHAPE, volume_binding_shape
-from csi_harness._internal.kube.waits import wait_capacity, wait_pod_scheduled
+from csi_harness._internal.kube.waits import wait_capacity, wait_for, wait_pod_scheduled
 from csi_harness._internal.providers.base import (
     Cluster,
     Driver,
@@ -120,11 +121,6 @@ def place(
     "csi_storage_capacity_scoring.go",
     "should prefer a node with the maximum allocatable when configured",
 )
-@pytest.mark.upstream(
-    "csi_storage_capacity_scoring.go",
-    "should schedule the recreated pod to the same expected node",
-    missing="the pod and its claim are not deleted and created again to land there a second time",
-)
 @pytest.mark.scenario(FEATURE, "default shape: the node with the most free capacity wins")
 def test_default_shape_places_the_pod_on_the_node_with_most_free_capacity(
     kube: Client,
@@ -135,6 +131,44 @@ def test_default_shape_places_the_pod_on_the_node_with_most_free_capacity(
 ) -> None:
     roomy, smaller = candidates
     resize_pools(kube, driver, admin, {roomy: 30 * GI, smaller: 20 * GI})
+    assert place(kube, driver, namespace, "data", "5Gi", candidates) == roomy
+
+
+def delete_and_wait(kube: Client, resource: type, name: str, namespace: str) -> None:
+    """Delete a namespaced object and wait until it is gone (finalizers done)."""
+    kube.delete(resource, name, namespace=namespace, grace_period=0)
+
+    def gone() -> tuple[bool, str]:
+        try:
+            kube.get(resource, name, namespace=namespace)
+        except ApiError as exc:
+            return exc.status.code == 404, str(exc.status.message)
+        return False, "still there"
+
+    wait_for(f"{resource.__name__} {namespace}/{name} to be deleted", gone, timeout=60)
+
+
+@pytest.mark.upstream(
+    "csi_storage_capacity_scoring.go",
+    "should schedule the recreated pod to the same expected node",
+)
+@pytest.mark.scenario(FEATURE, "a pod and claim deleted and created again land on the same node")
+def test_recreated_pod_and_claim_land_on_the_node_with_most_free_capacity_again(
+    kube: Client,
+    namespace: str,
+    driver: Driver,
+    admin: AdminClient,
+    candidates: tuple[str, str],
+) -> None:
+    roomy, smaller = candidates
+    striped = driver.spec.storage_class()
+    resize_pools(kube, driver, admin, {roomy: 30 * GI, smaller: 20 * GI})
+    assert place(kube, driver, namespace, "data", "5Gi", candidates) == roomy
+    delete_and_wait(kube, Pod, "data", namespace)
+    delete_and_wait(kube, PersistentVolumeClaim, "data", namespace)
+    # The volume is deleted too (reclaim policy Delete): the roomy node is back at
+    # 30Gi, as the first pod found it.
+    wait_capacity(kube, driver.spec, {(roomy, striped): 30 * GI, (smaller, striped): 20 * GI})
     assert place(kube, driver, namespace, "data", "5Gi", candidates) == roomy
 
 

@@ -142,15 +142,11 @@ def flip_attach_required_to_false(kube: Client, driver: Driver) -> None:
 
 @pytest.mark.slow
 @pytest.mark.driver(attach_required=True)
-@pytest.mark.upstream(
-    "csi_attach_volume.go",
-    "should cleanup VolumeAttachment properly",
-    missing="the in-use volume's VolumeAttachment is not waited for until the kubelet lets it go",
-)
+@pytest.mark.upstream("csi_attach_volume.go", "should cleanup VolumeAttachment properly")
 @pytest.mark.scenario(
-    FEATURE, "attachRequired flipped true -> false: detached unless a kubelet uses the volume"
+    FEATURE, "attachRequired flipped true -> false: each volume detached once no kubelet uses it"
 )
-def test_attach_required_flipped_to_false_detaches_the_volumes_no_kubelet_uses(
+def test_attach_required_flipped_to_false_detaches_each_volume_once_no_kubelet_uses_it(
     kube: Client, namespace: str, driver: Driver, admin: AdminClient
 ) -> None:
     """Two attached volumes, then CSIDriver.attachRequired turns false. The attach/detach
@@ -160,9 +156,13 @@ def test_attach_required_flipped_to_false_detaches_the_volumes_no_kubelet_uses(
     in ``node.status.volumesInUse``:
     * on a simulated node, which reports none, the volume is detached; the pod stays;
     * on a node whose kubelet has it mounted for a running pod, the detach is held
-      back (until maxWaitForUnmountDuration, 6 minutes, hard-coded in 1.37: not
-      waited for). Once the first detach is seen, the reconciler has passed over the
-      second volume many times: that it is still attached is the verdict."""
+      back: the 1.37 kubelet keeps the mounted volume marked attachable (kubernetes
+      PR 141522 changes that after 1.37) and so keeps reporting it, and a healthy
+      node is never force-detached. Once the first detach is seen, the reconciler has
+      passed over the second volume many times: that it is still attached then is the
+      verdict. When the pod goes, the kubelet unmounts and stops reporting the volume,
+      and its VolumeAttachment goes too (upstream expects that while the pod runs,
+      which needs that kubelet change)."""
     simulated = picked_node(driver, runs_pods=False)
     running = picked_node(driver, runs_pods=True)
     objects.create(
@@ -190,20 +190,31 @@ def test_attach_required_flipped_to_false_detaches_the_volumes_no_kubelet_uses(
     used = kube.get(Pod, "used", namespace=namespace)
     assert used.status is not None and used.status.phase == "Running"
 
+    # The kubelet lets the volume go: unmounted, no longer in volumesInUse, detached.
+    kube.delete(Pod, "used", namespace=namespace, grace_period=0)
+    wait_for(
+        f"{running} to stop reporting {in_use} in volumesInUse",
+        lambda: (in_use not in volumes_in_use(kube, running), volumes_in_use(kube, running)),
+        timeout=90,
+    )
+    wait_volume_attachments_gone(kube, used_pv, timeout=120)
+    assert publish_calls(admin, "ControllerUnpublishVolume") == {simulated, running}
+
 
 def volumes_in_use(kube: Client, node: str) -> list[str]:
     status = kube.get(Node, node).status
     return list(status.volumesInUse or []) if status else []
 
 
+@pytest.mark.slow
 @pytest.mark.driver(csidriver=False)
 @pytest.mark.upstream(
-    "csi_attach_volume.go",
-    "should bringup pod after deploying CSIDriver attach=false",
-    missing="the VolumeAttachment made before the CSIDriver is not waited for until deleted",
+    "csi_attach_volume.go", "should bringup pod after deploying CSIDriver attach=false"
 )
-@pytest.mark.scenario(FEATURE, "CSIDriver (attachRequired false) created after the pod")
-def test_csidriver_created_after_the_pod_lets_the_pod_waiting_for_attach_start(
+@pytest.mark.scenario(
+    FEATURE, "CSIDriver (attachRequired false) after the pod: it starts, its attachment goes"
+)
+def test_csidriver_created_after_the_pod_starts_it_and_removes_its_volume_attachment(
     kube: Client, namespace: str, driver: Driver, pod_node: str
 ) -> None:
     # Without an attacher the VolumeAttachment the default (attach required) asks for
@@ -223,6 +234,12 @@ def test_csidriver_created_after_the_pod_lets_the_pod_waiting_for_attach_start(
         kube, csidriver_object(driver.spec.model_copy(update={"attach_required": False}))
     )
     wait_pod_running(kube, "app", namespace, timeout=150)
+    # The kubelet mounts it as not attachable and stops reporting it in volumesInUse;
+    # the attach/detach controller's populator (every minute) drops it from its
+    # desired state and the reconciler deletes the VolumeAttachment it made.
+    wait_volume_attachments_gone(kube, pv, timeout=240)
+    pod = kube.get(Pod, "app", namespace=namespace)
+    assert pod.status is not None and pod.status.phase == "Running"
 
 
 @pytest.mark.parametrize(

@@ -135,16 +135,6 @@ def test_pod_with_more_volumes_than_the_limit_is_unschedulable(
 
 
 @pytest.mark.driver(max_volumes_per_node=1)
-@pytest.mark.upstream(
-    "csi_volume_limit.go",
-    "should report attach limit for generic ephemeral volume when persistent volume is attached",
-    missing="the first pod's volume is a generic ephemeral one, not a PV-backed claim",
-)
-@pytest.mark.upstream(
-    "csi_volume_limit.go",
-    "should report attach limit for persistent volume when generic ephemeral volume is attached",
-    missing="the second pod's volume is a generic ephemeral one, not a PV-backed claim",
-)
 @pytest.mark.scenario(FEATURE, "generic ephemeral volumes count toward the limit")
 def test_generic_ephemeral_volumes_count_toward_the_limit(
     kube: Client, namespace: str, driver: Driver
@@ -155,6 +145,60 @@ def test_generic_ephemeral_volumes_count_toward_the_limit(
     assert wait_pod_scheduled(kube, "first", namespace) == node
     objects.create(kube, objects.pod("second", namespace, ephemeral=scratch, nodes=[node]))
     wait_pod_unschedulable(kube, "second", namespace, message=MAX_VOLUME_COUNT)
+
+
+def create_pod_with_volume(
+    kube: Client, driver: Driver, name: str, namespace: str, volume: str, node: str
+) -> None:
+    """A pod on ``node`` with one volume: a claim of its own ("claim") or a generic
+    ephemeral volume ("ephemeral")."""
+    if volume == "claim":
+        create_pod_with_claims(kube, driver, name, namespace, 1, nodes=[node])
+        return
+    scratch = [("scratch", "1Gi", driver.spec.storage_class())]
+    objects.create(kube, objects.pod(name, namespace, ephemeral=scratch, nodes=[node]))
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        pytest.param(
+            "claim",
+            "ephemeral",
+            marks=pytest.mark.upstream(
+                "csi_volume_limit.go",
+                "should report attach limit for generic ephemeral volume "
+                "when persistent volume is attached",
+            ),
+            id="claim-then-ephemeral",
+        ),
+        pytest.param(
+            "ephemeral",
+            "claim",
+            marks=pytest.mark.upstream(
+                "csi_volume_limit.go",
+                "should report attach limit for persistent volume "
+                "when generic ephemeral volume is attached",
+            ),
+            id="ephemeral-then-claim",
+        ),
+    ],
+)
+@pytest.mark.driver(max_volumes_per_node=1)
+@pytest.mark.scenario(FEATURE, "claims and generic ephemeral volumes count together")
+def test_claims_and_generic_ephemeral_volumes_count_together_toward_the_limit(
+    kube: Client, namespace: str, driver: Driver, first: str, second: str
+) -> None:
+    (node,) = scheduling_node_names(driver, 1)
+    assert allocatable_counts(kube, driver.spec.name)[node] == 1
+    create_pod_with_volume(kube, driver, "first", namespace, first, node)
+    assert wait_pod_scheduled(kube, "first", namespace) == node
+    # The first pod's volume is provisioned and bound: it is what the node holds.
+    first_claim = "first-0" if first == "claim" else "first-scratch"
+    wait_bound_volume(kube, first_claim, namespace)
+    create_pod_with_volume(kube, driver, "second", namespace, second, node)
+    message = wait_pod_unschedulable(kube, "second", namespace, message=MAX_VOLUME_COUNT)
+    assert f"1 {MAX_VOLUME_COUNT}" in message, message
 
 
 @pytest.mark.driver(attach_required=True, attach_limit=1)
