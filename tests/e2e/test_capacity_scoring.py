@@ -21,7 +21,7 @@ from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import PersistentVolumeClaim, Pod
 
-from csi_harness._internal.deploy.incluster_objects import COMPONENT_LABEL
+from csi_harness._internal.deploy.incluster_layout import COMPONENT_LABEL
 from csi_harness._internal.deploy.spec import node_pool_name
 from csi_harness._internal.kube import objects
 from csi_harness._internal.kube.scheduler_config import PACKING_SHAPE, volume_binding_shape

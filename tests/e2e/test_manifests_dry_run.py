@@ -25,12 +25,12 @@ from lightkube.resources.core_v1 import ConfigMap, Namespace
 
 from csi_harness._internal.core.resources import MANIFEST_DIR
 from csi_harness._internal.core.tools import tool_path
-from csi_harness._internal.deploy.incluster_objects import (
+from csi_harness._internal.deploy.incluster_layout import (
     CONTROLLER_DEPLOYMENT,
     NODE_DAEMONSET,
     RESIZER_DEPLOYMENT,
-    render_objects,
 )
+from csi_harness._internal.deploy.incluster_objects import render_objects
 from csi_harness._internal.deploy.spec import DRIVER_NAMESPACE, DriverDeployment
 from csi_harness._internal.providers.base import ClusterNode
 from csi_harness._internal.providers.local.cluster import LocalCluster

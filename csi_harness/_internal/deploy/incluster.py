@@ -36,7 +36,7 @@ from lightkube.types import CascadeType, PatchType
 
 from csi_harness._internal.core.unsupported import Unsupported
 from csi_harness._internal.core.waiting import WaitTimeout, wait_for
-from csi_harness._internal.deploy.incluster_objects import (
+from csi_harness._internal.deploy.incluster_layout import (
     ADMIN_PORT,
     APP,
     COMPONENT_LABEL,
@@ -45,13 +45,12 @@ from csi_harness._internal.deploy.incluster_objects import (
     INSTANCE_LABEL,
     NAME_LABEL,
     Component,
-    cluster_scoped_objects,
     deployment_components,
-    excluding_nodes,
     instance_component,
     is_distributed,
-    render_objects,
 )
+from csi_harness._internal.deploy.incluster_objects import cluster_scoped_objects, render_objects
+from csi_harness._internal.deploy.incluster_workloads import excluding_nodes
 from csi_harness._internal.deploy.pod_csi import CommandRunner, PodCsiCaller, run_exec
 from csi_harness._internal.deploy.readiness import (
     drop_topology_labels,

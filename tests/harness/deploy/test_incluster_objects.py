@@ -14,13 +14,9 @@ import pytest
 import yaml
 from lightkube import codecs
 
-from csi_harness._internal.deploy.incluster_objects import (
-    INSTANCE_LABEL,
-    cluster_scoped_objects,
-    deployment_components,
-    excluding_nodes,
-    render_objects,
-)
+from csi_harness._internal.deploy.incluster_layout import INSTANCE_LABEL, deployment_components
+from csi_harness._internal.deploy.incluster_objects import cluster_scoped_objects, render_objects
+from csi_harness._internal.deploy.incluster_workloads import excluding_nodes
 from csi_harness._internal.deploy.spec import (
     DRIVER_NAMESPACE,
     NODE_TOPOLOGY_KEY,

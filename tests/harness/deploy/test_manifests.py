@@ -23,7 +23,7 @@ from lightkube import codecs
 from lightkube.core.resource import NamespacedResource
 
 from csi_harness._internal.core.resources import MANIFEST_DIR
-from csi_harness._internal.deploy.incluster_objects import CONTROLLER_DEPLOYMENT, NODE_DAEMONSET
+from csi_harness._internal.deploy.incluster_layout import CONTROLLER_DEPLOYMENT, NODE_DAEMONSET
 from csi_harness._internal.deploy.spec import DRIVER_NAMESPACE
 from csi_harness._internal.providers.kind.kind_cli import (
     DRIVER_IMAGE,

@@ -1,0 +1,294 @@
+"""The workloads of one in-cluster deployment (``Workloads``): the csi-mock controller and
+node pods and each sidecar's Deployment or DaemonSet, and the patch that takes a
+DaemonSet's pod off stopped nodes (``excluding_nodes``)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from csi_harness._internal.deploy.incluster_layout import (
+    ADMIN_PORT,
+    ADMIN_SECRET,
+    ADMIN_TOKEN_DIR,
+    ATTACHER,
+    ATTACHER_DEPLOYMENT,
+    CONFIG_DIR,
+    CONFIG_MAP,
+    CONTROL_PLANE_TAINT,
+    CONTROLLER_CONFIG_KEY,
+    CONTROLLER_DEPLOYMENT,
+    CSI_SOCKET_DIR,
+    DRIVER_CONTAINER,
+    KUBELET_DIR,
+    NODE_DAEMONSET,
+    PROVISIONER,
+    PROVISIONER_WORKLOAD,
+    REMOVE_EARLIER_STATE,
+    RESIZER,
+    RESIZER_DEPLOYMENT,
+    SNAPSHOTTER,
+    SNAPSHOTTER_DEPLOYMENT,
+    STATE_DIR,
+    DeploymentLayout,
+    controller_node,
+    host_driver_dir,
+    labels,
+    node_affinity,
+    node_config_key,
+)
+from csi_harness._internal.deploy.sidecars import (
+    DISTRIBUTED_PROVISIONER_FLAGS,
+    attacher_flags,
+    provisioner_flags,
+    resizer_flags,
+    snapshotter_flags,
+)
+from csi_harness._internal.deploy.spec import (
+    DriverDeployment,
+)
+
+# lightkube's from_dict knows the VolumeSnapshotClass kind (a CRD's) once
+# csi_harness._internal.kube.snapshots has defined it.
+from csi_harness._internal.kube import snapshots  # noqa: F401
+
+
+def _volume_mount(name: str, path: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "mountPath": path, **extra}
+
+
+def _host_path(name: str, path: str, kind: str = "DirectoryOrCreate") -> dict[str, Any]:
+    return {"name": name, "hostPath": {"path": path, "type": kind}}
+
+
+def _field_env(name: str, field_path: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": field_path}}}
+
+
+@dataclass(frozen=True)
+class Workloads:
+    layout: DeploymentLayout
+    image: str
+    sidecar_images: Mapping[str, str]
+
+    @property
+    def spec(self) -> DriverDeployment:
+        return self.layout.spec
+
+    # -- containers --------------------------------------------------------------------
+
+    def _driver_container(
+        self,
+        config_file: str,
+        *,
+        extra_mounts: Sequence[dict[str, Any]] = (),
+        **fields: Any,
+    ) -> dict[str, Any]:
+        mounts = [
+            _volume_mount("socket-dir", CSI_SOCKET_DIR),
+            _volume_mount("config", CONFIG_DIR, readOnly=True),
+            _volume_mount("admin-token", ADMIN_TOKEN_DIR, readOnly=True),
+            _volume_mount("state", STATE_DIR),
+            *extra_mounts,
+        ]
+        return {
+            "name": DRIVER_CONTAINER,
+            "image": self.image,
+            "imagePullPolicy": "IfNotPresent",
+            "args": ["serve", f"--config={CONFIG_DIR}/{config_file}"],
+            "ports": [{"name": "admin", "containerPort": ADMIN_PORT, "protocol": "TCP"}],
+            # The admin API starts once the CSI socket serves and the state is loaded.
+            "readinessProbe": {
+                "tcpSocket": {"port": ADMIN_PORT},
+                "periodSeconds": 1,
+                "failureThreshold": 3,
+            },
+            "terminationMessagePolicy": "FallbackToLogsOnError",
+            "volumeMounts": mounts,
+            **fields,
+        }
+
+    def _sidecar(self, sidecar: str, args: list[str], env: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "name": sidecar,
+            "image": self.sidecar_images[sidecar],
+            "imagePullPolicy": "IfNotPresent",
+            "args": [f"--csi-address={CSI_SOCKET_DIR}/csi.sock", *args],
+            "env": env,
+            "terminationMessagePolicy": "FallbackToLogsOnError",
+            "volumeMounts": [_volume_mount("socket-dir", CSI_SOCKET_DIR)],
+        }
+
+    def _provisioner(self, *, ownerref_level: int, per_node: bool) -> dict[str, Any]:
+        args = provisioner_flags(self.spec, capacity_ownerref_level=ownerref_level)
+        # NAMESPACE: where the CSIStorageCapacity objects go; POD_NAME: the start of
+        # their owner chain; NODE_NAME: the node a per-node provisioner serves.
+        env = [
+            _field_env("NAMESPACE", "metadata.namespace"),
+            _field_env("POD_NAME", "metadata.name"),
+        ]
+        if per_node:
+            args += DISTRIBUTED_PROVISIONER_FLAGS
+            env.append(_field_env("NODE_NAME", "spec.nodeName"))
+        return self._sidecar(PROVISIONER, args, env)
+
+    # -- workloads ---------------------------------------------------------------------
+
+    def _metadata(self, name: str, role: str) -> dict[str, Any]:
+        return {"name": name, "namespace": self.spec.namespace, "labels": labels(self.spec, role)}
+
+    def _deployment(self, name: str, role: str, pod: dict[str, Any]) -> dict[str, Any]:
+        pinned = self.layout.controller_host or controller_node(self.layout.nodes)
+        pod = {
+            **pod,
+            "affinity": node_affinity([pinned]),
+            "terminationGracePeriodSeconds": 10,
+        }
+        if self.layout.controller_host is not None:
+            # A control-plane node keeps its NoSchedule taint; only these pods go there.
+            pod["tolerations"] = [{"key": CONTROL_PLANE_TAINT, "effect": "NoSchedule"}]
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": self._metadata(name, role),
+            "spec": {
+                "replicas": 1,
+                # Never two of them at once: one socket directory, no leader election.
+                "strategy": {"type": "Recreate"},
+                "selector": {"matchLabels": labels(self.spec, role)},
+                "template": {"metadata": {"labels": labels(self.spec, role)}, "spec": pod},
+            },
+        }
+
+    def _daemonset(self, name: str, role: str, pod: dict[str, Any]) -> dict[str, Any]:
+        pod = {
+            **pod,
+            # Only the nodes that have a configuration; a node is taken out of the set
+            # by patching this affinity (excluding_nodes).
+            "affinity": node_affinity(self.layout.node_names),
+            "terminationGracePeriodSeconds": 10,
+        }
+        return {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": self._metadata(name, role),
+            "spec": {
+                # A changed template (a node taken out) must not replace the other pods.
+                "updateStrategy": {"type": "OnDelete"},
+                "selector": {"matchLabels": labels(self.spec, role)},
+                "template": {"metadata": {"labels": labels(self.spec, role)}, "spec": pod},
+            },
+        }
+
+    def _controller_socket_dir(self) -> dict[str, Any]:
+        return _host_path("socket-dir", self.layout.host_controller_socket_dir)
+
+    def controller(self) -> dict[str, Any]:
+        pod = {
+            "serviceAccountName": "csi-mock-controller",
+            # csi-mock itself never talks to the API server.
+            "automountServiceAccountToken": False,
+            "containers": [self._driver_container(CONTROLLER_CONFIG_KEY)],
+            "volumes": [
+                self._controller_socket_dir(),
+                # State lives as long as the pod: a deployment's volumes die with it.
+                {"name": "state", "emptyDir": {}},
+                {"name": "config", "configMap": {"name": CONFIG_MAP}},
+                {
+                    "name": "admin-token",
+                    "secret": {"secretName": ADMIN_SECRET, "defaultMode": 0o400},
+                },
+            ],
+        }
+        return self._deployment(CONTROLLER_DEPLOYMENT, "controller", pod)
+
+    def central_provisioner(self) -> dict[str, Any]:
+        # Owner of the CSIStorageCapacity objects: Pod -> ReplicaSet -> this Deployment,
+        # which outlives a stopped provisioner (scaled to zero), as on the local provider.
+        pod = {
+            "serviceAccountName": "csi-mock-controller",
+            "containers": [self._provisioner(ownerref_level=2, per_node=False)],
+            "volumes": [self._controller_socket_dir()],
+        }
+        return self._deployment(PROVISIONER_WORKLOAD, "provisioner", pod)
+
+    def attacher(self) -> dict[str, Any]:
+        pod = {
+            "serviceAccountName": "csi-mock-controller",
+            "containers": [self._sidecar(ATTACHER, attacher_flags(), [])],
+            "volumes": [self._controller_socket_dir()],
+        }
+        return self._deployment(ATTACHER_DEPLOYMENT, "attacher", pod)
+
+    def resizer(self) -> dict[str, Any]:
+        pod = {
+            "serviceAccountName": "csi-mock-controller",
+            "containers": [self._sidecar(RESIZER, resizer_flags(), [])],
+            "volumes": [self._controller_socket_dir()],
+        }
+        return self._deployment(RESIZER_DEPLOYMENT, "resizer", pod)
+
+    def snapshotter(self) -> dict[str, Any]:
+        pod = {
+            "serviceAccountName": "csi-mock-controller",
+            "containers": [self._sidecar(SNAPSHOTTER, snapshotter_flags(), [])],
+            "volumes": [self._controller_socket_dir()],
+        }
+        return self._deployment(SNAPSHOTTER_DEPLOYMENT, "snapshotter", pod)
+
+    def distributed_provisioner(self) -> dict[str, Any]:
+        # Owner: Pod -> this DaemonSet, so a node's objects outlive its stopped provisioner.
+        pod = {
+            # rbac.yaml binds the provisioner's roles to this account only.
+            "serviceAccountName": "csi-mock-controller",
+            "containers": [self._provisioner(ownerref_level=1, per_node=True)],
+            "volumes": [_host_path("socket-dir", self.layout.host_node_socket_dir)],
+        }
+        return self._daemonset(PROVISIONER_WORKLOAD, "provisioner", pod)
+
+    def node_daemonset(self) -> dict[str, Any]:
+        host_dir = host_driver_dir(self.spec)
+        driver = self._driver_container(
+            node_config_key("$(NODE_NAME)"),  # expanded by the kubelet from env
+            env=[_field_env("NODE_NAME", "spec.nodeName")],
+            # Bind mounts into the kubelet's pod directories (mount(2) needs CAP_SYS_ADMIN).
+            securityContext={"privileged": True},
+            extra_mounts=[
+                # Volume targets and staging paths: the mounts made here must reach the
+                # host (and the kubelet), hence Bidirectional. plugins_registry is in it.
+                _volume_mount("kubelet-dir", KUBELET_DIR, mountPropagation="Bidirectional"),
+            ],
+        )
+        remove_earlier_state = {
+            "name": "remove-earlier-state",
+            "image": self.image,
+            "imagePullPolicy": "IfNotPresent",
+            "command": ["python3", "-c", REMOVE_EARLIER_STATE, STATE_DIR, self.layout.generation],
+            "terminationMessagePolicy": "FallbackToLogsOnError",
+            "volumeMounts": [_volume_mount("state", STATE_DIR)],
+        }
+        pod = {
+            "serviceAccountName": "csi-mock-node",
+            "initContainers": [remove_earlier_state],
+            "containers": [driver],
+            "volumes": [
+                _host_path("socket-dir", self.layout.host_node_socket_dir),
+                _host_path("kubelet-dir", KUBELET_DIR, "Directory"),
+                _host_path("state", host_dir),
+                {"name": "config", "configMap": {"name": CONFIG_MAP}},
+                {
+                    "name": "admin-token",
+                    "secret": {"secretName": ADMIN_SECRET, "defaultMode": 0o400},
+                },
+            ],
+        }
+        return self._daemonset(NODE_DAEMONSET, "node", pod)
+
+
+def excluding_nodes(nodes: Sequence[str], stopped: Collection[str]) -> dict[str, Any]:
+    """A JSON merge patch of a DaemonSet rendered here that removes its pods from the
+    ``stopped`` nodes (the DaemonSet controller deletes a pod whose node no longer
+    matches; OnDelete keeps the other pods as they are)."""
+    affinity = node_affinity(nodes, stopped=stopped)
+    return {"spec": {"template": {"spec": {"affinity": affinity}}}}
