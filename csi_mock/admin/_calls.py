@@ -64,7 +64,12 @@ class AdminConnectionError(AdminError):
 
 
 class FaultSpec(TypedDict, total=False):
-    """The fields of a fault rule besides `method` (docs/admin-api.md); None = not given."""
+    """The fields of a fault rule besides `method` (docs/admin-api.md); None = not given.
+
+    A typed copy, for callers' type checkers, of the fields `csi_mock.fault_rules.
+    FaultRuleSpec` declares (error also as code/message); tests/control/test_faults.py
+    holds the two together, and `csi-mock ctl fault add` takes its options from here.
+    """
 
     id: str | None
     code: str | None

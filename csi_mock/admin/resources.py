@@ -82,7 +82,11 @@ class ErrorView:
 
 @dataclass(frozen=True)
 class FaultRuleView:
-    """A fault rule as the API shows it: its spec (defaults filled in) and counters."""
+    """A fault rule as the API shows it: its spec (defaults filled in) and counters.
+
+    The spec's fields are those `csi_mock.fault_rules.FaultRuleSpec` declares, typed
+    again here for the client's callers; tests/control/test_faults.py holds them equal.
+    """
 
     id: str
     method: str

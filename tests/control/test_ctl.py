@@ -20,9 +20,9 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from csi_mock.admin import AdminClient, AdminError
+from csi_mock.admin import AdminClient, AdminError, FaultSpec
 from csi_mock.admin.ctl import DEFAULT_SOCKET, table
-from csi_mock.cli import main
+from csi_mock.cli import build_parser, main
 from csi_mock.config import validate_config
 from csi_mock.proto import csi_pb2 as pb
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
@@ -546,6 +546,12 @@ def test_usage_errors_exit_2(argv: list[str]) -> None:
 
     assert ran.code == 2
     assert ran.err
+
+
+def test_fault_add_has_an_option_for_every_field_of_a_rule() -> None:
+    args = build_parser().parse_args(["ctl", "fault", "add", "--method", "CreateVolume"])
+
+    assert set(FaultSpec.__optional_keys__) - {"error"} <= set(vars(args))
 
 
 def test_a_message_without_a_code_is_a_usage_error(tmp_path: Path) -> None:

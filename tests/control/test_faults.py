@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import grpc
 import pytest
 from pydantic import ValidationError
 
+from csi_mock.admin import FaultRuleView, FaultSpec
 from csi_mock.control.faults import FaultEngine, FaultRule
 from csi_mock.fault_rules import STATUS_CODES, FaultRuleSpec
 
@@ -330,3 +332,12 @@ def test_a_delay_is_seconds_or_a_go_duration(delay: object, seconds: float) -> N
 
 def test_the_status_codes_a_rule_may_name_are_grpcs_except_ok() -> None:
     assert set(STATUS_CODES) == {c.name for c in grpc.StatusCode} - {"OK"}
+
+
+def test_the_clients_spec_and_view_have_every_rule_field_and_no_other() -> None:
+    """FaultRuleSpec declares the fields; the client's FaultSpec (its add_fault
+    arguments) and FaultRuleView are typed copies, held to it here."""
+    fields = set(FaultRuleSpec.model_fields)
+
+    assert set(FaultSpec.__optional_keys__) == fields - {"method"} | {"code", "message"}
+    assert {f.name for f in dataclasses.fields(FaultRuleView)} == fields | {"matched", "fired"}

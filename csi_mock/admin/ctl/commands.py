@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from csi_mock.admin.client import AdminClient
+from csi_mock.admin.client import AdminClient, FaultSpec
 from csi_mock.admin.ctl.render import (
     journal_table,
     limits_table,
@@ -37,24 +37,17 @@ Command = Callable[[AdminClient, argparse.Namespace], Output]
 def fault_add(client: AdminClient, args: argparse.Namespace) -> Output:
     if args.message is not None and args.code is None:
         raise UsageError("fault add: --message needs --code")
-    rule = client.add_fault(
-        args.method,
-        id=args.id,
-        code=args.code,
-        message=args.message,
-        delay=args.delay,
-        hang=args.hang or None,
-        override=dict(args.override) if args.override else None,
-        volume=args.volume,
-        node=args.node,
-        parameters=dict(args.param) if args.param else None,
-        topology=dict(args.topology) if args.topology else None,
-        times=args.times,
-        skip=args.skip,
-        probability=args.probability,
-        seed=args.seed,
-    )
+    spec = {key: _sent(getattr(args, key, None)) for key in FaultSpec.__optional_keys__}
+    rule = client.add_fault(args.method, **cast(FaultSpec, spec))
     return Output(rule.to_json(), rules_table([rule]))
+
+
+def _sent(value: Any) -> Any:
+    """An option's value as the API takes it: repeated K=V pairs as a mapping, an
+    absent flag (False) or repeated option (None) as not given."""
+    if isinstance(value, list):
+        return dict(value)
+    return None if value is False else value
 
 
 def fault_list(client: AdminClient, args: argparse.Namespace) -> Output:

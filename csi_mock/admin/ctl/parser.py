@@ -90,6 +90,50 @@ class _CommandParser(argparse.ArgumentParser):
         self._negative_number_matcher = re.compile(r"^-\d")
 
 
+_FAULT_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("--code", {"help": "fail with this gRPC status code"}),
+    ("--message", {"help": "the error message (with --code)"}),
+    (
+        "--delay",
+        {"type": _duration, "help": "wait before handling: seconds or a duration (300ms, 2s)"},
+    ),
+    ("--hang", {"action": "store_true", "help": "hang until the caller's deadline"}),
+    (
+        "--override",
+        {
+            "type": _override,
+            "action": "append",
+            "metavar": "FIELD=VALUE",
+            "help": "set a response field (repeatable)",
+        },
+    ),
+    ("--volume", {"help": "glob on the request's volume_id or name"}),
+    ("--node", {"help": "glob on the request's node_id"}),
+    (
+        "--param",
+        {
+            "dest": "parameters",
+            "type": _pair,
+            "action": "append",
+            "metavar": "K=V",
+            "help": "parameter (repeatable)",
+        },
+    ),
+    (
+        "--topology",
+        {"type": _pair, "action": "append", "metavar": "K=V", "help": "label (repeatable)"},
+    ),
+    ("--times", {"type": int, "help": "fire at most N times"}),
+    ("--skip", {"type": int, "help": "let the first K matches through"}),
+    ("--probability", {"type": float, "help": "fire with this probability"}),
+    ("--seed", {"type": int, "help": "random seed (reproducible firing)"}),
+    ("--id", {"help": "rule id (default rule-N)"}),
+)
+"""`fault add`'s options besides --method: one for each key of the client's FaultSpec
+(error as --code and --message), each stored under that key, so fault_add sends them
+all without naming them again."""
+
+
 def _global_options(parser: argparse.ArgumentParser, default: Any) -> None:
     """Where to reach the admin API and how to print, accepted before and after the
     command; after it they default to SUPPRESS so an absent one keeps the value given
@@ -154,32 +198,8 @@ def add_ctl_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     )
     add = leaf(fault, "add", fault_add, "add a rule at the end of the list")
     add.add_argument("--method", required=True, help="CSI method name or glob")
-    add.add_argument("--code", help="fail with this gRPC status code")
-    add.add_argument("--message", help="the error message (with --code)")
-    add.add_argument(
-        "--delay", type=_duration, help="wait before handling: seconds or a duration (300ms, 2s)"
-    )
-    add.add_argument("--hang", action="store_true", help="hang until the caller's deadline")
-    add.add_argument(
-        "--override",
-        type=_override,
-        action="append",
-        metavar="FIELD=VALUE",
-        help="set a response field (repeatable)",
-    )
-    add.add_argument("--volume", help="glob on the request's volume_id or name")
-    add.add_argument("--node", help="glob on the request's node_id")
-    add.add_argument(
-        "--param", type=_pair, action="append", metavar="K=V", help="parameter (repeatable)"
-    )
-    add.add_argument(
-        "--topology", type=_pair, action="append", metavar="K=V", help="label (repeatable)"
-    )
-    add.add_argument("--times", type=int, help="fire at most N times")
-    add.add_argument("--skip", type=int, help="let the first K matches through")
-    add.add_argument("--probability", type=float, help="fire with this probability")
-    add.add_argument("--seed", type=int, help="random seed (reproducible firing)")
-    add.add_argument("--id", help="rule id (default rule-N)")
+    for flag, options in _FAULT_OPTIONS:
+        add.add_argument(flag, **options)
     leaf(fault, "list", fault_list, "list the rules with their counters")
     leaf(fault, "show", fault_show, "show one rule").add_argument("id")
     leaf(fault, "rm", fault_rm, "remove a rule").add_argument("id")
