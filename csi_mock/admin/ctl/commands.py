@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from csi_mock.admin.client import AdminClient, FaultSpec
+from csi_mock.admin.client import AdminClient, FaultSpec, JournalFilter
 from csi_mock.admin.ctl.render import (
     journal_table,
     limits_table,
@@ -132,15 +132,8 @@ def volumes_command(client: AdminClient, args: argparse.Namespace) -> Output:
 
 
 def journal_command(client: AdminClient, args: argparse.Namespace) -> Output:
-    records = client.journal(
-        method=args.method,
-        code=args.code,
-        volume=args.volume,
-        node=args.node,
-        since=args.since,
-        after=args.after,
-        limit=args.limit,
-    )
+    query = {key: getattr(args, key) for key in JournalFilter.__optional_keys__}
+    records = client.journal(**cast(JournalFilter, query))
     text = journal_table(records) if records else "no matching calls"
     return Output([record_to_json(record) for record in records], text)
 
