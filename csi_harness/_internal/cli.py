@@ -40,17 +40,14 @@ from pydantic import ValidationError
 
 from csi_harness._internal.core.resources import TOOLS_SCRIPT
 from csi_harness._internal.core.tools import Tools, ToolsMissing
+from csi_harness._internal.core.validation import describe_validation_error
 from csi_harness._internal.providers.kind.node_image import NodeImageError
 from csi_harness._internal.providers.local.cluster import (
     ClusterUpFailed,
     LocalCluster,
     format_teardown,
 )
-from csi_harness._internal.providers.local.config import (
-    LocalClusterConfig,
-    describe_validation_error,
-    parse_feature_gates,
-)
+from csi_harness._internal.providers.local.config import LocalClusterConfig, parse_feature_gates
 from csi_harness._internal.providers.local.provider import LocalProvider
 from csi_mock.model.duration import DurationError, parse_duration
 
@@ -285,12 +282,12 @@ def _scale_main(args: argparse.Namespace, argv: list[str]) -> int:
 def _kind_main(args: argparse.Namespace) -> int:
     # Imported here: the kind provider needs lightkube and the deploy package, the local
     # commands do not.
+    from csi_harness._internal.core.commands import CommandFailed
     from csi_harness._internal.deploy.images import DriverImageError
     from csi_harness._internal.providers.kind.cluster import (
         DEFAULT_CONFIG,
         KindClusterError,
     )
-    from csi_harness._internal.providers.kind.kind_cli import CommandFailed
     from csi_harness._internal.providers.kind.node_image import build_node_image
     from csi_harness._internal.providers.kind.provider import KindProvider
 

@@ -32,7 +32,7 @@ from csi_harness._internal.deploy.incluster_layout import (
 )
 from csi_harness._internal.deploy.incluster_objects import render_objects
 from csi_harness._internal.deploy.spec import DRIVER_NAMESPACE, DriverDeployment
-from csi_harness._internal.providers.base import ClusterNode
+from csi_harness._internal.kube.nodes import ClusterNode
 from csi_harness._internal.providers.local.cluster import LocalCluster
 
 pytestmark = pytest.mark.e2e

@@ -128,8 +128,8 @@ def test_wait_claim_times_out_describing_the_resize_state() -> None:
         wait_claim(api, "data", "ns", lambda _: False, what="something", timeout=0.1)
 
     assert str(failure.value).endswith(
-        "waiting for claim ns/data: something; last seen: phase=Bound, requested=2147483648,"
-        " capacity=1073741824, resize={'storage': 'NodeResizePending'},"
+        "waiting for claim ns/data: something; last seen: data Bound class=- request=2Gi"
+        " capacity=1Gi volume=- resize=storage:NodeResizePending"
         " FileSystemResizePending(Waiting for user)"
     )
 

@@ -3,11 +3,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from csi_harness._internal.core.validation import describe_validation_error
 from csi_harness._internal.providers.local.config import (
     Component,
     LocalClusterConfig,
     NodeType,
-    describe_validation_error,
     format_feature_gates,
 )
 

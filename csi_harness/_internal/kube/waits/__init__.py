@@ -8,6 +8,7 @@ conditions, the events, the objects).
 """
 
 from csi_harness._internal.core.waiting import WaitTimeout, wait_for
+from csi_harness._internal.kube.describe import describe_claim
 from csi_harness._internal.kube.waits.annotations import AnnotationHistory
 from csi_harness._internal.kube.waits.attachments import (
     volume_attachments,
@@ -23,7 +24,6 @@ from csi_harness._internal.kube.waits.capacity import (
 from csi_harness._internal.kube.waits.claims import (
     SELECTED_NODE,
     claim_conditions,
-    describe_claim,
     pv_topology,
     storage_of,
     wait_bound_volume,

@@ -8,6 +8,7 @@ from typing import Any
 from lightkube import Client
 from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim
 
+from csi_harness._internal.kube.describe import describe_claim
 from csi_harness._internal.kube.watching import Kube, watch_until
 from csi_mock.model.quantity import parse_quantity
 
@@ -69,21 +70,6 @@ def claim_conditions(pvc: PersistentVolumeClaim) -> dict[str, str]:
     """The claim's condition types (FileSystemResizePending, ...) -> their messages."""
     conditions = pvc.status.conditions if pvc.status else None
     return {c.type: c.message or "" for c in conditions or []}
-
-
-def describe_claim(pvc: PersistentVolumeClaim) -> str:
-    """Phase, requested and actual size and the resize state of a claim, in one line."""
-    status = pvc.status
-    requested = pvc.spec.resources.requests if pvc.spec and pvc.spec.resources else None
-    parts = [
-        f"phase={status.phase if status else None}",
-        f"requested={storage_of(requested)}",
-        f"capacity={storage_of(status.capacity if status else None)}",
-    ]
-    if status and status.allocatedResourceStatuses:
-        parts.append(f"resize={dict(status.allocatedResourceStatuses)}")
-    parts += [f"{kind}({message})" for kind, message in claim_conditions(pvc).items()]
-    return ", ".join(parts)
 
 
 def wait_claim(

@@ -7,19 +7,8 @@ from typing import Any
 
 from lightkube.resources.core_v1 import Pod
 
+from csi_harness._internal.kube.describe import describe_pod
 from csi_harness._internal.kube.watching import Kube, watch_until
-
-
-def _conditions(pod: Pod) -> dict[str, Any]:
-    return {c.type: c for c in (pod.status.conditions or [])} if pod.status else {}
-
-
-def _describe(pod: Pod) -> str:
-    parts = [f"phase={pod.status.phase if pod.status else None}"]
-    parts += [f"{c.type}={c.status}({c.reason}: {c.message})" for c in _conditions(pod).values()]
-    if pod.spec and pod.spec.nodeName:
-        parts.append(f"node={pod.spec.nodeName}")
-    return ", ".join(parts)
 
 
 def _watch_pod(
@@ -47,7 +36,7 @@ def wait_pod_scheduled(kube: Kube, name: str, namespace: str, timeout: float = 6
 
     def check(pod: Pod) -> tuple[bool, str]:
         node = pod.spec.nodeName if pod.spec else None
-        return bool(node), node or _describe(pod)
+        return bool(node), node or describe_pod(pod)
 
     node: str = _watch_pod(
         kube,
@@ -63,7 +52,7 @@ def wait_pod_scheduled(kube: Kube, name: str, namespace: str, timeout: float = 6
 def wait_pod_running(kube: Kube, name: str, namespace: str, timeout: float = 90) -> Pod:
     def check(pod: Pod) -> tuple[bool, Any]:
         running = pod.status is not None and pod.status.phase == "Running"
-        return running, pod if running else _describe(pod)
+        return running, pod if running else describe_pod(pod)
 
     pod: Pod = _watch_pod(
         kube, name, namespace, check, what=f"pod {namespace}/{name} to run", timeout=timeout
@@ -79,7 +68,7 @@ def wait_pod_succeeded(kube: Kube, name: str, namespace: str, timeout: float = 9
         phase = pod.status.phase if pod.status else None
         if phase == "Failed":
             raise AssertionError(f"pod {namespace}/{name} failed: {_terminations(pod)}")
-        return phase == "Succeeded", pod if phase == "Succeeded" else _describe(pod)
+        return phase == "Succeeded", pod if phase == "Succeeded" else describe_pod(pod)
 
     pod: Pod = _watch_pod(
         kube, name, namespace, check, what=f"pod {namespace}/{name} to succeed", timeout=timeout
@@ -104,7 +93,7 @@ def _terminations(pod: Pod) -> str:
                 f"{status.name}: exit {terminated.exitCode} {terminated.reason}:"
                 f" {(terminated.message or '').strip()}"
             )
-    return "; ".join(finished) or _describe(pod)
+    return "; ".join(finished) or describe_pod(pod)
 
 
 def wait_pod_unschedulable(
@@ -114,11 +103,12 @@ def wait_pod_unschedulable(
     scheduler's message, if given); return the scheduler's message."""
 
     def check(pod: Pod) -> tuple[bool, str]:
-        condition = _conditions(pod).get("PodScheduled")
+        conditions = (pod.status.conditions if pod.status else None) or []
+        condition = next((c for c in conditions if c.type == "PodScheduled"), None)
         if pod.spec and pod.spec.nodeName:
             return False, f"scheduled to {pod.spec.nodeName}"
         if condition is None or condition.status != "False" or condition.reason != "Unschedulable":
-            return False, _describe(pod)
+            return False, describe_pod(pod)
         text = condition.message or ""
         return message is None or message in text, text
 

@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-# Re-exported: csi_harness/_internal/cli.py imports it from here, for now.
-from csi_harness._internal.core.commands import CommandFailed as CommandFailed
 from csi_harness._internal.core.commands import Runner, run_command
 from csi_harness._internal.core.tools import tool_path
 

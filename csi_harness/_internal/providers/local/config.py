@@ -9,10 +9,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-# Re-exported: csi_harness/_internal/cli.py imports it from here, for now.
-from csi_harness._internal.core.validation import (
-    describe_validation_error as describe_validation_error,
-)
 from csi_harness._internal.deploy.spec import DriverDeployment
 
 DEFAULT_RUN_ROOT = Path("/var/lib/csi-harness")
