@@ -117,9 +117,10 @@ CASES: tuple[Case, ...] = (
     *_cases(
         "csi_volume_limit_scaling.go",
         "CSI Mock VolumeLimitScaling scheduling",
-        "VolumeLimitScaling scheduling gate",
-        "prevent=true blocks scheduling when driver not installed",
-        "prevent=false allows scheduling when driver not installed",
+        "VolumeLimitScaling scheduling",
+        "blocks scheduling when driver not installed and CSIDriver opts in",
+        "allows scheduling when driver not installed and CSIDriver object is not present",
+        "allows scheduling when driver not installed and CSIDriver does not opt in",
     ),
     *_cases(
         "mutable_csinode_allocatable.go",

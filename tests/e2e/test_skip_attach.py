@@ -142,7 +142,12 @@ def flip_attach_required_to_false(kube: Client, driver: Driver) -> None:
 
 @pytest.mark.slow
 @pytest.mark.driver(attach_required=True)
-@pytest.mark.upstream("csi_attach_volume.go", "should cleanup VolumeAttachment properly")
+@pytest.mark.upstream(
+    "csi_attach_volume.go",
+    "should cleanup VolumeAttachment properly",
+    missing="the in-use volume's VolumeAttachment goes after its pod, not while the pod runs: "
+    "the 1.37.1 kubelet keeps reporting the volume in use (kubernetes PR 141522 fixes it)",
+)
 @pytest.mark.scenario(
     FEATURE, "attachRequired flipped true -> false: each volume detached once no kubelet uses it"
 )

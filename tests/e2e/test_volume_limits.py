@@ -279,28 +279,43 @@ def absent_driver(kube: Client, namespace: str) -> Iterator[str]:
         kube.delete(PersistentVolume, name)
 
 
+NO_CSIDRIVER = "no CSIDriver"
+"""``claim_on_absent_driver``'s ``prevent`` for a driver without a CSIDriver object."""
+
+
 def claim_on_absent_driver(
-    kube: Client, cluster: Cluster, namespace: str, driver: str, *, prevent: bool
+    kube: Client,
+    cluster: Cluster,
+    namespace: str,
+    driver: str,
+    *,
+    prevent: bool | str | None,
 ) -> None:
-    """A CSIDriver ``driver`` with preventPodSchedulingIfMissing ``prevent`` and a claim
-    "data" bound to a pre-made PV of it, as upstream does (no node has the driver, so
-    nothing could provision one). Skips when the gate is off."""
+    """A CSIDriver ``driver`` with preventPodSchedulingIfMissing ``prevent`` (None: the
+    field unset; NO_CSIDRIVER: no CSIDriver object at all) and a claim "data" bound to
+    a pre-made PV of it, as upstream does (no node has the driver, so nothing could
+    provision one). Skips when the gate is off."""
     if cluster.scheduler_feature_gate(SCALING_GATE) is False:
         pytest.skip(f"the cluster's kube-scheduler runs with {SCALING_GATE}=false")
-    objects.create(
-        kube,
-        {
-            "apiVersion": "storage.k8s.io/v1",
-            "kind": "CSIDriver",
-            "metadata": {"name": driver},
-            # No attaching: nobody would ever attach a volume of a driver no node has.
-            "spec": {"attachRequired": False, "preventPodSchedulingIfMissing": prevent},
-        },
-    )
-    stored = kube.get(CSIDriver, driver).spec.preventPodSchedulingIfMissing  # type: ignore[attr-defined]
-    if stored is None:
-        pytest.skip(f"the apiserver dropped preventPodSchedulingIfMissing ({SCALING_GATE} off)")
-    assert stored is prevent
+    if prevent != NO_CSIDRIVER:
+        # No attaching: nobody would ever attach a volume of a driver no node has.
+        spec: dict[str, object] = {"attachRequired": False}
+        if prevent is not None:
+            spec["preventPodSchedulingIfMissing"] = prevent
+        objects.create(
+            kube,
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "CSIDriver",
+                "metadata": {"name": driver},
+                "spec": spec,
+            },
+        )
+        stored = kube.get(CSIDriver, driver).spec.preventPodSchedulingIfMissing  # type: ignore[attr-defined]
+        if prevent is not None and stored is None:
+            pytest.skip(f"the apiserver dropped preventPodSchedulingIfMissing ({SCALING_GATE} off)")
+        # Unset, the API server defaults it to false (or drops it with the gate off).
+        assert stored is prevent if prevent is not None else stored in (False, None)
     claim = objects.claim("data", namespace, "1Gi", "")
     claim["spec"]["volumeName"] = driver
     objects.create(
@@ -330,7 +345,8 @@ def claim_on_absent_driver(
 
 
 @pytest.mark.upstream(
-    "csi_volume_limit_scaling.go", "prevent=true blocks scheduling when driver not installed"
+    "csi_volume_limit_scaling.go",
+    "blocks scheduling when driver not installed and CSIDriver opts in",
 )
 @pytest.mark.scenario(
     FEATURE, "preventPodSchedulingIfMissing true: no node without the driver takes the pod"
@@ -350,16 +366,40 @@ def test_pod_of_a_driver_no_node_runs_is_unschedulable_when_its_csidriver_preven
     )
 
 
-@pytest.mark.upstream(
-    "csi_volume_limit_scaling.go", "prevent=false allows scheduling when driver not installed"
+@pytest.mark.parametrize(
+    "prevent",
+    [
+        pytest.param(
+            None,
+            id="unset",
+            marks=pytest.mark.upstream(
+                "csi_volume_limit_scaling.go",
+                "allows scheduling when driver not installed and CSIDriver does not opt in",
+            ),
+        ),
+        pytest.param(False, id="false"),
+        pytest.param(
+            NO_CSIDRIVER,
+            id="no-csidriver",
+            marks=pytest.mark.upstream(
+                "csi_volume_limit_scaling.go",
+                "allows scheduling when driver not installed and CSIDriver object is not present",
+            ),
+        ),
+    ],
 )
 @pytest.mark.scenario(
-    FEATURE, "preventPodSchedulingIfMissing false: a node without the driver takes the pod"
+    FEATURE, "preventPodSchedulingIfMissing not true: a node without the driver takes the pod"
 )
-def test_pod_of_a_driver_no_node_runs_is_scheduled_when_its_csidriver_does_not_prevent_it(
-    kube: Client, cluster: Cluster, namespace: str, driver: Driver, absent_driver: str
+def test_pod_of_a_driver_no_node_runs_is_scheduled_unless_its_csidriver_prevents_it(
+    kube: Client,
+    cluster: Cluster,
+    namespace: str,
+    driver: Driver,
+    absent_driver: str,
+    prevent: bool | str | None,
 ) -> None:
     nodes = scheduling_node_names(driver, 1)
-    claim_on_absent_driver(kube, cluster, namespace, absent_driver, prevent=False)
+    claim_on_absent_driver(kube, cluster, namespace, absent_driver, prevent=prevent)
     objects.create(kube, objects.pod("app", namespace, claims=["data"], nodes=nodes))
     assert wait_pod_scheduled(kube, "app", namespace) in nodes
