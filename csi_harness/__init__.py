@@ -1,12 +1,12 @@
 """The public API of csi-mock's conformance harness, for suites of your own.
 
-Install with the extra (``pip install 'csi-mock[harness]'``); the pytest plugin then
-loads by itself and gives the fixtures ``cluster``, ``kube``, ``driver``,
+Install csi-mock with its ``harness`` extra (from a checkout or a built wheel: see
+the README); the pytest plugin then loads by itself and gives the fixtures ``cluster``, ``kube``, ``driver``,
 ``namespace`` and ``admin``, the options ``--csi-cluster local|kind|existing`` (and the
 others of ``pytest --help``'s "csi-harness" group) and the markers
 ``@pytest.mark.driver(**DriverDeployment fields)`` and ``@pytest.mark.cluster_wide``.
 
-Everything importable from here is public and kept stable; the ``harness`` package
+Everything importable from here is public and kept stable; ``csi_harness._internal``
 behind it is private (its modules move as the harness grows). Example, a whole test::
 
     from csi_harness import objects, wait_pod_unschedulable
@@ -29,10 +29,11 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from csi_harness._internal.deploy.spec import DriverDeployment, ProvisionerMode
+    from csi_harness._internal.deploy.spec import DriverDeployment, ProvisionerMode, node_pool_name
     from csi_harness._internal.kube import objects
     from csi_harness._internal.kube.resources import CSINodeResource, csinode_drivers
     from csi_harness._internal.kube.waits import (
+        AnnotationHistory,
         capacities,
         events,
         volume_attachments,
@@ -64,10 +65,12 @@ _PUBLIC = {
     "AdminError": "csi_mock.admin.client",
     "DriverDeployment": "csi_harness._internal.deploy.spec",
     "ProvisionerMode": "csi_harness._internal.deploy.spec",
+    "node_pool_name": "csi_harness._internal.deploy.spec",
     "CSINodeResource": "csi_harness._internal.kube.resources",
     "csinode_drivers": "csi_harness._internal.kube.resources",
     **dict.fromkeys(
         (
+            "AnnotationHistory",
             "capacities",
             "events",
             "volume_attachments",
@@ -110,6 +113,7 @@ __all__ = [
     "NOT_ENOUGH_STORAGE",
     "AdminClient",
     "AdminError",
+    "AnnotationHistory",
     "CSINodeResource",
     "Cluster",
     "ClusterNode",
@@ -120,6 +124,7 @@ __all__ = [
     "capacities",
     "csinode_drivers",
     "events",
+    "node_pool_name",
     "objects",
     "pick_nodes",
     "scheduling_nodes",
