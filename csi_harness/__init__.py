@@ -1,9 +1,10 @@
 """The public API of csi-mock's conformance harness, for suites of your own.
 
 Install csi-mock with its ``harness`` extra (from a checkout or a built wheel: see
-the README); the pytest plugin then loads by itself and gives the fixtures ``cluster``, ``kube``, ``driver``,
-``namespace`` and ``admin``, the options ``--csi-cluster local|kind|existing`` (and the
-others of ``pytest --help``'s "csi-harness" group) and the markers
+the README); the pytest plugin then loads by itself and gives the fixtures
+``cluster``, ``kube``, ``driver``, ``namespace`` and ``admin``, the options
+``--csi-cluster local|kind|existing`` (and the others of ``pytest --help``'s
+"csi-harness" group) and the markers
 ``@pytest.mark.driver(**DriverDeployment fields)`` and ``@pytest.mark.cluster_wide``.
 
 Everything importable from here is public and kept stable; ``csi_harness._internal``
