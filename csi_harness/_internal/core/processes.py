@@ -19,6 +19,7 @@ from pathlib import Path
 
 from csi_harness._internal.core.procfs import read_stat
 from csi_harness._internal.core.run_state import ProcessRecord, RunState
+from csi_harness._internal.core.zygote import Zygote, ZygoteError
 
 
 class ComponentFailed(RuntimeError):
@@ -71,7 +72,12 @@ class Supervisor:
         *,
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
+        zygote: tuple[Zygote, Sequence[str]] | None = None,
     ) -> ProcessRecord:
+        """Start ``argv`` as process ``name``, its output appended to its log. With
+        ``zygote`` (a zygote and the csi-mock arguments to give it), the zygote forks
+        the process instead (``env`` and ``cwd`` are then the zygote's); ``argv`` is
+        what the record shows."""
         if name in self.state.processes and is_running(self.state.processes[name]):
             raise ComponentFailed(name, "already running", None)
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -81,6 +87,9 @@ class Supervisor:
         with log.open("ab") as out:
             out.write(f"=== {time.strftime('%H:%M:%S')} {' '.join(argv)}\n".encode())
             out.flush()
+        if zygote is not None:
+            return self._forked(name, argv, log, *zygote)
+        with log.open("ab") as out:
             try:
                 child = subprocess.Popen(
                     list(argv),
@@ -98,6 +107,24 @@ class Supervisor:
             name=name, pid=child.pid, start_time=start_time or 0, argv=list(argv), log=str(log)
         )
         self._children[name] = child
+        with self.state.locked() as state:
+            state.processes[name] = record
+        return record
+
+    def _forked(
+        self, name: str, argv: Sequence[str], log: Path, zygote: Zygote, args: Sequence[str]
+    ) -> ProcessRecord:
+        try:
+            pid = zygote.spawn(args, log)
+        except ZygoteError as exc:
+            raise ComponentFailed(name, str(exc), log) from exc
+        record = ProcessRecord(
+            name=name,
+            pid=pid,
+            start_time=process_start_time(pid) or 0,
+            argv=list(argv),
+            log=str(log),
+        )
         with self.state.locked() as state:
             state.processes[name] = record
         return record

@@ -40,6 +40,7 @@ from lightkube.types import CascadeType
 from csi_harness._internal.core.processes import Supervisor
 from csi_harness._internal.core.tools import Tools
 from csi_harness._internal.core.waiting import socket_probe, wait_for
+from csi_harness._internal.core.zygote import Zygote
 from csi_harness._internal.deploy.readiness import drop_topology_labels, wait_driver_ready
 from csi_harness._internal.deploy.sidecars import (
     DISTRIBUTED_PROVISIONER_FLAGS,
@@ -115,9 +116,12 @@ class LocalDriver:
         kube: Client,
         progress: Callable[[str], None] = lambda _: None,
         ready_timeout: float = 120,
+        zygote: Zygote | None = None,
     ) -> None:
         self.spec = spec
         self.ready_timeout = ready_timeout
+        self.zygote = zygote
+        """Forks the csi-mock instances when given; else each is a new interpreter."""
         self.root = root
         self.tools = tools
         self.supervisor = supervisor
@@ -373,17 +377,23 @@ class LocalDriver:
         return path
 
     def _start_process(
-        self, component: str, argv: list[str], env: Mapping[str, str] | None = None
+        self,
+        component: str,
+        argv: list[str],
+        env: Mapping[str, str] | None = None,
+        zygote: tuple[Zygote, list[str]] | None = None,
     ) -> None:
         process = self.process(component)
         log = self.supervisor.log_path(process)
         self._log_starts[process] = log.stat().st_size if log.exists() else 0
-        self.supervisor.start(process, argv, env=env)
+        self.supervisor.start(process, argv, env=env, zygote=zygote)
 
     def _csi_mock(self, instance: str, config: dict[str, Any], socket: Path) -> Path:
         path = self._write_config(instance, config)
-        argv = [sys.executable, "-m", "csi_mock", "serve", f"--config={path}"]
-        self._start_process(_instance_component(instance), argv)
+        args = ["serve", f"--config={path}"]
+        argv = [sys.executable, "-m", "csi_mock", *args]
+        forked = (self.zygote, args) if self.zygote is not None else None
+        self._start_process(_instance_component(instance), argv, zygote=forked)
         return socket
 
     def _start_controller(self) -> Path:

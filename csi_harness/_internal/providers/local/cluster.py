@@ -24,7 +24,8 @@ from lightkube import Client, KubeConfig
 from csi_harness._internal.core.processes import ComponentFailed, Supervisor, is_running, log_tail
 from csi_harness._internal.core.run_state import RunState
 from csi_harness._internal.core.tools import Tools
-from csi_harness._internal.core.waiting import WaitTimeout, wait_for
+from csi_harness._internal.core.waiting import WaitTimeout, socket_probe, wait_for
+from csi_harness._internal.core.zygote import Zygote, zygote_argv
 from csi_harness._internal.deploy.local import DriverNode, LocalDriver
 from csi_harness._internal.deploy.readiness import (
     wait_deregistered,
@@ -47,6 +48,7 @@ from csi_harness._internal.providers.local.teardown import TeardownReport, teard
 from csi_mock.admin.client import AdminClient
 
 _MAX_SOCKET_PATH = 107
+ZYGOTE = "csi-mock-zygote"
 DIAGNOSTICS_ADMIN_TIMEOUT = 5.0
 """Seconds an admin call of failure diagnostics may take: a hung instance must not
 hold up the report."""
@@ -90,6 +92,7 @@ class LocalCluster:
         """The driver the cluster came up with; tests redeploy variations of it."""
         self._tools = Tools(Path("."))
         self._supervisor: Supervisor | None = None
+        self._zygote: Zygote | None = None
         self.attached = False
         """Attached to a cluster another process brought up (``attach``)."""
 
@@ -191,6 +194,7 @@ class LocalCluster:
         )
 
         self._tools, self.kube = tools, kube
+        self._start_zygote(supervisor)
         self.driver = self._new_driver(config.driver)
         self.driver.start()
         phase("driver and sidecars started")
@@ -206,6 +210,20 @@ class LocalCluster:
             check=supervisor.check_alive,
         )
         phase("default service account")
+
+    def _start_zygote(self, supervisor: Supervisor) -> None:
+        """The process that forks every driver's csi-mock instances (``csi_mock.zygote``):
+        each then starts in milliseconds instead of importing csi-mock again."""
+        socket_path = self.layout.zygote_socket
+        supervisor.start(ZYGOTE, zygote_argv(socket_path))
+        wait_for(
+            f"the zygote to serve {socket_path}",
+            partial(socket_probe, socket_path),
+            timeout=30,
+            interval=0.05,
+            check=partial(supervisor.check_alive, [ZYGOTE]),
+        )
+        self._zygote = Zygote(socket_path)
 
     def _new_driver(self, spec: DriverDeployment) -> LocalDriver:
         layout = self.layout
@@ -224,6 +242,7 @@ class LocalCluster:
             kubeconfig=layout.component_kubeconfig("csi-sidecars"),
             kube=self.kube,
             ready_timeout=self.config.timeout_seconds,
+            zygote=self._zygote,
         )
 
     @property
@@ -336,6 +355,8 @@ class LocalCluster:
         cluster._supervisor = Supervisor(state, cluster.layout.logs)
         cluster._tools = Tools.locate(config.tools_bin)
         cluster.kube = Client(KubeConfig.from_file(cluster.kubeconfig), field_manager="csi-harness")
+        if ZYGOTE in state.processes:  # (a cluster from before the zygote has none)
+            cluster._zygote = Zygote(cluster.layout.zygote_socket)
         cluster.driver = cluster._new_driver(config.driver)
         cluster.attached = True
         return cluster

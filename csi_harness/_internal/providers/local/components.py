@@ -70,6 +70,11 @@ class Layout:
         return self.root / "pki"
 
     @property
+    def zygote_socket(self) -> Path:
+        """Where the zygote that forks the drivers' csi-mock instances listens."""
+        return self.root / "zygote.sock"
+
+    @property
     def logs(self) -> Path:
         return self.root / "logs"
 
