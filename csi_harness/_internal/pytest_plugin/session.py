@@ -5,8 +5,9 @@ tear-down after the last worker."""
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
@@ -91,20 +92,48 @@ def pytest_configure_node(node: Any) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With workers, ``slow`` tests go first (the longest start first), then the
-    others, then the ``cluster_wide`` ones: such a test waits for every running test
-    to end (while the turnstile holds back new ones), so it should come when the
-    others are done, not while a slow one runs. Each group keeps collection order;
-    every worker sorts alike, as pytest-xdist requires."""
+    """With workers, ``slow`` tests go first, one at the head of each worker's first
+    batch (``spread_slow_first``), then the others, then the ``cluster_wide`` ones: such
+    a test waits for every running test to end (while the turnstile holds back new
+    ones), so it should come when the others are done, not while a slow one runs.
+    Each group keeps collection order; every worker sorts alike, as pytest-xdist
+    requires."""
     if not (_is_xdist_worker(config) or _xdist_workers(config)):
         return
+    workers = (
+        int(config.workerinput["workercount"])  # type: ignore[attr-defined]
+        if _is_xdist_worker(config)
+        else _xdist_workers(config)
+    )
 
     def rank(item: pytest.Item) -> int:
         if item.get_closest_marker(CLUSTER_WIDE) is not None:
             return 2
         return 0 if item.get_closest_marker("slow") is not None else 1
 
-    items.sort(key=rank)
+    items[:] = spread_slow_first(items, rank, workers)
+
+
+T = TypeVar("T")
+
+
+def spread_slow_first(items: Sequence[T], rank: Callable[[T], int], workers: int) -> list[T]:
+    """``items`` by rank (0: slow, 1: others, 2: last), each rank in its order, with
+    the slow ones placed so that pytest-xdist's load scheduling starts each on a
+    worker of its own: it hands every worker a first batch of consecutive tests
+    (a quarter of its share, at least 2), so a slow test goes at the head of each
+    batch, and the slow tests left over come right after those batches."""
+    slow = [item for item in items if rank(item) == 0]
+    others = [item for item in items if rank(item) == 1]
+    last = [item for item in items if rank(item) == 2]
+    batch = max(len(items) // max(workers, 1) // 4, 2)
+    ordered: list[T] = []
+    for _ in range(workers):
+        head = [slow.pop(0)] if slow else []
+        take = batch - len(head)
+        ordered += head + others[:take]
+        others = others[take:]
+    return ordered + slow + others + last
 
 
 @pytest.hookimpl(trylast=True)
