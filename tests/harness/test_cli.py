@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from csi_harness._internal import cli
-from csi_harness._internal.cli import UsageError, _parser, build_config, duration, main
+from csi_harness._internal.cli import UsageError, build_config, build_parser, duration, main
 from csi_harness._internal.providers.local.config import parse_feature_gates
 
 
@@ -188,7 +188,7 @@ def _subcommands(
     return found
 
 
-ALL_COMMANDS = _subcommands(_parser())
+ALL_COMMANDS = _subcommands(build_parser())
 
 
 def test_version_names_the_installed_distribution(capsys: pytest.CaptureFixture[str]) -> None:
