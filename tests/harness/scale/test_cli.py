@@ -24,8 +24,8 @@ def no_runs(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--nodes", "0"], "--nodes: 0 is not in 1..250"),
-        (["--nodes", "251"], "--nodes: 251"),
+        (["--nodes", "0"], "--nodes: 0 is not in 1..500"),
+        (["--nodes", "501"], "--nodes: 501"),
         (["--pods", "0"], "--pods: 0 is not a positive number"),
         (["--pool", "ten"], "--pool: 'ten' is not a quantity"),
         (["--size", "2Gi-1Gi"], "--size: '2Gi-1Gi': the upper bound is below"),
