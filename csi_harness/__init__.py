@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from csi_harness._internal.deploy.spec import DriverDeployment, ProvisionerMode, node_pool_name
     from csi_harness._internal.kube import objects
+    from csi_harness._internal.kube.namespaces import empty_namespace
     from csi_harness._internal.kube.resources import CSINodeResource, csinode_drivers
     from csi_harness._internal.kube.waits import (
         AnnotationHistory,
@@ -69,6 +70,7 @@ _PUBLIC = {
     "node_pool_name": "csi_harness._internal.deploy.spec",
     "CSINodeResource": "csi_harness._internal.kube.resources",
     "csinode_drivers": "csi_harness._internal.kube.resources",
+    "empty_namespace": "csi_harness._internal.kube.namespaces",
     **dict.fromkeys(
         (
             "AnnotationHistory",
@@ -124,6 +126,7 @@ __all__ = [
     "Unsupported",
     "capacities",
     "csinode_drivers",
+    "empty_namespace",
     "events",
     "node_pool_name",
     "objects",

@@ -21,7 +21,6 @@ reason: only its claim stays.
 
 from __future__ import annotations
 
-import contextlib
 import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -29,13 +28,14 @@ from typing import Any
 import pytest
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
-from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim, Pod
+from lightkube.resources.core_v1 import Pod
 
 from csi_harness import (
     Cluster,
     Driver,
     DriverDeployment,
     Unsupported,
+    empty_namespace,
     objects,
     scheduling_nodes,
     wait_capacity,
@@ -164,28 +164,6 @@ def node_chosen_for(
 def create_claims(kube: Client, namespace: str, *claims: tuple[str, str, str]) -> None:
     """Create (name, size, storage class) claims."""
     objects.create(kube, *(objects.claim(n, namespace, s, c) for n, s, c in claims))
-
-
-def empty_namespace(kube: Client, namespace: str, timeout: float = 120) -> None:
-    """Delete the namespace's pods and claims and wait until their volumes are gone."""
-    for pod in kube.list(Pod, namespace=namespace):
-        if pod.metadata and pod.metadata.name:
-            with contextlib.suppress(ApiError):
-                kube.delete(Pod, pod.metadata.name, namespace=namespace, grace_period=0)
-    for claim in kube.list(PersistentVolumeClaim, namespace=namespace):
-        if claim.metadata and claim.metadata.name:
-            with contextlib.suppress(ApiError):
-                kube.delete(PersistentVolumeClaim, claim.metadata.name, namespace=namespace)
-
-    def volumes_gone() -> tuple[bool, list[str]]:
-        left = [
-            str(pv.metadata.name if pv.metadata else "?")
-            for pv in kube.list(PersistentVolume)
-            if pv.spec and pv.spec.claimRef and pv.spec.claimRef.namespace == namespace
-        ]
-        return not left, left
-
-    wait_for(f"the volumes of namespace {namespace} to be deleted", volumes_gone, timeout=timeout)
 
 
 @pytest.fixture

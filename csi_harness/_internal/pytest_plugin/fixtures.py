@@ -14,14 +14,11 @@ from lightkube import Client, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import (
     Namespace,
-    PersistentVolume,
-    PersistentVolumeClaim,
-    Pod,
 )
 
 from csi_harness._internal.core.cluster_lock import ClusterLock
-from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.kube.namespaces import empty_namespace
 from csi_harness._internal.providers.base import Cluster, Driver, Unsupported
 from csi_harness._internal.providers.local.cluster import LocalCluster
 from csi_mock.admin.client import AdminClient
@@ -107,31 +104,7 @@ def namespace(request: pytest.FixtureRequest, kube: Client, driver: Driver) -> I
 
 
 def _empty_namespace(kube: Client, name: str) -> None:
-    """Delete the namespace's pods (at once) and claims, wait for their volumes to be
-    deleted by the driver, then delete the namespace."""
-    for pod in kube.list(Pod, namespace=name):
-        if pod.metadata and pod.metadata.name:
-            with contextlib.suppress(ApiError):
-                kube.delete(Pod, pod.metadata.name, namespace=name, grace_period=0)
-    for claim in kube.list(PersistentVolumeClaim, namespace=name):
-        if claim.metadata and claim.metadata.name:
-            with contextlib.suppress(ApiError):
-                kube.delete(PersistentVolumeClaim, claim.metadata.name, namespace=name)
-
-    def volumes_gone() -> tuple[bool, list[str]]:
-        left = [
-            str(pv.metadata.name if pv.metadata else "?")
-            for pv in kube.list(PersistentVolume)
-            if pv.spec and pv.spec.claimRef and pv.spec.claimRef.namespace == name
-        ]
-        left += [
-            f"pvc/{c.metadata.name if c.metadata else '?'}"
-            for c in kube.list(PersistentVolumeClaim, namespace=name)
-        ]
-        return not left, left
-
-    wait_for(
-        f"the volumes of namespace {name} to be deleted", volumes_gone, timeout=90, interval=0.5
-    )
+    """Empty the namespace (``empty_namespace``), then delete it."""
+    empty_namespace(kube, name)
     with contextlib.suppress(ApiError):
         kube.delete(Namespace, name)
