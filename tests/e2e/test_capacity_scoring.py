@@ -18,7 +18,6 @@ from collections.abc import Iterator
 
 import pytest
 from lightkube import Client
-from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import PersistentVolumeClaim, Pod
 
 from csi_harness._internal.deploy.incluster_layout import COMPONENT_LABEL
@@ -137,15 +136,11 @@ def test_default_shape_places_the_pod_on_the_node_with_most_free_capacity(
 def delete_and_wait(kube: Client, resource: type, name: str, namespace: str) -> None:
     """Delete a namespaced object and wait until it is gone (finalizers done)."""
     kube.delete(resource, name, namespace=namespace, grace_period=0)
-
-    def gone() -> tuple[bool, str]:
-        try:
-            kube.get(resource, name, namespace=namespace)
-        except ApiError as exc:
-            return exc.status.code == 404, str(exc.status.message)
-        return False, "still there"
-
-    wait_for(f"{resource.__name__} {namespace}/{name} to be deleted", gone, timeout=60)
+    wait_for(
+        f"{resource.__name__} {namespace}/{name} to be deleted",
+        lambda: objects.gone(kube, resource, name, namespace=namespace),
+        timeout=60,
+    )
 
 
 @pytest.mark.upstream(

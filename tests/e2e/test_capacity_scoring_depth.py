@@ -27,7 +27,6 @@ from typing import Any
 
 import pytest
 from lightkube import Client
-from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Pod
 
 from csi_harness import (
@@ -149,15 +148,11 @@ def node_chosen_for(
     objects.create(kube, manifest)
     node = wait_pod_scheduled(kube, pod, namespace, timeout=90)
     kube.delete(Pod, pod, namespace=namespace, grace_period=0)
-
-    def gone() -> tuple[bool, str]:
-        try:
-            kube.get(Pod, pod, namespace=namespace)
-        except ApiError as exc:
-            return exc.status.code == 404, str(exc.status.message)
-        return False, "still there"
-
-    wait_for(f"pod {namespace}/{pod} to be deleted", gone, timeout=60)
+    wait_for(
+        f"pod {namespace}/{pod} to be deleted",
+        lambda: objects.gone(kube, Pod, pod, namespace=namespace),
+        timeout=60,
+    )
     return node
 
 

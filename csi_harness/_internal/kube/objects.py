@@ -140,10 +140,11 @@ def create(kube: Client, *manifests: dict[str, Any]) -> None:
         kube.create(cast(Any, from_dict(manifest)))
 
 
-def exists(kube: Client, resource: Any, name: str) -> bool:
-    """Whether the (cluster-scoped) object is there; errors other than 404 propagate."""
+def exists(kube: Client, resource: Any, name: str, *, namespace: str | None = None) -> bool:
+    """Whether the object (in ``namespace``, if namespaced) is there; errors other than
+    404 propagate."""
     try:
-        kube.get(resource, name)
+        kube.get(resource, name, namespace=namespace)
     except ApiError as exc:
         if exc.status.code == 404:
             return False
@@ -151,9 +152,11 @@ def exists(kube: Client, resource: Any, name: str) -> bool:
     return True
 
 
-def gone(kube: Client, resource: Any, name: str) -> tuple[bool, str]:
+def gone(
+    kube: Client, resource: Any, name: str, *, namespace: str | None = None
+) -> tuple[bool, str]:
     """A ``wait_for`` probe: the object is no longer there."""
-    return not exists(kube, resource, name), f"{name} still exists"
+    return not exists(kube, resource, name, namespace=namespace), f"{name} still exists"
 
 
 def drop_node_labels(kube: Client, nodes: Iterable[str], keys: Collection[str]) -> None:
