@@ -166,6 +166,7 @@ async def test_probe_answers_while_a_large_volume_is_snapshotted_and_restored(
 
 
 LISTED_VOLUMES = 2_000
+LISTING_ATTEMPTS = 3
 
 
 async def test_probe_answers_while_every_volume_is_listed(start_driver: StartDriver) -> None:
@@ -177,9 +178,18 @@ async def test_probe_answers_while_every_volume_is_listed(start_driver: StartDri
             CreateRequest(name=f"pvc-{index}", capabilities=capabilities, required_bytes=MiB)
         )
 
-    listing = asyncio.ensure_future(csi.controller.ListVolumes(pb.ListVolumesRequest()))
-    slowest, took = await slowest_probe_from_a_thread(csi, listing)
-
-    assert len(listing.result().entries) == LISTED_VOLUMES
-    assert listing.result().next_token == ""
-    assert_probes_went_on(slowest, took, "ListVolumes without max_entries")
+    # The listing takes only a few hundred milliseconds, so one descheduling of the
+    # probing thread on a loaded machine is a large share of it. The best of a few
+    # listings is measured: with the listing on the loop, every one of them has a
+    # ratio near 1, so the retries cannot hide that.
+    attempts: list[tuple[float, float]] = []
+    for _ in range(LISTING_ATTEMPTS):
+        listing = asyncio.ensure_future(csi.controller.ListVolumes(pb.ListVolumesRequest()))
+        slowest, took = await slowest_probe_from_a_thread(csi, listing)
+        assert len(listing.result().entries) == LISTED_VOLUMES
+        assert listing.result().next_token == ""
+        attempts.append((slowest, took))
+        if slowest < SHARE_OF_THE_OPERATION * took:
+            break
+    slowest, took = min(attempts, key=lambda attempt: attempt[0] / attempt[1])
+    assert_probes_went_on(slowest, took, f"ListVolumes without max_entries (best of {len(attempts)})")

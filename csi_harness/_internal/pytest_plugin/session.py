@@ -91,13 +91,15 @@ def pytest_configure_node(node: Any) -> None:
     node.workerinput[SESSION_INPUT] = node.config.stash[_SESSION_TOKEN]
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With workers, ``slow`` tests go first, one at the head of each worker's first
-    batch (``spread_slow_first``), then the others, then the ``cluster_wide`` ones: such
-    a test waits for every running test to end (while the turnstile holds back new
-    ones), so it should come when the others are done, not while a slow one runs.
-    Each group keeps collection order; every worker sorts alike, as pytest-xdist
-    requires."""
+    """After ``-m``/``-k`` have deselected (trylast: the batches xdist makes are of
+    the items that are left), with workers, ``slow`` tests go first, one at the head
+    of each worker's first batch (``spread_slow_first``), then the others, then the
+    ``cluster_wide`` ones: such a test waits for every running test to end (while the
+    turnstile holds back new ones), so it should come when the others are done, not
+    while a slow one runs. Each group keeps collection order; every worker sorts
+    alike, as pytest-xdist requires."""
     if not (_is_xdist_worker(config) or _xdist_workers(config)):
         return
     workers = (
