@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from csi_harness._internal.kube.nodes import ClusterNode
+from csi_harness._internal.pytest_plugin.fixtures import access_mode
 from csi_harness._internal.pytest_plugin.session import spread_slow_first
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -107,3 +109,26 @@ def test_slow_tests_beyond_one_per_worker_come_right_after_the_first_batches() -
     assert ordered[0] == "s0" and ordered[batch] == "s1"
     assert ordered[2 * batch : 2 * batch + 3] == ["s2", "s3", "s4"]
     assert [i for i in ordered if i.startswith("o")] == [f"o{i}" for i in range(20)]
+
+
+# -- how a test shares the cluster with others ---------------------------------------
+
+REAL = ClusterNode(name="node-1", zone=None, runs_pods=True)
+SIMULATED = ClusterNode(name="sim-1", zone=None, runs_pods=False)
+
+
+def test_a_cluster_wide_test_holds_the_cluster_alone_and_others_share_it() -> None:
+    for real_nodes_only in (False, True):
+        mode = access_mode(cluster_wide=True, real_nodes_only=real_nodes_only, nodes=[REAL])
+        assert mode == "exclusive"
+    assert access_mode(cluster_wide=False, real_nodes_only=False, nodes=[REAL, SIMULATED]) == (
+        "shared"
+    )
+
+
+def test_a_real_nodes_only_test_runs_beside_cluster_wide_ones_only_beside_simulated_nodes() -> None:
+    # The cluster-wide tests compare the simulated nodes when there are any...
+    mode = access_mode(cluster_wide=False, real_nodes_only=True, nodes=[REAL, SIMULATED])
+    assert mode == "beside"
+    # ...and every node when there are none: then it waits for them as others do.
+    assert access_mode(cluster_wide=False, real_nodes_only=True, nodes=[REAL]) == "shared"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import secrets
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pytest
 from lightkube import Client, KubeConfig
@@ -19,6 +19,7 @@ from lightkube.resources.core_v1 import (
 from csi_harness._internal.core.cluster_lock import ClusterLock
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.kube.namespaces import empty_namespace
+from csi_harness._internal.kube.nodes import ClusterNode
 from csi_harness._internal.providers.base import Cluster, Driver, Unsupported
 from csi_harness._internal.providers.local.cluster import LocalCluster
 from csi_mock.admin.client import AdminClient
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 from csi_harness._internal.pytest_plugin.session import (
     _SESSION_CLUSTER,
     CLUSTER_WIDE,
+    REAL_NODES_ONLY,
     TEST_DRIVER_DOMAIN,
 )
 
@@ -53,12 +55,40 @@ def kube(cluster: Cluster) -> Client:
 
 @pytest.fixture
 def cluster_access(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[None]:
-    """The test's share of the cluster: exclusive for a ``cluster_wide`` test, shared
-    with the other tests otherwise (only matters with pytest-xdist workers)."""
+    """The test's share of the cluster (only matters with pytest-xdist workers; see
+    ``access_mode``)."""
     lock = ClusterLock.for_cluster(f"{request.config.getoption('--csi-cluster')}-{cluster.name}")
-    wide = request.node.get_closest_marker(CLUSTER_WIDE) is not None
-    with lock.exclusive() if wide else lock.shared():
+    real_nodes_only = request.node.get_closest_marker(REAL_NODES_ONLY) is not None
+    mode = access_mode(
+        cluster_wide=request.node.get_closest_marker(CLUSTER_WIDE) is not None,
+        real_nodes_only=real_nodes_only,
+        nodes=cluster.nodes() if real_nodes_only else (),
+    )
+    share: contextlib.AbstractContextManager[None] = (
+        lock.exclusive()
+        if mode == "exclusive"
+        else lock.shared()
+        if mode == "shared"
+        else contextlib.nullcontext()
+    )
+    with share:
         yield
+
+
+def access_mode(
+    *, cluster_wide: bool, real_nodes_only: bool, nodes: Sequence[ClusterNode]
+) -> Literal["exclusive", "shared", "beside"]:
+    """How a test shares the cluster: a ``cluster_wide`` test alone ("exclusive"),
+    others together ("shared"). A ``real_nodes_only`` test takes no part in the lock
+    ("beside": it runs beside ``cluster_wide`` ones) where the cluster has simulated
+    nodes: the cluster-wide tests that compare nodes compare those
+    (``scheduling_nodes``), and a restart of kube-scheduler only delays its pods.
+    Without simulated nodes every node may be compared, so it shares as others do."""
+    if cluster_wide:
+        return "exclusive"
+    if real_nodes_only and any(not node.runs_pods for node in nodes):
+        return "beside"
+    return "shared"
 
 
 @pytest.fixture

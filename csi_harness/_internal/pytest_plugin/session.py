@@ -24,6 +24,7 @@ _SESSION_CLUSTER = pytest.StashKey[AbstractContextManager[Cluster]]()
 _SESSION_TOKEN = pytest.StashKey[str]()
 SESSION_INPUT = "csi_harness_session"
 CLUSTER_WIDE = "cluster_wide"
+REAL_NODES_ONLY = "real_nodes_only"
 TEST_DRIVER_DOMAIN = "csi-mock"
 """Each test's driver is named "<7 characters>.csi-mock": no longer than the default
 "csi-mock.example", whose registration socket path the run directory was sized for."""
@@ -41,6 +42,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{CLUSTER_WIDE}: changes what every test sees (e.g. the scheduler's "
         "configuration); runs while no other test runs",
+    )
+    config.addinivalue_line(
+        "markers",
+        f"{REAL_NODES_ONLY}: places pods only on nodes with a real kubelet and changes "
+        f"nothing other tests see; where the cluster has simulated nodes (which "
+        f"{CLUSTER_WIDE} tests compare), it runs beside {CLUSTER_WIDE} tests",
     )
     # Here rather than in the fixture, so that a wrong option is a usage error.
     if _is_xdist_worker(config):
