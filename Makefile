@@ -64,13 +64,13 @@ lint: install
 	$(PYTHON) -c "import sys, importlinter.cli as c; sys.exit(c.lint_imports())"  # layer contracts (pyproject.toml)
 
 tools:  ## build every pinned external tool into the cache (subset: TOOLS="csi-sanity kubectl"; docs/toolchain.md)
-	bash scripts/tools.sh build $(TOOLS)
+	bash tools/build.sh build $(TOOLS)
 
 doctor:  ## list every pinned tool: version, present or missing
-	bash scripts/tools.sh doctor
+	bash tools/build.sh doctor
 
 test: install system-deps lint  ## everything CI runs: lint, unit, driver, crash, csi-sanity, e2e on a local cluster, upstream External Storage suites, then kind
-	bash scripts/tools.sh build $(TEST_TOOLS) $(UPSTREAM_TOOLS) $(KIND_TOOLS)
+	bash tools/build.sh build $(TEST_TOOLS) $(UPSTREAM_TOOLS) $(KIND_TOOLS)
 	mkdir -p $(REPORTS)
 	$(PYTHON) -m pytest -ra -n $(WORKERS) --junitxml=$(REPORTS)/junit.xml
 	bash scripts/user-project.sh --junitxml=$(abspath $(REPORTS))/user-project.xml
@@ -79,54 +79,54 @@ test: install system-deps lint  ## everything CI runs: lint, unit, driver, crash
 		KIND_WORKERS=$(CI_KIND_WORKERS)
 	$(PYTHON) scripts/github-actions-steps.py
 
-github-actions: install system-deps  ## run the steps of examples/github-actions/storage-conformance.yml here (kind; engine from scripts/docker)
-	bash scripts/tools.sh build $(TEST_TOOLS) $(KIND_TOOLS)
-	bash scripts/docker/engine.sh start
+github-actions: install system-deps  ## run the steps of examples/github-actions/storage-conformance.yml here (kind; engine from docker/engine.sh)
+	bash tools/build.sh build $(TEST_TOOLS) $(KIND_TOOLS)
+	bash docker/engine.sh start
 	$(PYTHON) scripts/github-actions-steps.py
 
 user-project: install system-deps  ## build the wheel, install it in a fresh venv outside the repo, run examples/user-project on a local cluster
-	bash scripts/tools.sh build $(TEST_TOOLS)
+	bash tools/build.sh build $(TEST_TOOLS)
 	bash scripts/user-project.sh
 
-e2e-kind: install system-deps  ## the mission suites on a fresh kind cluster (Docker engine from scripts/docker)
-	bash scripts/tools.sh build $(TEST_TOOLS) $(KIND_TOOLS)
+e2e-kind: install system-deps  ## the mission suites on a fresh kind cluster (Docker engine from docker/engine.sh)
+	bash tools/build.sh build $(TEST_TOOLS) $(KIND_TOOLS)
 	$(MAKE) --no-print-directory e2e-kind-run
 
 e2e-kind-run:
-	bash scripts/docker/engine.sh start
+	bash docker/engine.sh start
 	mkdir -p $(REPORTS)/kind
 	$(PYTHON) -m pytest -ra -m e2e --csi-cluster kind --junitxml=$(REPORTS)/kind/junit.xml \
 		$(if $(filter-out 1,$(KIND_WORKERS)),-n $(KIND_WORKERS)) $(KIND_SUITES)
 
 e2e-upstream: install system-deps  ## Kubernetes' External Storage e2e suites (e2e.test) on a local cluster; summary in reports/upstream
-	bash scripts/tools.sh build $(TEST_TOOLS) $(UPSTREAM_TOOLS)
+	bash tools/build.sh build $(TEST_TOOLS) $(UPSTREAM_TOOLS)
 	$(MAKE) --no-print-directory e2e-upstream-run
 
 e2e-upstream-run:
 	csi-harness upstream --procs $(UPSTREAM_PROCS) --report-dir $(REPORTS)/upstream
 
 e2e-upstream-kind: install system-deps  ## the same External Storage suites on a kind cluster (csi-mock in-cluster)
-	bash scripts/tools.sh build $(TEST_TOOLS) $(UPSTREAM_TOOLS) $(KIND_TOOLS)
-	bash scripts/docker/engine.sh start
+	bash tools/build.sh build $(TEST_TOOLS) $(UPSTREAM_TOOLS) $(KIND_TOOLS)
+	bash docker/engine.sh start
 	csi-harness upstream --provider kind --procs $(UPSTREAM_PROCS) --report-dir $(REPORTS)/upstream-kind
 
 kind-image: install system-deps  ## the offline kind node image (cached; prints its tag)
-	bash scripts/tools.sh build $(TEST_TOOLS) $(KIND_TOOLS)
-	bash scripts/docker/engine.sh start
+	bash tools/build.sh build $(TEST_TOOLS) $(KIND_TOOLS)
+	bash docker/engine.sh start
 	csi-harness kind image
 
 mission: install system-deps  ## the five mission suites, tests at the same time, on a fresh local cluster
-	bash scripts/tools.sh build $(TEST_TOOLS)
+	bash tools/build.sh build $(TEST_TOOLS)
 	mkdir -p $(REPORTS)
 	$(PYTHON) -m pytest -ra -m mission -n $(MISSION_WORKERS) --junitxml=$(REPORTS)/mission-junit.xml tests/e2e
 
 e2e: install system-deps  ## only the end-to-end suites, on a fresh local cluster
-	bash scripts/tools.sh build $(TEST_TOOLS)
+	bash tools/build.sh build $(TEST_TOOLS)
 	mkdir -p $(REPORTS)
 	$(PYTHON) -m pytest -ra -m e2e -n $(WORKERS) --junitxml=$(REPORTS)/e2e-junit.xml tests/e2e
 
 cluster-up: install system-deps  ## a local cluster for manual use (csi-harness cluster up)
-	bash scripts/tools.sh build $(TEST_TOOLS)
+	bash tools/build.sh build $(TEST_TOOLS)
 	csi-harness cluster up
 
 cluster-down:  ## remove it
@@ -136,16 +136,16 @@ bench: install  ## RPC benchmarks over the unix socket (results: docs/benchmarks
 	$(PYTHON) benchmarks/bench_rpc.py
 
 bench-e2e: install system-deps  ## time to verdict of the mission suites, RUNS sessions from no cluster (docs/benchmarks.md)
-	bash scripts/tools.sh build $(TEST_TOOLS)
+	bash tools/build.sh build $(TEST_TOOLS)
 	$(PYTHON) benchmarks/bench_e2e.py --runs $(or $(RUNS),3) --pytest-args "-n $(MISSION_WORKERS) $(PYTEST_ARGS)"
 
 scale: install system-deps  ## KEP-1472 and capacity scoring bursts at 50 simulated nodes; reports/scale (docs/scale.md)
-	bash scripts/tools.sh build $(TEST_TOOLS)
+	bash tools/build.sh build $(TEST_TOOLS)
 	csi-harness scale kep1472 $(SCALE_ARGS)
 	csi-harness scale scoring $(SCALE_ARGS)
 
 scale-nodes: install system-deps  ## bring-up time, memory and idle CPU at 10, 50, 100, 200 simulated nodes
-	bash scripts/tools.sh build $(TEST_TOOLS)
+	bash tools/build.sh build $(TEST_TOOLS)
 	csi-harness scale nodes $(if $(COUNTS),--counts $(COUNTS))
 
 clean:

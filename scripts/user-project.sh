@@ -6,7 +6,7 @@
 # Builds the wheel of this tree, installs it with the harness extra into a fresh
 # virtualenv in a temporary directory outside the repository, copies the example
 # project next to it and runs its tests there (a local cluster by default: needs root
-# and the tools built, which the wheel finds through its own packaged tools.sh and the
+# and the tools built, which the wheel finds through its own packaged tools/build.sh and the
 # shared cache). Nothing from the source tree is importable in that run: a missing
 # package file fails here, not on a user's machine. Then `csi-harness cluster up`,
 # `status` and `down` from the venv. Exit status: pytest's (5, no tests, is a failure

@@ -1,7 +1,7 @@
 """csi-sanity, the CSI spec's own conformance suite, against csi-mock in every setup.
 
 Each setup starts real driver processes on unix sockets and runs the csi-sanity binary
-built by `scripts/tools.sh build csi-sanity`. A missing binary is a failure, not a skip:
+built by `tools/build.sh build csi-sanity`. A missing binary is a failure, not a skip:
 CI must never pass without the external judge having run.
 """
 
@@ -100,7 +100,7 @@ def csi_sanity_binary() -> str:
     if explicit:
         return explicit
     result = subprocess.run(
-        ["bash", str(REPO / "scripts" / "tools.sh"), "path"],
+        ["bash", str(REPO / "tools" / "build.sh"), "path"],
         capture_output=True,
         text=True,
         check=False,
@@ -108,8 +108,8 @@ def csi_sanity_binary() -> str:
     candidate = Path(result.stdout.strip()) / "csi-sanity"
     if result.returncode != 0 or not candidate.exists():
         pytest.fail(
-            "csi-sanity is not built: run `scripts/tools.sh build csi-sanity`"
-            f" (tools.sh path said: {result.stdout.strip() or result.stderr.strip()})"
+            "csi-sanity is not built: run `tools/build.sh build csi-sanity`"
+            f" (tools/build.sh path said: {result.stdout.strip() or result.stderr.strip()})"
         )
     return str(candidate)
 

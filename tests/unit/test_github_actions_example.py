@@ -19,7 +19,7 @@ WORKFLOWS = sorted((REPO / "examples" / "github-actions").glob("*.yml"))
 def actionlint() -> str:
     binary = tool_binary("actionlint")
     if binary is None:
-        pytest.fail("actionlint is not built: run `scripts/tools.sh build actionlint`")
+        pytest.fail("actionlint is not built: run `tools/build.sh build actionlint`")
     return str(binary)
 
 

@@ -16,9 +16,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def binaries_of(units: list[str]) -> set[str]:
-    """The binaries ``scripts/tools.sh build UNITS`` makes (units or binary names)."""
+    """The binaries ``tools/build.sh build UNITS`` makes (units or binary names)."""
     listed = subprocess.run(
-        ["bash", str(REPO / "scripts" / "tools.sh"), "list"],
+        ["bash", str(REPO / "tools" / "build.sh"), "list"],
         capture_output=True,
         text=True,
         check=True,

@@ -130,7 +130,7 @@ TOOLS_COMMANDS = ("build", "doctor", "path", "list", "prune")
 
 
 def _tools_main(tools_args: list[str]) -> int:
-    """Run the packaged tools.sh: the same pins and cache as a source checkout's."""
+    """Run the packaged tools/build.sh: the same pins and cache as a source checkout's."""
     if not tools_args or tools_args[0] not in TOOLS_COMMANDS:
         given = tools_args[0] if tools_args else "nothing"
         print(

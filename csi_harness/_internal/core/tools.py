@@ -1,4 +1,5 @@
-"""Finding the pinned binaries built by ``scripts/tools.sh`` (docs/toolchain.md)."""
+"""Finding the pinned binaries built by ``tools/build.sh`` (``csi-harness tools``;
+docs/toolchain.md)."""
 
 from __future__ import annotations
 
@@ -43,22 +44,22 @@ class Tools:
 
     @classmethod
     def locate(cls, bin_dir: Path | None = None) -> Tools:
-        """The bin dir given, else $CSI_MOCK_TOOLS_BIN, else what ``tools.sh path`` says."""
+        """The bin dir given, else $CSI_MOCK_TOOLS_BIN, else what ``tools/build.sh path`` says."""
         if bin_dir is None and os.environ.get("CSI_MOCK_TOOLS_BIN"):
             bin_dir = Path(os.environ["CSI_MOCK_TOOLS_BIN"])
         if bin_dir is None:
             if not TOOLS_SCRIPT.exists():
-                raise ToolsMissing("no tools bin dir given and scripts/tools.sh not found")
+                raise ToolsMissing(f"no tools bin dir given and {TOOLS_SCRIPT} is missing")
             try:
                 bin_dir = Path(run_command(["bash", str(TOOLS_SCRIPT), "path"]).strip())
             except CommandFailed as exc:
-                raise ToolsMissing(f"scripts/tools.sh path failed: {exc}") from exc
+                raise ToolsMissing(f"{TOOLS_SCRIPT} path failed: {exc}") from exc
         missing = [name for name in REQUIRED if not (bin_dir / name).exists()]
         if missing:
             raise ToolsMissing(
                 f"missing in {bin_dir}: {', '.join(missing)}; build them with "
-                '`make tools TOOLS="kubernetes etcd containerd runc cni-plugins '
-                'csi-provisioner csi-attacher csi-resizer csi-snapshotter"`'
+                "`csi-harness tools build kubernetes etcd containerd runc cni-plugins "
+                "csi-provisioner csi-attacher csi-resizer csi-snapshotter`"
             )
         return cls(bin_dir)
 
@@ -69,20 +70,20 @@ class Tools:
 
 
 def tool_path(name: str, runner: Runner = run_command) -> str:
-    """The pinned binary ``name`` as ``scripts/tools.sh path`` reports it (built and cached
-    by ``make tools``); ToolsMissing when tools.sh cannot say."""
+    """The pinned binary ``name`` as ``tools/build.sh path`` reports it (built and cached
+    by ``csi-harness tools build`` or ``make tools``); ToolsMissing when it cannot say."""
     try:
         path = runner(["bash", str(TOOLS_SCRIPT), "path", name]).strip()
     except CommandFailed as exc:
         raise ToolsMissing(f"cannot locate {name}: {exc}") from exc
     if not path:
-        raise ToolsMissing(f"scripts/tools.sh path {name} printed nothing")
+        raise ToolsMissing(f"{TOOLS_SCRIPT} path {name} printed nothing")
     return path
 
 
 def tool_binary(name: str) -> Path | None:
-    """The pinned binary ``name`` as ``tools.sh path NAME`` reports it; None when it is
-    not built (or tools.sh does not know it)."""
+    """The pinned binary ``name`` as ``tools/build.sh path NAME`` reports it; None when it
+    is not built (or the script does not know it)."""
     try:
         path = Path(tool_path(name))
     except ToolsMissing:

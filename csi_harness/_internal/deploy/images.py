@@ -1,9 +1,9 @@
 """The images an in-cluster deployment runs, built here: nothing can be pulled.
 
 * the driver, ``csi-mock.local/csi-mock:dev``, from the repository's Dockerfile on a
-  debootstrapped Python base (``scripts/docker/engine.sh base``);
+  debootstrapped Python base (``docker/engine.sh base``);
 * the CSI sidecars, one static binary each from the pinned tools
-  (``scripts/tools.sh``), as one-layer archives (``csi_harness._internal.core.images``) tagged
+  (``tools/build.sh``), as one-layer archives (``csi_harness._internal.core.images``) tagged
   ``csi-mock.local/<sidecar>:<version>``.
 """
 
@@ -53,7 +53,7 @@ class DriverImageError(RuntimeError):
 
 @functools.cache
 def _pinned_versions() -> dict[str, str]:
-    """Unit and binary -> pinned version, from ``scripts/tools.sh list`` (read once)."""
+    """Unit and binary -> pinned version, from ``tools/build.sh list`` (read once)."""
     out = subprocess.run(
         ["bash", str(TOOLS_SCRIPT), "list"], capture_output=True, text=True, check=True
     ).stdout
@@ -70,7 +70,7 @@ def sidecar_version(sidecar: str) -> str:
     try:
         return _pinned_versions()[sidecar]
     except KeyError:
-        raise DriverImageError(f"scripts/tools.sh list does not name {sidecar}") from None
+        raise DriverImageError(f"{TOOLS_SCRIPT} list does not name {sidecar}") from None
 
 
 def sidecar_tag(sidecar: str) -> str:

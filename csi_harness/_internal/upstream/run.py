@@ -272,7 +272,7 @@ def run_on_kind_cluster(
 ) -> RunSummary:
     """The same on a kind cluster (kind-config/suites.yaml: a control plane and three
     workers in two zones), csi-mock deployed in-cluster; needs the Docker engine
-    (scripts/docker/engine.sh start)."""
+    (docker/engine.sh start)."""
     from csi_harness._internal.providers.kind.cluster import KindCluster
     from csi_harness._internal.providers.kind.kind_cli import ImageArchive
 

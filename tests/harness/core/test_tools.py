@@ -1,4 +1,4 @@
-"""Finding the pinned binaries through scripts/tools.sh."""
+"""Finding the pinned binaries through tools/build.sh."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from csi_harness._internal.core.tools import ToolsMissing, tool_binary, tool_pat
 
 def test_tool_path_failure_names_the_tool() -> None:
     def failing(argv: Sequence[str], *, cwd: Path | None = None) -> str:
-        raise CommandFailed(argv, 1, "tools.sh: unknown tool 'kind'")
+        raise CommandFailed(argv, 1, "tools: unknown tool 'kind'")
 
     with pytest.raises(ToolsMissing, match=r"(?s)cannot locate kind: .*unknown tool"):
         tool_path("kind", failing)
@@ -25,7 +25,7 @@ def test_tool_path_refuses_empty_output() -> None:
         tool_path("kind", lambda argv, *, cwd=None: "\n")
 
 
-def test_tool_path_asks_tools_sh_for_the_named_binary() -> None:
+def test_tool_path_asks_the_build_script_for_the_named_binary() -> None:
     asked: list[list[str]] = []
 
     def runner(argv: Sequence[str], *, cwd: Path | None = None) -> str:
@@ -36,5 +36,5 @@ def test_tool_path_asks_tools_sh_for_the_named_binary() -> None:
     assert asked == [["bash", str(TOOLS_SCRIPT), "path", "kind"]]
 
 
-def test_a_tool_tools_sh_does_not_know_is_no_binary() -> None:
+def test_a_tool_the_build_script_does_not_know_is_no_binary() -> None:
     assert tool_binary("no-such-tool-at-all") is None

@@ -492,7 +492,7 @@ def test_every_binding_refers_to_a_defined_role_and_service_account() -> None:
 
 def upstream_rbac(module_version: str, path: str) -> list[dict[str, Any]]:
     """The RBAC file ``path`` of a sidecar (``module@version`` as the Go module cache
-    names its directory), from the cache that `scripts/tools.sh build` fills; skips
+    names its directory), from the cache that `tools/build.sh build` fills; skips
     when it is not there."""
     go = shutil.which("go")
     if go is None:

@@ -19,7 +19,7 @@ KUBECTL = "/tools/bin/kubectl"
 
 @dataclass
 class FakeRunner:
-    """Records every command; answers `tools.sh path NAME` and anything in `outputs`."""
+    """Records every command; answers `tools/build.sh path NAME` and anything in `outputs`."""
 
     outputs: dict[tuple[str, ...], str] = field(default_factory=dict)
     calls: list[tuple[list[str], Path | None]] = field(default_factory=list)
@@ -195,7 +195,7 @@ def test_exists_reads_kind_get_clusters(tmp_path: Path) -> None:
 # -- binaries ------------------------------------------------------------------------
 
 
-def test_binaries_come_from_tools_sh_path_once(tmp_path: Path) -> None:
+def test_binaries_come_from_the_build_script_path_once(tmp_path: Path) -> None:
     runner = FakeRunner()
     kind_cluster = cluster(tmp_path, runner)
     kind_cluster.create()

@@ -23,7 +23,7 @@ from lightkube.resources.core_v1 import Node, Pod
 
 from csi_harness._internal.core.commands import CommandFailed
 from csi_harness._internal.core.images import build_busybox_image
-from csi_harness._internal.core.resources import KIND_CONFIG_DIR
+from csi_harness._internal.core.resources import DOCKER_ENGINE_SCRIPT, KIND_CONFIG_DIR
 from csi_harness._internal.core.tools import Tools
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.deploy import snapshot_controller
@@ -174,7 +174,7 @@ class KindCluster(ExistingCluster):
                 raise KindClusterError(
                     f"kind could not create cluster {self.name!r}; nothing is left behind.\n"
                     f"{exc}\nIs the Docker engine running with the runc wrapper "
-                    "(scripts/docker/engine.sh start)?"
+                    f"(bash {DOCKER_ENGINE_SCRIPT} start)?"
                 ) from exc
         phase("create")
         self.prepare(phase)

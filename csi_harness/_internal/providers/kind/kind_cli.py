@@ -1,6 +1,6 @@
 """The ``kind`` command.
 
-``KindCli`` drives the pinned kind binary (``tools.sh path kind``): ``create`` a
+``KindCli`` drives the pinned kind binary (``tools/build.sh path kind``): ``create`` a
 cluster from a kind configuration with its kubeconfig in a file of its own,
 ``load_image`` images into the nodes, ``exists`` and ``delete``. Every command goes
 through a ``Runner``, so tests can check the command lines without Docker.
@@ -34,7 +34,7 @@ class KindCli:
     ``kubeconfig`` defaults to ``/var/lib/csi-harness/kind-<name>/kubeconfig``, so the
     user's ``~/.kube/config`` is never touched. ``node_image`` overrides kind's default
     node image (``kindest/node``). ``kind`` is the path to the binary; by default it
-    is looked up with ``tools.sh path`` on first use.
+    is looked up with ``tools/build.sh path`` on first use.
     """
 
     def __init__(

@@ -7,7 +7,7 @@ it cannot run offline. This module does its steps from local parts:
    cached as a tarball keyed by suite and package list;
 2. kind's own base files (entrypoint, containerd configuration, kubelet unit and kubeadm
    drop-in) from the kind module at the pinned version, in the Go module cache;
-3. the pinned binaries (``scripts/tools.sh``): containerd, runc, crictl, CNI plugins,
+3. the pinned binaries (``tools/build.sh``): containerd, runc, crictl, CNI plugins,
    kubeadm, kubelet, kubectl, and ``/kind/version``;
 4. the images kubeadm asks for (``kubeadm config images list``), built as one-layer
    archives from the same binaries (``csi_harness._internal.core.images``) and imported into the
@@ -51,7 +51,7 @@ from csi_harness._internal.core.images import (
     import_images,
     layer_tar,
 )
-from csi_harness._internal.core.resources import TOOLS_DIR
+from csi_harness._internal.core.resources import DOCKER_ENGINE_SCRIPT, TOOLS_DIR
 from csi_harness._internal.core.tools import Tools
 
 SUITE = "bookworm"
@@ -186,9 +186,7 @@ def rootfs_tarball(cache: Path, key: str, progress: Callable[[str], None]) -> Pa
     if target.is_file():
         return target
     if shutil.which("debootstrap") is None:
-        raise NodeImageError(
-            "debootstrap is not installed: `apt-get install debootstrap` (scripts/system-deps.sh)"
-        )
+        raise NodeImageError("debootstrap is not installed: `apt-get install debootstrap`")
     cache.mkdir(parents=True, exist_ok=True)
     progress(f"node image: debootstrap {SUITE} ({len(ROOTFS_PACKAGES)} packages)")
     with tempfile.TemporaryDirectory(prefix="csi-mock-rootfs-", dir=_scratch_dir()) as tmp:
@@ -484,12 +482,14 @@ def _docker_import(root: Path, tag: str, version: str) -> None:
 def require_docker() -> None:
     """Raise NodeImageError naming the fix unless a Docker engine answers."""
     if shutil.which("docker") is None:
-        raise NodeImageError("no docker CLI: install docker.io (scripts/docker/engine.sh start)")
+        raise NodeImageError(
+            f"no docker CLI: install docker.io (bash {DOCKER_ENGINE_SCRIPT} start)"
+        )
     result = subprocess.run(["docker", "info"], capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise NodeImageError(
             "the Docker engine does not answer (`docker info` failed): start it with "
-            f"`scripts/docker/engine.sh start`\n{result.stderr.strip()}"
+            f"`bash {DOCKER_ENGINE_SCRIPT} start`\n{result.stderr.strip()}"
         )
 
 

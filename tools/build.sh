@@ -2,12 +2,12 @@
 # Build and inspect the pinned external tools (Kubernetes, etcd, CSI sidecars,
 # csi-sanity, containerd, ...) that the test harness runs.
 #
-#   scripts/tools.sh build [TOOL...]   build all (or some) tools; reuses finished builds
-#   scripts/tools.sh doctor            pinned version / present? / version the binary reports
-#   scripts/tools.sh path [TOOL]       print the bin dir (or the path of one binary)
-#   scripts/tools.sh list              print unit, version and binaries, one unit a line
-#   scripts/tools.sh regen UNIT...     regenerate tools/UNIT/go.mod+go.sum (needs the module proxy)
-#   scripts/tools.sh prune             delete cached builds the current pins no longer use
+#   tools/build.sh build [TOOL...]   build all (or some) tools; reuses finished builds
+#   tools/build.sh doctor            pinned version / present? / version the binary reports
+#   tools/build.sh path [TOOL]       print the bin dir (or the path of one binary)
+#   tools/build.sh list              print unit, version and binaries, one unit a line
+#   tools/build.sh regen UNIT...     regenerate tools/UNIT/go.mod+go.sum (needs the module proxy)
+#   tools/build.sh prune             delete cached builds the current pins no longer use
 #
 # TOOL is a unit name (tools/<unit>/) or the name of a binary it produces.
 # Pins live in tools/<unit>/build.env + go.mod + go.sum. See docs/toolchain.md.
@@ -19,8 +19,9 @@
 #   CSI_MOCK_TOOLS_NICE  niceness for go build (default 10)
 set -euo pipefail
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-TOOLS_SRC="$REPO/tools"
+# This script lives in tools/, next to the units it builds (a source checkout's tools/,
+# or the installed package's data/tools/).
+TOOLS_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT="${CSI_MOCK_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/csi-mock/tools}"
 NICE="${CSI_MOCK_TOOLS_NICE:-10}"
 # Bump when the way binaries are built changes (flags, layout), to invalidate old builds.
@@ -33,10 +34,11 @@ UNITS=(csi-sanity csi-provisioner csi-attacher node-driver-registrar livenesspro
 export GOTOOLCHAIN=local GOWORK=off
 export GOFLAGS="-mod=readonly -buildvcs=false"
 
-# How the user ran this script, for hints: `csi-harness tools` sets it in a wheel install.
-SELF="${CSI_MOCK_TOOLS_COMMAND:-scripts/tools.sh}"
+# How the user ran this script, for hints: `csi-harness tools` sets it in a wheel install;
+# otherwise the path it was run by (the harness runs the installed package's copy).
+SELF="${CSI_MOCK_TOOLS_COMMAND:-${BASH_SOURCE[0]}}"
 
-die() { echo "tools.sh: $*" >&2; exit 1; }
+die() { echo "tools: $*" >&2; exit 1; }
 
 GOVERSION=$(go env GOVERSION 2>/dev/null) || die "go not found in PATH"
 
@@ -191,7 +193,7 @@ cmd_build() {
   toolset_id
   mkdir -p "$ROOT/store" "$BIN"
   exec {lockfd}>"$ROOT/.lock"
-  flock -n "$lockfd" || { echo "tools.sh: waiting for another build to finish ..." >&2; flock "$lockfd"; }
+  flock -n "$lockfd" || { echo "tools: waiting for another build to finish ..." >&2; flock "$lockfd"; }
   # Leftovers of interrupted builds (we hold the lock, so nobody is writing them).
   rm -rf "$ROOT"/store/.tmp-* 2>/dev/null || true
   trap 'cleanup; exit 130' INT TERM
@@ -284,7 +286,7 @@ cmd_prune() {
 
 cmd_regen() {
   local u
-  (($#)) || die "usage: tools.sh regen UNIT..."
+  (($#)) || die "usage: $SELF regen UNIT..."
   for u in "$@"; do
     load_unit "$u"
     [[ -z $UNAVAILABLE ]] || die "$u is marked unavailable: $UNAVAILABLE"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A Docker engine for the image smoke test on a host like this one (docs/docker.md):
-#   scripts/docker/engine.sh start    install docker.io if needed, start dockerd
-#   scripts/docker/engine.sh base     build csi-mock.local/python-base:bookworm (debootstrap)
-#   scripts/docker/engine.sh stop     stop the dockerd this script started
+#   docker/engine.sh start    install docker.io if needed, start dockerd
+#   docker/engine.sh base     build csi-mock.local/python-base:bookworm (debootstrap)
+#   docker/engine.sh stop     stop the dockerd this script started
 #
 # dockerd runs with a runc wrapper that drops CAP_SYS_RESOURCE (the VM lacks it), with
 # no default bridge and no iptables rules (nothing here needs container networking;
