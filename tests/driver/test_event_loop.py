@@ -192,4 +192,6 @@ async def test_probe_answers_while_every_volume_is_listed(start_driver: StartDri
         if slowest < SHARE_OF_THE_OPERATION * took:
             break
     slowest, took = min(attempts, key=lambda attempt: attempt[0] / attempt[1])
-    assert_probes_went_on(slowest, took, f"ListVolumes without max_entries (best of {len(attempts)})")
+    assert_probes_went_on(
+        slowest, took, f"ListVolumes without max_entries (best of {len(attempts)})"
+    )

@@ -4,12 +4,12 @@ its configuration, and a bad one fails the start with the driver's message. Runs
 where a Docker engine answers and skips (saying why) everywhere else.
 
 The image is built as the kind provider builds it (csi_harness._internal.deploy.images: the
-Dockerfile on a debootstrapped Python base, scripts/docker/engine.sh base), unless
+Dockerfile on a debootstrapped Python base, docker/engine.sh base), unless
 $CSI_MOCK_BASE_IMAGE names another base. On the project's CI machines (no registry,
-no CAP_SYS_RESOURCE) scripts/docker/engine.sh starts a suitable engine
+no CAP_SYS_RESOURCE) docker/engine.sh starts a suitable engine
 (docs/docker.md):
 
-    scripts/docker/engine.sh start
+    docker/engine.sh start
     pytest tests/e2e/test_image_smoke.py
 
 The test talks to the sockets as the user running pytest, and the driver in the image
