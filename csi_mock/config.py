@@ -178,6 +178,20 @@ class NodeConfig(_Model):
     allowed_roots: list[str] | None = None
     """Directories staging and target paths must be within (e.g. the kubelet's root
     directory); None: anywhere but the driver's own directories."""
+    expansion: bool | None = None
+    """NodeExpandVolume and the node's EXPAND_VOLUME capability (hostpathplugin's
+    --disable-node-expansion turns it off); None: as controller.expansion."""
+    max_expansion_size: Quantity | None = Field(None, ge=0)
+    """NodeExpandVolume above this size is OUT_OF_RANGE (hostpathplugin's
+    --max-volume-size-node); None: no node-side cap."""
+    volume_stats: bool = True
+    """NodeGetVolumeStats and GET_VOLUME_STATS; false: UNIMPLEMENTED, not advertised."""
+    volume_condition: bool = True
+    """VOLUME_CONDITION: NodeGetVolumeStats reports volume_condition (advertised only
+    while volume stats are on)."""
+    volume_mount_group: bool = False
+    """VOLUME_MOUNT_GROUP: NodeStage/NodePublish take volume_mount_group as the group of
+    the volume's data (a numeric group ID)."""
 
     @field_validator("allowed_roots")
     @classmethod
@@ -246,6 +260,13 @@ class ControllerConfig(_Model):
     default_volume_size: Quantity = 1 << 30
     report_maximum_volume_size: bool = True
     expansion: bool = True
+    """ControllerExpandVolume and the controller's EXPAND_VOLUME capability (false alone
+    also turns node expansion off, unless node.expansion says otherwise)."""
+    node_expansion_required: bool = True
+    """ControllerExpandVolume's node_expansion_required (hostpathplugin's
+    --node-expand-required)."""
+    volume_condition: bool = False
+    """VOLUME_CONDITION: ListVolumes and ControllerGetVolume report volume_condition."""
     modify: ModifyConfig | None = None
     """None: no MODIFY_VOLUME; ControllerModifyVolume is UNIMPLEMENTED."""
     snapshots: SnapshotConfig | None = None
@@ -282,6 +303,9 @@ class DriverConfig(_Model):
     node processes at the same directory to model network-attached storage."""
     attach_required: bool = False
     topology: bool = True
+    online_expansion: bool = True
+    """The plugin's VolumeExpansion capability: ONLINE, else OFFLINE (a published volume
+    is then not expanded: FAILED_PRECONDITION)."""
     node_topology_key: str = DEFAULT_NODE_TOPOLOGY_KEY
     kinds: dict[str, KindConfig] = Field(default_factory=lambda: {"default": KindConfig()})
     default_kind: str | None = None
@@ -363,6 +387,13 @@ class DriverConfig(_Model):
         if registration is not None and registration.kubelet_endpoint is not None:
             return registration.kubelet_endpoint
         return self.socket_path
+
+    @property
+    def node_expansion(self) -> bool:
+        """Whether NodeExpandVolume works: node.expansion, else controller.expansion."""
+        if self.node.expansion is not None:
+            return self.node.expansion
+        return self.controller.expansion
 
     @property
     def admin_socket_path(self) -> Path:

@@ -13,9 +13,11 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
+from csi_mock.backend.conditions import VolumeConditions
 from csi_mock.backend.controller import Controller
 from csi_mock.backend.inventory import Inventory
 from csi_mock.backend.node import Node
+from csi_mock.backend.switches import Switches
 from csi_mock.config import BlockDeviceMode, ConfigError, DriverConfig, MountMode
 from csi_mock.control.faults import FaultEngine
 from csi_mock.control.journal import Journal
@@ -68,6 +70,10 @@ class Driver:
     metrics: Metrics = field(default_factory=Metrics)
     inventory: Inventory = field(init=False)
     """Read-only views of the stored volumes (admin API)."""
+    switches: Switches = field(init=False)
+    """Expansion and stats switches, from the configuration, changed by the admin API."""
+    conditions: VolumeConditions = field(default_factory=VolumeConditions)
+    """Volume conditions set through the admin API."""
     registration: KubeletRegistration | None = None
     """Set when the driver registers itself with the kubelet (node.registration)."""
     state_lock: StateLock | None = None
@@ -132,6 +138,7 @@ class Driver:
 
     def __post_init__(self) -> None:
         self.inventory = Inventory(self.store)
+        self.switches = Switches.from_config(self.config)
 
     def load(self) -> None:
         """Bring accounting and backing files in line with the store, then go ready."""

@@ -107,14 +107,18 @@ class DriverServer:
         self._server = grpc.aio.server(interceptors=[self.interceptor])
         config = driver.config
         pb_grpc.add_IdentityServicer_to_server(
-            IdentityServicer(config, driver.readiness), self._server
+            IdentityServicer(config, driver.readiness, driver.switches), self._server
         )
         if driver.controller is not None:
             pb_grpc.add_ControllerServicer_to_server(
-                ControllerServicer(config, driver.controller), self._server
+                ControllerServicer(config, driver.controller, driver.switches, driver.conditions),
+                self._server,
             )
         if driver.node is not None:
-            pb_grpc.add_NodeServicer_to_server(NodeServicer(config, driver.node), self._server)
+            pb_grpc.add_NodeServicer_to_server(
+                NodeServicer(config, driver.node, driver.switches, driver.conditions),
+                self._server,
+            )
         self.socket_path = config.socket_path
         self.registration: RegistrationServer | None = None
         if driver.registration is not None:

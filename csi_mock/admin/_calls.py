@@ -15,11 +15,13 @@ from urllib.parse import quote
 import httpx
 
 from csi_mock.admin.resources import (
+    ConditionView,
     FaultRuleView,
     Health,
     Limits,
     PoolView,
     SnapshotPage,
+    SwitchesView,
     VolumePage,
     record_from_json,
 )
@@ -215,6 +217,20 @@ class Api:
             return Call("GET", "/v1/limits", lambda r: Limits.from_json(r.json()))
         body = {k: v for k, v in patch.items() if v is not None}
         return Call("PATCH", "/v1/limits", lambda r: Limits.from_json(r.json()), body=body)
+
+    @staticmethod
+    def switches(patch: Mapping[str, bool | None] | None = None) -> Call[SwitchesView]:
+        if patch is None:
+            return Call("GET", "/v1/switches", lambda r: SwitchesView.from_json(r.json()))
+        body = {k: v for k, v in patch.items() if v is not None}
+        return Call("PATCH", "/v1/switches", lambda r: SwitchesView.from_json(r.json()), body=body)
+
+    @staticmethod
+    def condition(
+        volume_id: str, method: str = "GET", body: Mapping[str, Any] | None = None
+    ) -> Call[ConditionView]:
+        path = f"/v1/volumes/{_segment(volume_id)}/condition"
+        return Call(method, path, lambda r: ConditionView.from_json(r.json()), body=body)
 
     @staticmethod
     def volumes(limit: int | None, after: int | None) -> Call[VolumePage]:

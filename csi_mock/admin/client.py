@@ -38,11 +38,13 @@ from csi_mock.admin._calls import (
 )
 from csi_mock.admin._portal import run_blocking
 from csi_mock.admin.resources import (
+    ConditionView,
     FaultRuleView,
     Health,
     Limits,
     PoolView,
     SnapshotPage,
+    SwitchesView,
     VolumePage,
 )
 from csi_mock.observe.calls import CallRecord
@@ -219,6 +221,41 @@ class AsyncAdminClient:
         patch = {"max_volumes_per_node": max_volumes_per_node, "attach_limit": attach_limit}
         return await self._send(Api.limits(patch))
 
+    async def switches(self) -> SwitchesView:
+        return await self._send(Api.switches())
+
+    async def set_switches(
+        self,
+        *,
+        controller_expansion: bool | None = None,
+        node_expansion: bool | None = None,
+        node_expansion_required: bool | None = None,
+        online_expansion: bool | None = None,
+        volume_stats: bool | None = None,
+    ) -> SwitchesView:
+        """Change the given switches (all or none: a 409 for one changes nothing)."""
+        patch = {
+            "controller_expansion": controller_expansion,
+            "node_expansion": node_expansion,
+            "node_expansion_required": node_expansion_required,
+            "online_expansion": online_expansion,
+            "volume_stats": volume_stats,
+        }
+        return await self._send(Api.switches(patch))
+
+    async def condition(self, volume_id: str) -> ConditionView:
+        return await self._send(Api.condition(volume_id))
+
+    async def set_condition(
+        self, volume_id: str, *, abnormal: bool, message: str = ""
+    ) -> ConditionView:
+        """What ListVolumes, ControllerGetVolume and NodeGetVolumeStats report for it."""
+        body = {"abnormal": abnormal, "message": message}
+        return await self._send(Api.condition(volume_id, "PUT", body))
+
+    async def clear_condition(self, volume_id: str) -> ConditionView:
+        return await self._send(Api.condition(volume_id, "DELETE"))
+
     async def volumes(self, *, limit: int | None = None, after: int | None = None) -> VolumePage:
         return await self._send(Api.volumes(limit, after))
 
@@ -321,6 +358,11 @@ class AdminClient:
     unfreeze_capacity = _Blocking(AsyncAdminClient.unfreeze_capacity)
     limits = _Blocking(AsyncAdminClient.limits)
     set_limits = _Blocking(AsyncAdminClient.set_limits)
+    switches = _Blocking(AsyncAdminClient.switches)
+    set_switches = _Blocking(AsyncAdminClient.set_switches)
+    condition = _Blocking(AsyncAdminClient.condition)
+    set_condition = _Blocking(AsyncAdminClient.set_condition)
+    clear_condition = _Blocking(AsyncAdminClient.clear_condition)
     volumes = _Blocking(AsyncAdminClient.volumes)
     snapshots = _Blocking(AsyncAdminClient.snapshots)
     journal = _Blocking(AsyncAdminClient.journal)

@@ -92,6 +92,23 @@ class LimitsPatch(_Input):
     attach_limit: int | None = Field(None, ge=0, strict=True)
 
 
+class SwitchesPatch(_Input):
+    """Expansion and stats switches to change; absent ones keep their values."""
+
+    controller_expansion: bool | None = Field(None, strict=True)
+    node_expansion: bool | None = Field(None, strict=True)
+    node_expansion_required: bool | None = Field(None, strict=True)
+    online_expansion: bool | None = Field(None, strict=True)
+    volume_stats: bool | None = Field(None, strict=True)
+
+
+class ConditionBody(_Input):
+    """A volume's condition, as VolumeCondition carries it."""
+
+    abnormal: bool = Field(strict=True)
+    message: str = Field("", max_length=1024)
+
+
 def _status_code(value: object) -> object:
     return status_code_name(value, ok=True) if isinstance(value, str) else value
 

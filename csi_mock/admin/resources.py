@@ -189,6 +189,40 @@ class Limits:
 
 
 @dataclass(frozen=True)
+class SwitchesView:
+    """The live expansion and stats switches (`Switches` of the backend)."""
+
+    controller_expansion: bool
+    node_expansion: bool
+    node_expansion_required: bool
+    online_expansion: bool
+    volume_stats: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SwitchesView:
+        return cls(**_known(cls, data))
+
+
+@dataclass(frozen=True)
+class ConditionView:
+    """A volume's condition as the VOLUME_CONDITION replies report it."""
+
+    volume_id: str
+    abnormal: bool
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ConditionView:
+        return cls(**_known(cls, data))
+
+
+@dataclass(frozen=True)
 class AttachmentView:
     node_id: str
     readonly: bool

@@ -82,6 +82,9 @@ class Inventory:
     def __init__(self, store: Store) -> None:
         self._store = store
 
+    def has_volume(self, volume_id: str) -> bool:
+        return find_volume(self._store, volume_id) is not None
+
     def volume_uses(self, after: int, limit: int) -> tuple[list[VolumeUse], int | None]:
         volumes, next_after = page_after(self._store, after, limit)
         return [self._use(volume) for volume in volumes], next_after

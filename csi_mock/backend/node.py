@@ -432,6 +432,11 @@ class Node:
             raise InvalidArgument("capacity_range must not be negative")
         if limit and required > limit:
             raise OutOfRange(f"required_bytes {required} exceeds limit_bytes {limit}")
+        cap = self.config.node.max_expansion_size
+        if cap is not None and required > cap:
+            raise OutOfRange(
+                f"capacity_range.required_bytes {required} exceeds node.max_expansion_size {cap}"
+            )
         record = self._record_at(volume_id, volume_path)
         if not required:
             return self._size_of(record)
@@ -450,6 +455,24 @@ class Node:
             with self.store.transaction():
                 self.store.set_node_volume_size(volume_id, required)
         return max(required, self._size_of(record))
+
+    def apply_mount_group(self, volume_id: str, path: str, group: int) -> bool:
+        """Make the data of the volume staged or published at path the group's
+        (VOLUME_MOUNT_GROUP): its group, group read-write, and setgid so that new entries
+        inherit the group. A bind mount takes no gid= option, so the data itself carries
+        it. False when the host refuses (a driver without the privilege to chown)."""
+        record = self._record_at(volume_id, _lookup_path(path))
+        data = Path(record.data_path)
+        if record.capability.access_type is AccessType.BLOCK or not data.is_dir():
+            return False
+        try:
+            os.chown(data, -1, group)
+            mode = data.stat().st_mode
+            data.chmod(stat.S_IMODE(mode) | stat.S_IRWXG | stat.S_ISGID)
+        except PermissionError as error:
+            log.info("volume %s: mount group %d not applied: %s", volume_id, group, error)
+            return False
+        return True
 
     # -- helpers -------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import grpc
 
+from csi_mock.backend.conditions import HEALTHY, VolumeConditions
 from csi_mock.backend.controller import (
     VOLUME_CONTEXT_ACCESS_TYPE,
     VOLUME_CONTEXT_KIND,
@@ -16,8 +17,9 @@ from csi_mock.backend.controller import (
     CreateRequest,
     VolumeStatus,
 )
+from csi_mock.backend.switches import Switches
 from csi_mock.config import DriverConfig
-from csi_mock.model.errors import InvalidArgument, Unimplemented
+from csi_mock.model.errors import FailedPrecondition, InvalidArgument, Unimplemented
 from csi_mock.model.snapshot import Snapshot
 from csi_mock.model.volume import ContentSource, SourceType, Volume
 from csi_mock.proto import csi_pb2 as pb
@@ -40,9 +42,17 @@ LIST_PAUSE = 0.001
 
 
 class ControllerServicer(pb_grpc.ControllerServicer):
-    def __init__(self, config: DriverConfig, controller: Controller) -> None:
+    def __init__(
+        self,
+        config: DriverConfig,
+        controller: Controller,
+        switches: Switches,
+        conditions: VolumeConditions,
+    ) -> None:
         self._config = config
         self._controller = controller
+        self._switches = switches
+        self._conditions = conditions
 
     async def CreateVolume(
         self, request: pb.CreateVolumeRequest, context: Context
@@ -180,8 +190,10 @@ class ControllerServicer(pb_grpc.ControllerServicer):
         if self._config.attach_required:
             rpcs += [RPC.PUBLISH_UNPUBLISH_VOLUME, RPC.PUBLISH_READONLY]
             rpcs.append(RPC.LIST_VOLUMES_PUBLISHED_NODES)
-        if self._config.controller.expansion:
+        if self._switches.controller_expansion:
             rpcs.append(RPC.EXPAND_VOLUME)
+        if self._config.controller.volume_condition:
+            rpcs.append(RPC.VOLUME_CONDITION)
         if self._config.controller.modify is not None:
             rpcs.append(RPC.MODIFY_VOLUME)
         if self._config.controller.snapshots is not None:
@@ -195,15 +207,23 @@ class ControllerServicer(pb_grpc.ControllerServicer):
     async def ControllerExpandVolume(
         self, request: pb.ControllerExpandVolumeRequest, context: Context
     ) -> pb.ControllerExpandVolumeResponse:
-        if not self._config.controller.expansion:
-            raise Unimplemented("volume expansion is disabled (controller.expansion: false)")
+        if not self._switches.controller_expansion:
+            raise Unimplemented("controller expansion is disabled (controller.expansion: false)")
+        if not self._switches.online_expansion:
+            published = self._controller.get_volume(request.volume_id).published_nodes
+            if published:
+                raise FailedPrecondition(
+                    f"volume {request.volume_id} is published on {', '.join(published)};"
+                    " online expansion is disabled (online_expansion: false)"
+                )
         volume = self._controller.expand_volume(
             request.volume_id,
             request.capacity_range.required_bytes,
             request.capacity_range.limit_bytes,
         )
         return pb.ControllerExpandVolumeResponse(
-            capacity_bytes=volume.size, node_expansion_required=True
+            capacity_bytes=volume.size,
+            node_expansion_required=self._switches.node_expansion_required,
         )
 
     async def ControllerModifyVolume(
@@ -216,11 +236,13 @@ class ControllerServicer(pb_grpc.ControllerServicer):
         self, request: pb.ControllerGetVolumeRequest, context: Context
     ) -> pb.ControllerGetVolumeResponse:
         status: VolumeStatus = self._controller.get_volume(request.volume_id)
+        reply_status = pb.ControllerGetVolumeResponse.VolumeStatus(
+            published_node_ids=list(status.published_nodes)
+        )
+        if self._config.controller.volume_condition:
+            reply_status.volume_condition.CopyFrom(self._condition_of(status.volume.id))
         return pb.ControllerGetVolumeResponse(
-            volume=self._volume_to_pb(status.volume),
-            status=pb.ControllerGetVolumeResponse.VolumeStatus(
-                published_node_ids=list(status.published_nodes)
-            ),
+            volume=self._volume_to_pb(status.volume), status=reply_status
         )
 
     # -- snapshots (UNIMPLEMENTED without controller.snapshots) ---------------------------
@@ -269,12 +291,18 @@ class ControllerServicer(pb_grpc.ControllerServicer):
             raise Unimplemented(f"{method}: attach is disabled (attach_required: false)")
 
     def _volume_entry(self, status: VolumeStatus) -> pb.ListVolumesResponse.Entry:
-        return pb.ListVolumesResponse.Entry(
-            volume=self._volume_to_pb(status.volume),
-            status=pb.ListVolumesResponse.VolumeStatus(
-                published_node_ids=list(status.published_nodes)
-            ),
+        entry_status = pb.ListVolumesResponse.VolumeStatus(
+            published_node_ids=list(status.published_nodes)
         )
+        if self._config.controller.volume_condition:
+            entry_status.volume_condition.CopyFrom(self._condition_of(status.volume.id))
+        return pb.ListVolumesResponse.Entry(
+            volume=self._volume_to_pb(status.volume), status=entry_status
+        )
+
+    def _condition_of(self, volume_id: str) -> pb.VolumeCondition:
+        condition = self._conditions.of(volume_id) or HEALTHY
+        return pb.VolumeCondition(abnormal=condition.abnormal, message=condition.message)
 
     def _volume_to_pb(self, volume: Volume) -> pb.Volume:
         message = pb.Volume(

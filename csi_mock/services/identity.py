@@ -7,6 +7,7 @@ from typing import Any
 import grpc
 
 from csi_mock import __version__
+from csi_mock.backend.switches import Switches
 from csi_mock.config import DriverConfig
 from csi_mock.proto import csi_pb2 as pb
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
@@ -18,9 +19,10 @@ Expansion = pb.PluginCapability.VolumeExpansion
 
 
 class IdentityServicer(pb_grpc.IdentityServicer):
-    def __init__(self, config: DriverConfig, readiness: Readiness) -> None:
+    def __init__(self, config: DriverConfig, readiness: Readiness, switches: Switches) -> None:
         self._config = config
         self._readiness = readiness
+        self._switches = switches
 
     async def GetPluginInfo(
         self, request: pb.GetPluginInfoRequest, context: Context
@@ -39,10 +41,10 @@ class IdentityServicer(pb_grpc.IdentityServicer):
         capabilities = [_service(Service.CONTROLLER_SERVICE)]
         if self._config.topology:
             capabilities.append(_service(Service.VOLUME_ACCESSIBILITY_CONSTRAINTS))
-        if self._config.controller.expansion:
-            capabilities.append(
-                pb.PluginCapability(volume_expansion=Expansion(type=Expansion.ONLINE))
-            )
+        if self._switches.expansion:
+            online = self._switches.online_expansion
+            kind = Expansion.ONLINE if online else Expansion.OFFLINE
+            capabilities.append(pb.PluginCapability(volume_expansion=Expansion(type=kind)))
         return pb.GetPluginCapabilitiesResponse(capabilities=capabilities)
 
     async def Probe(self, request: pb.ProbeRequest, context: Context) -> pb.ProbeResponse:

@@ -6,26 +6,39 @@ from typing import Any
 
 import grpc
 
+from csi_mock.backend.conditions import HEALTHY_MESSAGE, VolumeConditions
 from csi_mock.backend.node import Node
+from csi_mock.backend.switches import Switches
 from csi_mock.config import DriverConfig
-from csi_mock.model.errors import Unimplemented
+from csi_mock.model.errors import InvalidArgument, Unimplemented
 from csi_mock.proto import csi_pb2 as pb
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
 from csi_mock.services.convert import optional_capability, topology_to_pb
 
 Context = grpc.aio.ServicerContext[Any, Any]
 RPC = pb.NodeServiceCapability.RPC
+MOUNT_GROUP_FIELD = "volume_capability.mount.volume_mount_group"
+MAX_GROUP_ID = (1 << 31) - 1
 
 
 class NodeServicer(pb_grpc.NodeServicer):
-    def __init__(self, config: DriverConfig, node: Node) -> None:
+    def __init__(
+        self,
+        config: DriverConfig,
+        node: Node,
+        switches: Switches,
+        conditions: VolumeConditions,
+    ) -> None:
         self._config = config
         self._node = node
+        self._switches = switches
+        self._conditions = conditions
 
     async def NodeStageVolume(
         self, request: pb.NodeStageVolumeRequest, context: Context
     ) -> pb.NodeStageVolumeResponse:
         self._require_staging("NodeStageVolume")
+        group = self._mount_group(request)
         self._node.stage(
             request.volume_id,
             request.staging_target_path,
@@ -33,6 +46,8 @@ class NodeServicer(pb_grpc.NodeServicer):
             dict(request.publish_context),
             dict(request.volume_context),
         )
+        if group is not None:
+            self._node.apply_mount_group(request.volume_id, request.staging_target_path, group)
         return pb.NodeStageVolumeResponse()
 
     async def NodeUnstageVolume(
@@ -45,6 +60,7 @@ class NodeServicer(pb_grpc.NodeServicer):
     async def NodePublishVolume(
         self, request: pb.NodePublishVolumeRequest, context: Context
     ) -> pb.NodePublishVolumeResponse:
+        group = self._mount_group(request)
         self._node.publish(
             request.volume_id,
             request.target_path,
@@ -54,6 +70,8 @@ class NodeServicer(pb_grpc.NodeServicer):
             dict(request.publish_context),
             dict(request.volume_context),
         )
+        if group is not None:
+            self._node.apply_mount_group(request.volume_id, request.target_path, group)
         return pb.NodePublishVolumeResponse()
 
     async def NodeUnpublishVolume(
@@ -65,6 +83,8 @@ class NodeServicer(pb_grpc.NodeServicer):
     async def NodeGetVolumeStats(
         self, request: pb.NodeGetVolumeStatsRequest, context: Context
     ) -> pb.NodeGetVolumeStatsResponse:
+        if not self._switches.volume_stats:
+            raise Unimplemented("NodeGetVolumeStats is disabled (node.volume_stats: false)")
         stats = await self._node.stats(request.volume_id, request.volume_path)
         Unit = pb.VolumeUsage.Unit
         usage = [
@@ -84,18 +104,23 @@ class NodeServicer(pb_grpc.NodeServicer):
                     available=max(0, stats.total_inodes - stats.used_inodes),
                 )
             )
-        return pb.NodeGetVolumeStatsResponse(
-            usage=usage,
-            volume_condition=pb.VolumeCondition(
-                abnormal=stats.abnormal is not None, message=stats.abnormal or "healthy"
-            ),
-        )
+        response = pb.NodeGetVolumeStatsResponse(usage=usage)
+        if self._config.node.volume_condition:
+            # A condition set through the admin API wins over what the node measured.
+            condition = self._conditions.of(request.volume_id)
+            if condition is not None:
+                response.volume_condition.abnormal = condition.abnormal
+                response.volume_condition.message = condition.message
+            else:
+                response.volume_condition.abnormal = stats.abnormal is not None
+                response.volume_condition.message = stats.abnormal or HEALTHY_MESSAGE
+        return response
 
     async def NodeExpandVolume(
         self, request: pb.NodeExpandVolumeRequest, context: Context
     ) -> pb.NodeExpandVolumeResponse:
-        if not self._config.controller.expansion:
-            raise Unimplemented("volume expansion is disabled (controller.expansion: false)")
+        if not self._switches.node_expansion:
+            raise Unimplemented("node expansion is disabled (node.expansion: false)")
         size = self._node.expand(
             request.volume_id,
             request.volume_path,
@@ -107,14 +132,38 @@ class NodeServicer(pb_grpc.NodeServicer):
     async def NodeGetCapabilities(
         self, request: pb.NodeGetCapabilitiesRequest, context: Context
     ) -> pb.NodeGetCapabilitiesResponse:
-        rpcs = [RPC.GET_VOLUME_STATS, RPC.VOLUME_CONDITION, RPC.SINGLE_NODE_MULTI_WRITER]
+        rpcs = []
         if self._config.node.stage_unstage:
-            rpcs.insert(0, RPC.STAGE_UNSTAGE_VOLUME)
-        if self._config.controller.expansion:
+            rpcs.append(RPC.STAGE_UNSTAGE_VOLUME)
+        if self._switches.volume_stats:
+            rpcs.append(RPC.GET_VOLUME_STATS)
+            if self._config.node.volume_condition:
+                rpcs.append(RPC.VOLUME_CONDITION)
+        rpcs.append(RPC.SINGLE_NODE_MULTI_WRITER)
+        if self._switches.node_expansion:
             rpcs.append(RPC.EXPAND_VOLUME)
+        if self._config.node.volume_mount_group:
+            rpcs.append(RPC.VOLUME_MOUNT_GROUP)
         return pb.NodeGetCapabilitiesResponse(
             capabilities=[pb.NodeServiceCapability(rpc=RPC(type=rpc)) for rpc in rpcs]
         )
+
+    def _mount_group(
+        self, request: pb.NodeStageVolumeRequest | pb.NodePublishVolumeRequest
+    ) -> int | None:
+        """The request's volume_mount_group as a group ID; None when not given. Kubernetes
+        passes the pod's fsGroup, a number."""
+        given = request.volume_capability.mount.volume_mount_group
+        if not given:
+            return None
+        if not self._config.node.volume_mount_group:
+            raise InvalidArgument(
+                f"{MOUNT_GROUP_FIELD} is given but VOLUME_MOUNT_GROUP is not advertised"
+                " (node.volume_mount_group: false)"
+            )
+        if not given.isascii() or not given.isdigit() or int(given) > MAX_GROUP_ID:
+            raise InvalidArgument(f"{MOUNT_GROUP_FIELD} {given!r} is not a numeric group ID")
+        return int(given)
 
     def _require_staging(self, method: str) -> None:
         if not self._config.node.stage_unstage:

@@ -7,12 +7,14 @@ from typing import TYPE_CHECKING, Protocol
 from aiohttp import web
 
 from csi_mock.admin.routes.capacity import CapacityRoutes
+from csi_mock.admin.routes.conditions import ConditionRoutes
 from csi_mock.admin.routes.faults import FaultRoutes
 from csi_mock.admin.routes.health import HealthRoutes
 from csi_mock.admin.routes.journal import JournalRoutes
 from csi_mock.admin.routes.limits import LimitsRoutes
 from csi_mock.admin.routes.pools import PoolRoutes
 from csi_mock.admin.routes.snapshots import SnapshotRoutes
+from csi_mock.admin.routes.switches import SwitchRoutes
 from csi_mock.admin.routes.volumes import VolumeRoutes
 
 if TYPE_CHECKING:
@@ -30,7 +32,9 @@ def all_routes(driver: Driver) -> list[Routes]:
         PoolRoutes(driver),
         CapacityRoutes(driver),
         LimitsRoutes(driver),
+        SwitchRoutes(driver),
         VolumeRoutes(driver),
+        ConditionRoutes(driver),
         SnapshotRoutes(driver),
         JournalRoutes(driver),
     ]
