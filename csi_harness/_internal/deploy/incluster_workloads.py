@@ -216,7 +216,7 @@ class Workloads:
     def attacher(self) -> dict[str, Any]:
         pod = {
             "serviceAccountName": "csi-mock-controller",
-            "containers": [self._sidecar(ATTACHER, attacher_flags(), [])],
+            "containers": [self._sidecar(ATTACHER, attacher_flags(self.spec), [])],
             "volumes": [self._controller_socket_dir()],
         }
         return self._deployment(ATTACHER_DEPLOYMENT, "attacher", pod)
@@ -224,7 +224,7 @@ class Workloads:
     def resizer(self) -> dict[str, Any]:
         pod = {
             "serviceAccountName": "csi-mock-controller",
-            "containers": [self._sidecar(RESIZER, resizer_flags(), [])],
+            "containers": [self._sidecar(RESIZER, resizer_flags(self.spec), [])],
             "volumes": [self._controller_socket_dir()],
         }
         return self._deployment(RESIZER_DEPLOYMENT, "resizer", pod)
@@ -232,7 +232,7 @@ class Workloads:
     def snapshotter(self) -> dict[str, Any]:
         pod = {
             "serviceAccountName": "csi-mock-controller",
-            "containers": [self._sidecar(SNAPSHOTTER, snapshotter_flags(), [])],
+            "containers": [self._sidecar(SNAPSHOTTER, snapshotter_flags(self.spec), [])],
             "volumes": [self._controller_socket_dir()],
         }
         return self._deployment(SNAPSHOTTER_DEPLOYMENT, "snapshotter", pod)

@@ -461,15 +461,16 @@ class LocalDriver:
                 env=env,
             )
             self._start_process(
-                "csi-attacher", self._sidecar_argv("csi-attacher", socket, attacher_flags())
+                "csi-attacher",
+                self._sidecar_argv("csi-attacher", socket, attacher_flags(self.spec)),
             )
             self._start_process(
-                "csi-resizer", self._sidecar_argv("csi-resizer", socket, resizer_flags())
+                "csi-resizer", self._sidecar_argv("csi-resizer", socket, resizer_flags(self.spec))
             )
             if self.spec.snapshots is not None:
                 self._start_process(
                     "csi-snapshotter",
-                    self._sidecar_argv("csi-snapshotter", socket, snapshotter_flags()),
+                    self._sidecar_argv("csi-snapshotter", socket, snapshotter_flags(self.spec)),
                 )
         time.sleep(0.2)
         self.check_alive()

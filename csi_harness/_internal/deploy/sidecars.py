@@ -6,6 +6,7 @@ everything that shapes its behaviour towards the driver is said here, once.
 
 from __future__ import annotations
 
+from csi_harness._internal.deploy.feature_gates import feature_gate_flags
 from csi_harness._internal.deploy.spec import DriverDeployment
 
 # Short timeouts and retries: a test waits for the outcome of every call, and the
@@ -39,6 +40,7 @@ def provisioner_flags(spec: DriverDeployment, *, capacity_ownerref_level: int) -
             else []
         ),
         *(["--strict-topology"] if spec.strict_topology else []),
+        *feature_gate_flags(spec.sidecar_feature_gates, "csi-provisioner"),
         *_RETRIES,
         "--v=4",
     ]
@@ -49,17 +51,19 @@ DISTRIBUTED_PROVISIONER_FLAGS = ["--node-deployment", "--node-deployment-immedia
 claims whose selected node is its own."""
 
 
-def attacher_flags() -> list[str]:
+def attacher_flags(spec: DriverDeployment) -> list[str]:
     """external-attacher's flags besides --csi-address and --kubeconfig."""
-    return ["--leader-election=false", *_RETRIES, "--v=4"]
+    gates = feature_gate_flags(spec.sidecar_feature_gates, "csi-attacher")
+    return ["--leader-election=false", *gates, *_RETRIES, "--v=4"]
 
 
-def snapshotter_flags() -> list[str]:
+def snapshotter_flags(spec: DriverDeployment) -> list[str]:
     """csi-snapshotter's flags besides --csi-address and --kubeconfig (next to the
     central controller; the cluster's snapshot-controller does the rest)."""
     return [
         "--leader-election=false",
         "--extra-create-metadata",
+        *feature_gate_flags(spec.sidecar_feature_gates, "csi-snapshotter"),
         "--timeout=15s",
         "--retry-interval-start=500ms",
         "--retry-interval-max=5s",
@@ -78,9 +82,10 @@ def snapshot_controller_flags() -> list[str]:
     ]
 
 
-def resizer_flags() -> list[str]:
+def resizer_flags(spec: DriverDeployment) -> list[str]:
     """external-resizer's flags besides --csi-address and --kubeconfig.
 
     It has no per-node mode: it runs next to the central controller only. Its
     --timeout bounds ControllerExpandVolume as well as the wait for the socket."""
-    return ["--leader-election=false", *_RETRIES, "--v=4"]
+    gates = feature_gate_flags(spec.sidecar_feature_gates, "csi-resizer")
+    return ["--leader-election=false", *gates, *_RETRIES, "--v=4"]

@@ -16,9 +16,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from csi_harness._internal.core.resources import MANIFEST_DIR
+from csi_harness._internal.deploy.csidriver import (
+    FsGroupPolicy,
+    TokenRequest,
+    VolumeLifecycleMode,
+    check_lifecycle_modes,
+    check_token_audiences,
+)
+from csi_harness._internal.deploy.feature_gates import SidecarFeatureGates, check_feature_gates
 
 DRIVER_NAMESPACE = "csi-mock"
 """The namespace of the default driver (its CSIStorageCapacity objects, in-cluster: its pods)."""
@@ -52,6 +60,40 @@ class DriverDeployment(BaseModel):
     """CSIDriver.spec.attachRequired, and whether csi-mock advertises PUBLISH_UNPUBLISH."""
     storage_capacity: bool | None = True
     """CSIDriver.spec.storageCapacity; None leaves the field unset."""
+    pod_info_on_mount: bool = True
+    """CSIDriver.spec.podInfoOnMount: the kubelet passes the pod's name, namespace, UID
+    and service account in NodePublishVolume's volume_context."""
+    fs_group_policy: FsGroupPolicy | None = FsGroupPolicy.FILE
+    """CSIDriver.spec.fsGroupPolicy; None leaves it unset (Kubernetes' default is
+    ReadWriteOnceWithFSType)."""
+    token_requests: list[TokenRequest] | None = None
+    """CSIDriver.spec.tokenRequests (audience, expiration_seconds >= 600); None: unset."""
+    requires_republish: bool | None = None
+    """CSIDriver.spec.requiresRepublish; None: unset (false)."""
+    se_linux_mount: bool | None = None
+    """CSIDriver.spec.seLinuxMount; None: unset (false)."""
+    volume_lifecycle_modes: list[VolumeLifecycleMode] = Field(
+        default_factory=lambda: [VolumeLifecycleMode.PERSISTENT, VolumeLifecycleMode.EPHEMERAL]
+    )
+    """CSIDriver.spec.volumeLifecycleModes: Persistent and/or Ephemeral."""
+    controller_expansion: bool = True
+    """csi-mock ``controller.expansion``: ControllerExpandVolume, controller EXPAND_VOLUME."""
+    node_expansion: bool | None = None
+    """csi-mock ``node.expansion``: NodeExpandVolume; None: as controller_expansion."""
+    node_expansion_required: bool = True
+    """csi-mock ``controller.node_expansion_required``."""
+    online_expansion: bool = True
+    """csi-mock ``online_expansion``: VolumeExpansion ONLINE, else OFFLINE."""
+    volume_stats: bool = True
+    """csi-mock ``node.volume_stats``: NodeGetVolumeStats, GET_VOLUME_STATS."""
+    controller_volume_condition: bool = False
+    """csi-mock ``controller.volume_condition``: ListVolumes and ControllerGetVolume report
+    volume conditions (NodeGetVolumeStats always does while volume_stats is on)."""
+    volume_mount_group: bool = False
+    """csi-mock ``node.volume_mount_group``: VOLUME_MOUNT_GROUP."""
+    sidecar_feature_gates: SidecarFeatureGates = Field(default_factory=dict)
+    """``--feature-gates`` per sidecar, e.g. ``{"csi-provisioner": {"Gate": True}}``, on
+    its command line wherever it runs."""
     node_pool_size: str | None = "10Gi"
     """A pool on every node, reachable only from it (local disk)."""
     node_pool_sizes: dict[str, str] = Field(default_factory=dict)
@@ -92,6 +134,10 @@ class DriverDeployment(BaseModel):
     """Names from deploy/kubernetes/storageclasses.yaml to create; None: all."""
     overrides: dict[str, Any] = Field(default_factory=dict)
     """Deep-merged into every csi-mock configuration (e.g. ``{"log_level": "debug"}``)."""
+
+    _token_audiences = field_validator("token_requests")(check_token_audiences)
+    _lifecycle_modes = field_validator("volume_lifecycle_modes")(check_lifecycle_modes)
+    _feature_gates = field_validator("sidecar_feature_gates")(check_feature_gates)
 
     @model_validator(mode="after")
     def _check_distributed(self) -> DriverDeployment:
@@ -208,19 +254,45 @@ def driver_config_for(
         "controller": controller_config(spec),
         **{k: str(v) if isinstance(v, Path) else v for k, v in paths.items()},
     }
+    if spec.online_expansion is not True:
+        config["online_expansion"] = spec.online_expansion
+    # The node's switches go to every process: the plugin's VolumeExpansion capability,
+    # which the controller's socket answers too, depends on node expansion.
+    node_section = node_switches(spec)
     if node is not None:
         name, zone = node
-        config["node"] = {
+        node_section = {
             "id": name,
             "segment": spec.segment(name, zone),
             "max_volumes_per_node": spec.max_volumes_per_node,
+            **node_section,
         }
+    if node_section:
+        config["node"] = node_section
     return deep_merge(config, spec.overrides)
+
+
+def node_switches(spec: DriverDeployment) -> dict[str, Any]:
+    """The ``node`` keys of the knobs that differ from csi-mock's defaults."""
+    section: dict[str, Any] = {}
+    if spec.node_expansion is not None:
+        section["expansion"] = spec.node_expansion
+    if not spec.volume_stats:
+        section["volume_stats"] = False
+    if spec.volume_mount_group:
+        section["volume_mount_group"] = True
+    return section
 
 
 def controller_config(spec: DriverDeployment) -> dict[str, Any]:
     """The ``controller`` section: the attach limit and the optional features."""
     controller: dict[str, Any] = {"attach_limit": spec.attach_limit}
+    if not spec.controller_expansion:
+        controller["expansion"] = False
+    if not spec.node_expansion_required:
+        controller["node_expansion_required"] = False
+    if spec.controller_volume_condition:
+        controller["volume_condition"] = True
     if spec.snapshots is not None:
         controller["snapshots"] = {"accounting": spec.snapshots}
     if spec.clones:
@@ -250,13 +322,27 @@ def read_manifests(file_name: str) -> list[dict[str, Any]]:
 
 
 def csidriver_object(spec: DriverDeployment) -> dict[str, Any]:
+    """The CSIDriver of a deployment: deploy/kubernetes/csidriver.yaml with every field
+    the deployment chooses (the one definition, local and in-cluster)."""
     (obj,) = read_manifests("csidriver.yaml")
     obj["metadata"]["name"] = spec.name
-    obj["spec"]["attachRequired"] = spec.attach_required
-    if spec.storage_capacity is None:
-        obj["spec"].pop("storageCapacity", None)
-    else:
-        obj["spec"]["storageCapacity"] = spec.storage_capacity
+    fields: dict[str, Any] = {
+        "attachRequired": spec.attach_required,
+        "storageCapacity": spec.storage_capacity,
+        "podInfoOnMount": spec.pod_info_on_mount,
+        "fsGroupPolicy": None if spec.fs_group_policy is None else str(spec.fs_group_policy),
+        "tokenRequests": None
+        if spec.token_requests is None
+        else [request.to_object() for request in spec.token_requests],
+        "requiresRepublish": spec.requires_republish,
+        "seLinuxMount": spec.se_linux_mount,
+        "volumeLifecycleModes": [str(mode) for mode in spec.volume_lifecycle_modes],
+    }
+    for name, value in fields.items():
+        if value is None:
+            obj["spec"].pop(name, None)
+        else:
+            obj["spec"][name] = value
     return obj
 
 
