@@ -157,6 +157,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="true: snapshots (CREATE_DELETE_SNAPSHOT, LIST_SNAPSHOTS, GET_SNAPSHOT) with the"
         " config file's controller.snapshots or full accounting; false is refused",
     )
+    serve.add_go_bool(
+        "enable-volume-expansion",
+        help="volume expansion on both sides (default true; config keys controller.expansion"
+        " and node.expansion)",
+    )
+    serve.add_go_bool(
+        "disable-controller-expansion",
+        help="no ControllerExpandVolume (node-only expansion; controller.expansion: false)",
+    )
+    serve.add_go_bool("disable-node-expansion", help="no NodeExpandVolume (node.expansion: false)")
+    serve.add_go_bool(
+        "node-expand-required",
+        help="ControllerExpandVolume's node_expansion_required (default true)",
+    )
+    _flag(
+        serve,
+        "max-volume-size-node",
+        metavar="BYTES",
+        help="largest size NodeExpandVolume grows a volume to (node.max_expansion_size)",
+    )
     _flag(
         serve,
         "accepted-mutable-parameter-names",
@@ -323,6 +343,7 @@ def resolve_config(args: argparse.Namespace, env: dict[str, str]) -> DriverConfi
         raise _name_flags(error) from None
     config = _modify_flags(args, config)
     config = _snapshot_flags(args, config)
+    config = _expansion_flags(args, config)
     max_size = _max_volume_size(args.max_volume_size) if args.max_volume_size is not None else None
     data = config.model_dump()
     if args.capacity:
@@ -390,6 +411,55 @@ def _snapshot_flags(args: argparse.Namespace, config: DriverConfig) -> DriverCon
     data = config.model_dump()
     data["controller"]["snapshots"] = {}
     return validate_config(data, source="flags")
+
+
+def _expansion_flags(args: argparse.Namespace, config: DriverConfig) -> DriverConfig:
+    """hostpathplugin's expansion flags. --enable-volume-expansion sets both sides;
+    --disable-controller-expansion turns the controller's off and keeps the node's as it
+    was (node-only expansion, as in hostpathplugin, where the two are separate);
+    --disable-node-expansion turns the node's off; --node-expand-required is
+    ControllerExpandVolume's node_expansion_required; --max-volume-size-node caps
+    NodeExpandVolume. Absent flags keep the config file's values."""
+    given = (
+        args.enable_volume_expansion,
+        args.disable_controller_expansion,
+        args.disable_node_expansion,
+        args.node_expand_required,
+        args.max_volume_size_node,
+    )
+    if all(value is None for value in given):
+        return config
+    controller = config.controller.expansion
+    node = config.node_expansion
+    if args.enable_volume_expansion is not None:
+        controller = node = args.enable_volume_expansion
+    if args.disable_controller_expansion:
+        controller = False
+    if args.disable_node_expansion:
+        node = False
+    data = config.model_dump()
+    data["controller"]["expansion"] = controller
+    if node != controller or config.node.expansion is not None:
+        data["node"]["expansion"] = node
+    if args.node_expand_required is not None:
+        data["controller"]["node_expansion_required"] = args.node_expand_required
+    if args.max_volume_size_node is not None:
+        data["node"]["max_expansion_size"] = _byte_flag(
+            "--max-volume-size-node", args.max_volume_size_node
+        )
+    return validate_config(data, source="flags")
+
+
+def _byte_flag(flag: str, value: str) -> int:
+    """A Go int64 of bytes (a quantity such as 2Gi is taken as those bytes); negative
+    refused naming the flag."""
+    try:
+        size = _go_int(value)
+    except argparse.ArgumentTypeError:
+        return _quantity_flag(flag, value)
+    if size < 0:
+        raise ConfigError(f"{flag}: {value!r} is negative; give 0 or more bytes")
+    return size
 
 
 def _mutable_parameter_names(values: Sequence[str]) -> list[str]:

@@ -489,3 +489,76 @@ def test_enable_list_snapshots_keeps_the_config_files_snapshot_settings(tmp_path
 def test_enable_list_snapshots_false_is_refused_naming_the_flag() -> None:
     with pytest.raises(ConfigError, match="--enable-list-snapshots=false: csi-mock does not"):
         resolve("--nodeid=n1", "--enable-list-snapshots=false")
+
+
+# -- expansion flags ----------------------------------------------------------------------
+
+NodeRPC = pb.NodeServiceCapability.RPC.Type
+Expansion = pb.PluginCapability.VolumeExpansion
+
+
+async def expansion_capabilities(served: Served) -> tuple[bool, bool, list[int]]:
+    """(controller EXPAND_VOLUME, node EXPAND_VOLUME, the plugin's VolumeExpansion types)."""
+    controller = await served.controller.ControllerGetCapabilities(
+        pb.ControllerGetCapabilitiesRequest()
+    )
+    node = await served.node.NodeGetCapabilities(pb.NodeGetCapabilitiesRequest())
+    plugin = await served.identity.GetPluginCapabilities(pb.GetPluginCapabilitiesRequest())
+    return (
+        RPC.EXPAND_VOLUME in {c.rpc.type for c in controller.capabilities},
+        NodeRPC.EXPAND_VOLUME in {c.rpc.type for c in node.capabilities},
+        [c.volume_expansion.type for c in plugin.capabilities if c.HasField("volume_expansion")],
+    )
+
+
+async def test_disable_controller_expansion_leaves_node_only_expansion(serve: Serve) -> None:
+    served = await serve("--nodeid=n1", "--disable-controller-expansion")
+
+    assert await expansion_capabilities(served) == (False, True, [Expansion.ONLINE])
+
+
+async def test_disable_node_expansion_leaves_controller_only_expansion(serve: Serve) -> None:
+    served = await serve("--nodeid=n1", "--disable-node-expansion")
+
+    assert await expansion_capabilities(served) == (True, False, [Expansion.ONLINE])
+
+
+async def test_enable_volume_expansion_false_turns_both_sides_off(serve: Serve) -> None:
+    served = await serve("--nodeid=n1", "--enable-volume-expansion=false")
+
+    assert await expansion_capabilities(served) == (False, False, [])
+
+
+async def test_node_expand_required_false_is_controller_expands_reply(serve: Serve) -> None:
+    served = await serve("--nodeid=n1", "--node-expand-required=false")
+    volume = (await served.controller.CreateVolume(create_request("pvc-1", GiB))).volume
+
+    reply = await served.controller.ControllerExpandVolume(
+        pb.ControllerExpandVolumeRequest(
+            volume_id=volume.volume_id, capacity_range=pb.CapacityRange(required_bytes=2 * GiB)
+        )
+    )
+
+    assert reply.node_expansion_required is False
+
+
+def test_max_volume_size_node_parses_go_int64_bytes_and_quantities() -> None:
+    assert (
+        resolve("--nodeid=n1", "--max-volume-size-node=0x40000000").node.max_expansion_size == GiB
+    )
+    assert resolve("--nodeid=n1", "--max-volume-size-node=2Gi").node.max_expansion_size == 2 * GiB
+
+
+def test_negative_max_volume_size_node_is_refused_naming_the_flag() -> None:
+    with pytest.raises(ConfigError, match="--max-volume-size-node"):
+        resolve("--nodeid=n1", "--max-volume-size-node=-1")
+
+
+def test_expansion_flags_keep_the_config_files_values_when_absent(tmp_path: Path) -> None:
+    config_file = tmp_path / "csi-mock.yaml"
+    config_file.write_text("controller: {expansion: false, node_expansion_required: false}\n")
+
+    config = resolve("--nodeid=n1", f"--config={config_file}")
+
+    assert (config.controller.expansion, config.node_expansion) == (False, False)
+    assert config.controller.node_expansion_required is False
