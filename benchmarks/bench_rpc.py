@@ -6,6 +6,7 @@ ops/s with p50/p99 latency as a Markdown table (recorded in docs/benchmarks.md).
 
     python benchmarks/bench_rpc.py [--seconds 3] [--populations 100 10000] [--json out.json]
     python benchmarks/bench_rpc.py --compare ~/.cache/csi-mock/compare/hostpathplugin
+    python benchmarks/bench_rpc.py --journal both [--journal-memory 10000]
 
 With --compare, the same client runs the same scenarios against csi-driver-host-path's
 hostpathplugin started with the same flags, and a third table gives the ratio
@@ -14,6 +15,10 @@ csi-mock/hostpathplugin of ops/s per cell. The binary is built outside this repo
 
 Each driver runs as a separate process, so client and server compete for the same
 cores, as they do on a CI runner. Run as root to measure real bind mounts.
+
+With --journal whole (or both), a csi-mock with `admin.journal_requests: whole` runs the
+same cells (alternating with the default one with both), and --journal-memory N measures
+in this process what N journal records take (tracemalloc) and cost to make, per mode.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import asyncio
 import itertools
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -30,17 +36,23 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import grpc
+from google.protobuf.message import Message
 
+from csi_mock.control.journal import Journal, JournalQuery
+from csi_mock.observe.calls import CallRecord, key_fields
 from csi_mock.proto import csi_pb2 as pb
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
 
 MI = 2**20
 CSI_MOCK = "csi-mock"
+CSI_MOCK_WHOLE = "csi-mock (whole journal)"
+BASELINE = "csi-mock (baseline)"
 HOSTPATH = "hostpathplugin"
 KIND = "bench"
 # hostpathplugin serves GetCapacity only with --capacity, and then only for the kind a
@@ -53,6 +65,14 @@ CAPABILITY = pb.VolumeCapability(
     ),
 )
 SCENARIOS = ("CreateVolume+DeleteVolume", "GetCapacity", "NodePublish+NodeUnpublish")
+POD_INFO = {
+    "csi.storage.k8s.io/pod.name": "bench-0",
+    "csi.storage.k8s.io/pod.namespace": "default",
+    "csi.storage.k8s.io/pod.uid": "6f1c4b2e-5f3d-4c8a-9b7e-2d1a0c3e4f5a",
+    "csi.storage.k8s.io/serviceAccount.name": "default",
+    "csi.storage.k8s.io/ephemeral": "false",
+}
+"""What the kubelet adds to NodePublishVolume's volume_context with podInfoOnMount."""
 
 
 @dataclass
@@ -68,6 +88,8 @@ class Result:
     server_cpu_ms: float
     """The driver process's CPU time (user + system, all threads) per operation: less
     sensitive than ops/s to other load on a shared machine."""
+    server_rss_mb: float = 0.0
+    """The driver process's resident memory after the cell (journal included)."""
 
 
 def driver_flags(root: Path) -> list[str]:
@@ -81,14 +103,35 @@ def driver_flags(root: Path) -> list[str]:
     ]
 
 
-def driver_command(driver: str, root: Path, hostpathplugin: Path | None) -> list[str]:
+def driver_command(
+    driver: str, root: Path, hostpathplugin: Path | None, baseline: Path | None = None
+) -> list[str]:
     if driver == HOSTPATH:
         assert hostpathplugin is not None
         return [str(hostpathplugin), *driver_flags(root)]
     # hostpathplugin logs nothing per call at its default verbosity; csi-mock's default
     # (info) writes a JSON line per call, so it runs at warning to do the same work.
     command = [sys.executable, "-m", "csi_mock.cli", "serve", *driver_flags(root)]
+    if driver == BASELINE:
+        assert baseline is not None
+        command = ["env", f"PYTHONPATH={baseline}", *command]
+    if driver == CSI_MOCK_WHOLE:
+        config = root.parent / "whole-journal.yaml"
+        config.write_text("admin:\n  journal_requests: whole\n")
+        command += ["--config", str(config)]
     return [*command, "--log-level=warning"]
+
+
+def directory(driver: str) -> str:
+    """A driver's name as a directory (and socket path) name."""
+    return re.sub(r"[^a-z0-9]+", "-", driver).strip("-")
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
 
 
 def cpu_seconds(pid: int) -> float:
@@ -223,6 +266,7 @@ class Target:
                 staging_target_path=str(self.staging),
                 target_path=target,
                 volume_capability=CAPABILITY,
+                volume_context=POD_INFO,
             )
         )
         await self.node.NodeUnpublishVolume(
@@ -243,6 +287,7 @@ class Target:
             p50_ms=round(statistics.median(latencies) * 1000, 2),
             p99_ms=round(percentile(latencies, 0.99) * 1000, 2),
             server_cpu_ms=round(cpu * 1000 / len(latencies), 3),
+            server_rss_mb=rss_mb(self.process.pid),
         )
         print(json.dumps(asdict(result)), file=sys.stderr)
         return result
@@ -274,7 +319,9 @@ async def run(
 ) -> dict[str, list[Result]]:
     """Every cell is measured on each driver in turn, one right after the other, so that
     a change in the machine's other load affects both sides of a ratio alike."""
-    targets = [Target(driver, command, base / driver) for driver, command in commands.items()]
+    targets = [
+        Target(driver, command, base / directory(driver)) for driver, command in commands.items()
+    ]
     results: dict[str, list[Result]] = {target.driver: [] for target in targets}
     try:
         for target in targets:
@@ -298,15 +345,81 @@ async def run(
 
 def table(results: list[Result]) -> str:
     lines = [
-        "| scenario | existing volumes | clients | ops/s | p50 ms | p99 ms | server CPU ms/op |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| scenario | existing volumes | clients | ops/s | p50 ms | p99 ms | server CPU ms/op"
+        " | server RSS MiB |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in results:
         lines.append(
             f"| {r.scenario} | {r.existing_volumes} | {r.clients} | {r.ops_per_second}"
-            f" | {r.p50_ms} | {r.p99_ms} | {r.server_cpu_ms} |"
+            f" | {r.p50_ms} | {r.p99_ms} | {r.server_cpu_ms} | {r.server_rss_mb} |"
         )
     return "\n".join(lines)
+
+
+def journal_samples() -> list[tuple[str, Message, Message]]:
+    """Requests as a cluster sends them, with their replies: (method, request, reply)."""
+    create = create_request("pvc-6f1c4b2e-5f3d-4c8a-9b7e-2d1a0c3e4f5a")
+    create.secrets["password"] = "provisioner-secret"
+    created = pb.CreateVolumeResponse(
+        volume=pb.Volume(
+            volume_id="vol-" + "0" * 32,
+            capacity_bytes=MI,
+            volume_context={"csi-mock/pool": "default", "csi-mock/size": str(MI)},
+        )
+    )
+    publish = pb.NodePublishVolumeRequest(
+        volume_id="vol-" + "0" * 32,
+        staging_target_path="/var/lib/kubelet/plugins/kubernetes.io/csi/x/globalmount",
+        target_path="/var/lib/kubelet/pods/6f1c4b2e/volumes/kubernetes.io~csi/pvc-1/mount",
+        volume_capability=CAPABILITY,
+        volume_context={**POD_INFO, "csi.storage.k8s.io/serviceAccount.tokens": "{...}"},
+        secrets={"password": "node-publish-secret"},
+    )
+    return [
+        ("CreateVolume", create, created),
+        ("NodePublishVolume", publish, pb.NodePublishVolumeResponse()),
+    ]
+
+
+def journal_memory(records: int) -> str:
+    """Bytes per record held by a full journal of `records` (tracemalloc), and µs to make
+    each (timed apart: tracemalloc slows allocation), per mode; records are built as the
+    call interceptor builds them."""
+    lines = [
+        "| method | journal | bytes/record | µs/record | whole request, JSON bytes |",
+        "| --- | --- | ---: | ---: | ---: |",
+    ]
+    for method, request, reply in journal_samples():
+        for whole in (False, True):
+            elapsed, _ = fill_journal(method, request, reply, whole, records)
+            tracemalloc.start()
+            before = tracemalloc.get_traced_memory()[0]
+            _, journal = fill_journal(method, request, reply, whole, records)
+            held = tracemalloc.get_traced_memory()[0] - before
+            tracemalloc.stop()
+            (sample,) = journal.query(JournalQuery(limit=1))
+            size = len(json.dumps(sample.whole_request)) if sample.whole_request else "-"
+            lines.append(
+                f"| {method} | {'whole' if whole else 'keys'} | {held // records}"
+                f" | {elapsed * 1e6 / records:.1f} | {size} |"
+            )
+    return "\n".join(lines)
+
+
+def fill_journal(
+    method: str, request: Message, reply: Message, whole: bool, records: int
+) -> tuple[float, Journal]:
+    journal = Journal(records, whole=whole, whole_capacity=records)
+    converter = journal.whole_messages
+    started = time.perf_counter()
+    for _ in range(records):
+        record = CallRecord(time.time(), method, "Node", key_fields(request))
+        if converter is not None:
+            record.whole_request = converter.to_dict(request)
+            record.whole_reply = converter.to_dict(reply)
+        journal(record)
+    return time.perf_counter() - started, journal
 
 
 def comparison_table(ours: list[Result], theirs: list[Result]) -> str:
@@ -367,12 +480,46 @@ def main() -> int:
         metavar="PATH",
         help="hostpathplugin binary to run the same benchmark against",
     )
+    parser.add_argument(
+        "--journal",
+        choices=("keys", "whole", "both"),
+        default="keys",
+        help="what csi-mock's journal keeps of each request (both: two drivers, alternating)",
+    )
+    parser.add_argument(
+        "--journal-memory",
+        type=int,
+        metavar="N",
+        help="only measure, in this process, the memory and time of N journal records",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="DIR",
+        help="a directory holding another csi_mock package (e.g. `git archive HEAD csi_mock"
+        " | tar -x -C DIR`) to run with the default journal beside, cell by cell",
+    )
     parser.add_argument("--json", type=Path, help="also write the results as JSON")
     args = parser.parse_args()
+    if args.journal_memory:
+        print(f"{args.journal_memory} records, Python {sys.version.split()[0]}\n")
+        print(journal_memory(args.journal_memory))
+        return 0
     hostpathplugin = comparison_binary(args.compare)
-    drivers = [CSI_MOCK] + ([HOSTPATH] if hostpathplugin else [])
+    ours = {"keys": [CSI_MOCK], "whole": [CSI_MOCK_WHOLE], "both": [CSI_MOCK, CSI_MOCK_WHOLE]}
+    if args.baseline:
+        ours[args.journal].insert(0, BASELINE)
+    drivers = ours[args.journal] + ([HOSTPATH] if hostpathplugin else [])
     base = Path(tempfile.mkdtemp(prefix="csi-mock-bench-"))
-    commands = {driver: driver_command(driver, base / driver, hostpathplugin) for driver in drivers}
+    commands = {
+        driver: driver_command(
+            driver,
+            base / directory(driver),
+            hostpathplugin,
+            args.baseline and args.baseline.resolve(),
+        )
+        for driver in drivers
+    }
     try:
         results = asyncio.run(
             run(
@@ -388,8 +535,9 @@ def main() -> int:
         shutil.rmtree(base, ignore_errors=True)
     mounts = "real bind mounts" if os.geteuid() == 0 else "directory mode (not root)"
     print(f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}, {mounts}\n")
-    print(f"{CSI_MOCK}:\n\n{table(results[CSI_MOCK])}")
-    if hostpathplugin:
+    for driver in ours[args.journal]:
+        print(f"{driver}:\n\n{table(results[driver])}\n")
+    if hostpathplugin and CSI_MOCK in results:
         print(f"\n{HOSTPATH} ({hostpathplugin_version(hostpathplugin)}):\n")
         print(table(results[HOSTPATH]))
         print(f"\nratio of ops/s, {CSI_MOCK}/{HOSTPATH}:\n")

@@ -276,6 +276,15 @@ class ControllerConfig(_Model):
     """CLONE_VOLUME: CreateVolume with a volume content source."""
 
 
+class JournalRequests(enum.Enum):
+    """What the journal keeps of each request."""
+
+    KEYS = "keys"
+    """The identifying fields (IDs, names, paths, sizes, parameters, topology)."""
+    WHOLE = "whole"
+    """Also the whole request and reply, every secret hashed."""
+
+
 class AdminConfig(_Model):
     socket: Path | None = None
     """HTTP/JSON admin API on a unix socket; default <state_dir>/admin.sock. No token."""
@@ -285,6 +294,13 @@ class AdminConfig(_Model):
     token_file: Path | None = None
     """Bearer token required on TCP (read once at start-up)."""
     journal_size: int = Field(10_000, ge=1, le=1_000_000)
+    """Call records the journal keeps."""
+    journal_requests: JournalRequests = JournalRequests.KEYS
+    """keys (default): each record keeps the request's key fields; whole: also the whole
+    request and reply, secrets hashed."""
+    journal_whole_size: int = Field(1_000, ge=1, le=1_000_000)
+    """With journal_requests: whole, how many of the latest records keep their whole
+    messages (older ones keep the key fields): the cap on the journal's memory."""
 
     @model_validator(mode="after")
     def _check(self) -> AdminConfig:

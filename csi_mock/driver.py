@@ -18,7 +18,13 @@ from csi_mock.backend.controller import Controller
 from csi_mock.backend.inventory import Inventory
 from csi_mock.backend.node import Node
 from csi_mock.backend.switches import Switches
-from csi_mock.config import BlockDeviceMode, ConfigError, DriverConfig, MountMode
+from csi_mock.config import (
+    BlockDeviceMode,
+    ConfigError,
+    DriverConfig,
+    JournalRequests,
+    MountMode,
+)
 from csi_mock.control.faults import FaultEngine
 from csi_mock.control.journal import Journal
 from csi_mock.control.metrics import Metrics
@@ -125,7 +131,11 @@ class Driver:
                 store=store,
                 controller=controller,
                 node=node,
-                journal=Journal(config.admin.journal_size),
+                journal=Journal(
+                    config.admin.journal_size,
+                    whole=config.admin.journal_requests is JournalRequests.WHOLE,
+                    whole_capacity=config.admin.journal_whole_size,
+                ),
                 metrics=Metrics(lambda: controller.pools if controller else ()),
                 state_lock=lock,
             )

@@ -102,7 +102,10 @@ class DriverServer:
     def __init__(self, driver: Driver, sinks: Sequence[RecordSink] = ()) -> None:
         self.driver = driver
         self.interceptor = CallInterceptor(
-            driver.readiness, [driver.journal, driver.metrics, *sinks], driver.faults
+            driver.readiness,
+            [driver.journal, driver.metrics, *sinks],
+            driver.faults,
+            whole=driver.journal.whole_messages,
         )
         self._server = grpc.aio.server(interceptors=[self.interceptor])
         config = driver.config

@@ -29,7 +29,7 @@ from csi_mock.observe.calls import CallRecord
 
 _T = TypeVar("_T")
 
-QueryValue = str | int | float
+QueryValue = str | int | float | list[str]
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,9 @@ class JournalFilter(TypedDict, total=False):
     """A record's seq: records after it (a cursor for polling)."""
     limit: int | None
     """The last `limit` matching records."""
+    where: Mapping[str, str] | None
+    """Field path -> glob, all of which must match: e.g.
+    {'volume_context["csi.storage.k8s.io/pod.name"]': "web-0"}."""
 
 
 def fault_body(method: str, spec: FaultSpec) -> dict[str, Any]:
@@ -252,12 +255,20 @@ class Api:
 
     @staticmethod
     def journal(query: JournalFilter) -> Call[list[CallRecord]]:
+        values = dict(cast(Mapping[str, QueryValue | None], query))
+        where = query.get("where")
+        values["where"] = [f"{path}={glob}" for path, glob in where.items()] if where else None
         return Call(
             "GET",
             "/v1/journal",
             lambda r: [record_from_json(x) for x in r.json()["records"]],
-            params=_query(cast(Mapping[str, QueryValue | None], query)),
+            params=_query(values),
         )
+
+    @staticmethod
+    def secret_hash(value: str) -> Call[str]:
+        body = {"value": value}
+        return Call("POST", "/v1/journal/secret-hash", lambda r: r.json()["hash"], body=body)
 
     @staticmethod
     def metrics() -> Call[str]:

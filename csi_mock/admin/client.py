@@ -269,6 +269,11 @@ class AsyncAdminClient:
         """Call records, oldest first, e.g. journal(method="CreateVolume", code="OK")."""
         return await self._send(Api.journal(query))
 
+    async def secret_hash(self, value: str) -> str:
+        """How a secret with this value appears in the journal's whole requests
+        (``sha256:`` and the salted hash; the salt is the driver's own)."""
+        return await self._send(Api.secret_hash(value))
+
     async def metrics_text(self) -> str:
         """The Prometheus text exposition."""
         return await self._send(Api.metrics())
@@ -366,4 +371,5 @@ class AdminClient:
     volumes = _Blocking(AsyncAdminClient.volumes)
     snapshots = _Blocking(AsyncAdminClient.snapshots)
     journal = _Blocking(AsyncAdminClient.journal)
+    secret_hash = _Blocking(AsyncAdminClient.secret_hash)
     metrics_text = _Blocking(AsyncAdminClient.metrics_text)

@@ -13,12 +13,20 @@ from http import HTTPStatus
 from typing import Annotated, Any, TypeVar
 
 from aiohttp import web
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    ValidationError,
+)
 
 from csi_mock.admin.errors import ApiError, invalid
 from csi_mock.config import Quantity
 from csi_mock.fault_rules import status_code_name
 from csi_mock.model.quantity import INT64_MAX
+from csi_mock.observe.field_path import FieldCondition, FieldPathError, parse_condition
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -116,6 +124,18 @@ def _status_code(value: object) -> object:
 StatusCodeName = Annotated[str, BeforeValidator(_status_code)]
 
 
+def _condition(value: object) -> FieldCondition:
+    if not isinstance(value, str):
+        raise ValueError("expected PATH=VALUE")
+    try:
+        return parse_condition(value)
+    except FieldPathError as error:
+        raise ValueError(str(error)) from None
+
+
+FieldConditionInput = Annotated[FieldCondition, PlainValidator(_condition)]
+
+
 class VolumesQuery(_Input):
     limit: int = Field(1000, ge=1, le=MAX_PAGE)
     after: int = Field(0, ge=0, le=INT64_MAX)
@@ -134,3 +154,10 @@ class JournalParams(_Input):
     since: float | None = None
     after: int | None = Field(None, ge=0)
     limit: int | None = Field(None, ge=0)
+    where: tuple[FieldConditionInput, ...] = Field((), max_length=32)
+    """PATH=GLOB conditions on request fields (the parameter repeated)."""
+
+
+class SecretHashBody(_Input):
+    value: str = Field(max_length=1 << 20)
+    """A candidate secret value, hashed the way the journal hashes secrets."""

@@ -37,10 +37,18 @@ class CallRecord:
     duration_ms: float = 0.0
     fault: str | None = None
     seq: int = 0
+    whole_request: dict[str, Any] | None = None
+    """The request, whole, as proto3 JSON with secrets hashed (journal `requests: whole`)."""
+    whole_reply: dict[str, Any] | None = None
+    """The reply of a successful call, the same way; None for an error."""
 
     def to_json(self) -> str:
         # Not dataclasses.asdict: it deep-copies the request fields, which only get read.
         fields = {name: getattr(self, name) for name in _RECORD_FIELDS}
+        # Whole messages only when the journal keeps them: today's log line otherwise.
+        for name in ("whole_request", "whole_reply"):
+            if fields[name] is None:
+                del fields[name]
         return json.dumps(fields, separators=(",", ":"), sort_keys=True)
 
 

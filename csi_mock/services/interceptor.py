@@ -19,6 +19,7 @@ from csi_mock.control.faults import FaultEngine
 from csi_mock.fault_rules import FaultRuleSpec
 from csi_mock.model.errors import InjectedFault, Unavailable
 from csi_mock.observe.calls import CallRecord, RecordSink, key_fields, split_method
+from csi_mock.observe.whole_messages import WholeMessages
 from csi_mock.services.decoding import UndecodableRequest, lenient
 from csi_mock.services.readiness import Readiness
 from csi_mock.services.status import status_of
@@ -36,10 +37,13 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         readiness: Readiness,
         sinks: Sequence[RecordSink],
         faults: FaultEngine | None = None,
+        whole: WholeMessages | None = None,
     ) -> None:
         self._readiness = readiness
         self._sinks = list(sinks)
         self._faults = faults
+        self._whole = whole
+        """Set: every record also carries the whole request and reply, secrets hashed."""
         # Each method's handler is static, so its wrapper is built once, not per call.
         self._wrapped: dict[str, tuple[Handler, Handler]] = {}
 
@@ -72,11 +76,16 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
             )
             started = time.perf_counter()
             published = False
+            response: Any = None
 
             def publish() -> None:
                 nonlocal published
                 published = True
                 record.duration_ms = round((time.perf_counter() - started) * 1000, 3)
+                if self._whole is not None and not undecodable:
+                    record.whole_request = self._whole.to_dict(request)
+                    if record.code == "OK" and response is not None:
+                        record.whole_reply = self._whole.to_dict(response)
                 for sink in self._sinks:
                     sink(record)
 
@@ -87,7 +96,8 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
                     raise Unavailable(self._readiness.failure or "driver state is still loading")
                 rule = self._faults.select(method, record.request) if self._faults else None
                 if rule is None:
-                    return await behaviour(request, context)
+                    response = await behaviour(request, context)
+                    return response
                 record.fault = rule.id
                 await apply_before(rule.spec, context)
                 response = await behaviour(request, context)

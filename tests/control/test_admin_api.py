@@ -473,7 +473,10 @@ async def test_the_journal_answers_filtered_records_with_the_log_line_fields(
         "duration_ms",
         "fault",
         "seq",
+        "whole_request",
+        "whole_reply",
     }
+    assert raw["whole_request"] is None  # keys mode, the default
 
 
 async def test_a_bad_journal_query_is_a_400_naming_the_parameter(with_admin: AdminDriver) -> None:

@@ -448,6 +448,15 @@ def test_volumes_lists_every_volume_in_creation_order(served: ServedDriver) -> N
     assert lines[0].split()[:3] == ["SEQ", "NAME", "ID"]
 
 
+def test_journal_where_selects_records_by_a_field_path(served: ServedDriver) -> None:
+    served.create("pvc-where-a")
+    served.create("pvc-where-b")
+
+    out = ok(served.run("journal", "--where", "name=pvc-where-b", "--json"))
+
+    assert [r["request"]["name"] for r in json.loads(out)] == ["pvc-where-b"]
+
+
 def test_journal_and_health_have_readable_tables(served: ServedDriver) -> None:
     served.create("pvc-journaled")
 
@@ -535,6 +544,8 @@ def test_a_registering_driver_shows_the_kubelets_verdict_and_unregisters_on_sigt
         ["ctl", "--token", "t" * 16, "health", "--token-file", "/x"],
         ["ctl", "capacity", "melt"],
         ["ctl", "journal", "--since", "yesterday"],
+        ["ctl", "journal", "--where", "volume-id=x"],
+        ["ctl", "journal", "--where", "volume_id"],
         ["ctl", "fault", "add", "--method", "CreateVolume", "--delay", "2 seconds"],
         ["ctl", "fault", "add", "--method", "CreateVolume", "--delay", "-1s"],
         ["ctl", "--timeout", "soon", "health"],

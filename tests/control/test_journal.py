@@ -6,6 +6,7 @@ from typing import Any
 
 from csi_mock.control.journal import Journal, JournalQuery
 from csi_mock.observe.calls import CallRecord
+from csi_mock.observe.field_path import FieldCondition, parse_condition
 
 
 def record(
@@ -104,3 +105,60 @@ def test_the_ring_keeps_only_the_newest_records_up_to_its_capacity() -> None:
 
     assert journal.capacity == 3
     assert seqs(journal) == [5, 6, 7]
+
+
+# -- whole requests ----------------------------------------------------------------------
+
+
+def whole_record(method: str = "NodePublishVolume", **request: Any) -> CallRecord:
+    made = record(method, **{k: v for k, v in request.items() if k == "volume_id"})
+    made.whole_request = request
+    made.whole_reply = {}
+    return made
+
+
+def where(*conditions: str) -> tuple[FieldCondition, ...]:
+    return tuple(parse_condition(c) for c in conditions)
+
+
+def test_where_matches_a_field_path_of_the_whole_request() -> None:
+    pod = "csi.storage.k8s.io/pod.name"
+    journal = filled(
+        whole_record(volume_id="vol-1", volume_context={pod: "web-0"}),
+        whole_record(volume_id="vol-2", volume_context={pod: "web-1"}),
+        whole_record(volume_id="vol-3"),
+    )
+
+    assert seqs(journal, where=where(f'volume_context["{pod}"]=web-1')) == [2]
+    assert seqs(journal, where=where(f'volume_context["{pod}"]=web-*', "volume_id=vol-1")) == [1]
+
+
+def test_where_on_a_record_without_its_whole_request_looks_at_its_key_fields() -> None:
+    journal = filled(record("DeleteVolume", volume_id="vol-1"), record(volume_id="vol-2"))
+
+    assert seqs(journal, where=where("volume_id=vol-2")) == [2]
+    assert seqs(journal, where=where("volume_context.x=*")) == []
+
+
+def test_a_reply_path_looks_into_the_reply() -> None:
+    made = whole_record(volume_id="vol-1")
+    made.whole_reply = {"volume": {"capacity_bytes": "1024"}}
+    journal = filled(made, whole_record(volume_id="vol-2"))
+
+    assert seqs(journal, where=where("reply.volume.capacity_bytes=1024")) == [1]
+
+
+def test_only_the_latest_records_keep_their_whole_messages() -> None:
+    journal = Journal(10, whole=True, whole_capacity=2)
+    for number in range(4):
+        journal(whole_record(volume_id=f"vol-{number}"))
+
+    kept = [r.whole_request is not None for r in journal.query(JournalQuery())]
+    assert kept == [False, False, True, True]
+    assert [r.whole_reply is not None for r in journal.query(JournalQuery())] == kept
+    assert journal.whole_capacity == 2
+
+
+def test_a_keys_journal_keeps_no_whole_messages() -> None:
+    assert Journal(10).whole_messages is None
+    assert Journal(10).whole_capacity == 0

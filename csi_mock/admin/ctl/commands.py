@@ -133,6 +133,7 @@ def volumes_command(client: AdminClient, args: argparse.Namespace) -> Output:
 
 def journal_command(client: AdminClient, args: argparse.Namespace) -> Output:
     query = {key: getattr(args, key) for key in JournalFilter.__optional_keys__}
+    query["where"] = dict(args.where) if args.where else None
     records = client.journal(**cast(JournalFilter, query))
     text = journal_table(records) if records else "no matching calls"
     return Output([record_to_json(record) for record in records], text)

@@ -29,6 +29,7 @@ from csi_mock.admin.ctl.commands import (
     volumes_command,
 )
 from csi_mock.model.duration import DurationError, parse_duration
+from csi_mock.observe.field_path import FieldPathError, parse_condition
 
 SOCKET_ENV = "CSI_MOCK_ADMIN_SOCKET"
 TOKEN_ENV = "CSI_MOCK_ADMIN_TOKEN"
@@ -77,6 +78,15 @@ def _since(value: str) -> float:
         raise argparse.ArgumentTypeError(
             f"{value!r} is neither a unix time nor a duration such as 30s, 5m, 2h"
         ) from None
+
+
+def _condition(value: str) -> tuple[str, str]:
+    """PATH=GLOB, the path checked here so that a typo is a usage error naming it."""
+    try:
+        condition = parse_condition(value)
+    except FieldPathError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return condition.path.text, condition.pattern
 
 
 class _CommandParser(argparse.ArgumentParser):
@@ -240,6 +250,14 @@ def add_ctl_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     journal.add_argument("--since", type=_since, help="unix time or a duration ago (5m)")
     journal.add_argument("--after", type=int, metavar="SEQ", help="records after this seq")
     journal.add_argument("--limit", type=int, help="the last N records")
+    journal.add_argument(
+        "--where",
+        type=_condition,
+        action="append",
+        metavar="PATH=GLOB",
+        help='a request field, e.g. volume_context["csi.storage.k8s.io/pod.name"]=web-0'
+        " (repeatable; reply.FIELD for the reply; whole fields need journal_requests: whole)",
+    )
 
     leaf(verbs, "metrics", metrics_command, "Prometheus metrics (text)")
     leaf(verbs, "health", health_command, "is the driver ready (exit 1 if not)")
