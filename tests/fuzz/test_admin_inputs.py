@@ -37,7 +37,7 @@ BASE = "http://csi-mock"
 class Endpoint:
     method: str
     path: str
-    """With {name} or {id} for a path parameter."""
+    """With {name}, {id} or {volume} for a path parameter."""
     body: tuple[str, ...] = ()
     """The keys its JSON body takes; () for endpoints that read no body."""
     query: tuple[str, ...] = ()
@@ -63,6 +63,13 @@ FAULT_KEYS = (
     "probability",
     "seed",
 )
+SWITCHES = (
+    "controller_expansion",
+    "node_expansion",
+    "node_expansion_required",
+    "online_expansion",
+    "volume_stats",
+)
 ENDPOINTS = [
     Endpoint("GET", "/healthz"),
     Endpoint("GET", "/metrics"),
@@ -81,6 +88,12 @@ ENDPOINTS = [
     Endpoint("POST", "/v1/capacity/unfreeze"),
     Endpoint("GET", "/v1/limits"),
     Endpoint("PATCH", "/v1/limits", body=("max_volumes_per_node", "attach_limit")),
+    Endpoint("GET", "/v1/switches"),
+    Endpoint("PATCH", "/v1/switches", body=SWITCHES),
+    Endpoint("GET", "/v1/conditions"),
+    Endpoint("GET", "/v1/volumes/{volume}/condition"),
+    Endpoint("PUT", "/v1/volumes/{volume}/condition", body=("abnormal", "message")),
+    Endpoint("DELETE", "/v1/volumes/{volume}/condition"),
     Endpoint("GET", "/v1/volumes", query=("limit", "after")),
     Endpoint("GET", "/v1/snapshots", query=("limit", "after")),
     Endpoint(
@@ -127,6 +140,8 @@ def state(http: httpx.Client) -> dict[str, Any]:
     return {
         "pools": http.get("/v1/pools").json(),
         "limits": http.get("/v1/limits").json(),
+        "switches": http.get("/v1/switches").json(),
+        "conditions": http.get("/v1/conditions").json(),
         "faults": http.get("/v1/faults").json(),
         "capacity": http.get("/v1/capacity").json(),
     }
@@ -138,6 +153,10 @@ def restore(target: AdminTarget) -> None:
     assert http.delete("/v1/faults").status_code == 200
     assert http.post("/v1/capacity/unfreeze").status_code == 200
     assert http.patch("/v1/limits", json=baseline["limits"]).status_code == 200
+    assert http.patch("/v1/switches", json=baseline["switches"]).status_code == 200
+    for condition in http.get("/v1/conditions").json():
+        path = f"/v1/volumes/{quote(condition['volume_id'], safe='')}/condition"
+        assert http.delete(path).status_code == 200
     now = {pool["name"]: pool for pool in http.get("/v1/pools").json()["pools"]}
     for pool in baseline["pools"]["pools"]:
         current = now[pool["name"]]
@@ -211,6 +230,9 @@ GOOD_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "id": st.sampled_from(["r1", "rule.2"]),
     "volume": st.sampled_from(["pvc-*", "vol-1"]),
     "probability": st.sampled_from([0.5, 1]),
+    **{switch: st.booleans() for switch in SWITCHES},
+    "abnormal": st.booleans(),
+    "message": st.sampled_from(["", "disk on fire"]),
 }
 
 
@@ -227,7 +249,7 @@ class Request:
 
 
 @st.composite
-def requests(draw: st.DrawFn, target_rules: list[str]) -> Request:
+def requests(draw: st.DrawFn, target_rules: list[str], volumes: list[str]) -> Request:
     endpoint = draw(st.sampled_from(ENDPOINTS))
     method = endpoint.method
     if draw(st.integers(0, 9)) == 0:  # a method the endpoint does not take
@@ -239,6 +261,9 @@ def requests(draw: st.DrawFn, target_rules: list[str]) -> Request:
     if "{id}" in path:
         rule = draw(st.one_of(st.sampled_from([*target_rules, "r1"]), NASTY_TEXT))
         path = path.replace("{id}", quote(rule, safe="") or "%20")
+    if "{volume}" in path:
+        volume = draw(st.one_of(st.sampled_from(volumes), NASTY_TEXT))
+        path = path.replace("{volume}", quote(volume, safe="") or "%20")
 
     query: list[tuple[str, str]] = []
     if endpoint.query or draw(st.integers(0, 4)) == 0:
@@ -329,7 +354,7 @@ def check_refusal(request: Request, endpoint_keys: set[str], response: httpx.Res
 
 
 def endpoint_keys(request: Request) -> set[str]:
-    keys = {"name", "id"}
+    keys = {"name", "id", "volume_id"}
     for endpoint in ENDPOINTS:
         keys |= set(endpoint.body) | set(endpoint.query)
     return keys
@@ -342,7 +367,8 @@ def test_any_admin_request_is_answered_without_5xx_and_refusals_change_nothing(
     admin: AdminTarget, data: st.DataObject
 ) -> None:
     rules = [rule["id"] for rule in admin.http.get("/v1/faults").json()["rules"]]
-    request = data.draw(requests(rules))
+    volumes = [v["id"] for v in admin.http.get("/v1/volumes").json()["volumes"]]
+    request = data.draw(requests(rules, volumes))
     # aiohttp refuses a request line above 8190 bytes before the application sees it.
     assume(len(str(httpx.URL(request.path, params=request.query))) < 8000)
     before = state(admin.http)
