@@ -97,8 +97,12 @@ ENDPOINTS = [
     Endpoint("GET", "/v1/volumes", query=("limit", "after")),
     Endpoint("GET", "/v1/snapshots", query=("limit", "after")),
     Endpoint(
-        "GET", "/v1/journal", query=("method", "code", "volume", "node", "since", "after", "limit")
+        "GET",
+        "/v1/journal",
+        query=("method", "code", "volume", "node", "since", "after", "limit", "where"),
     ),
+    Endpoint("GET", "/v1/journal", query=("where", "where", "method")),
+    Endpoint("POST", "/v1/journal/secret-hash", body=("value",)),
 ]
 EXAMPLES = 60
 
