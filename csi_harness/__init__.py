@@ -58,6 +58,10 @@ if TYPE_CHECKING:
         pick_nodes,
         scheduling_nodes,
     )
+    from csi_harness._internal.providers.volume_conditions import (
+        clear_volume_condition,
+        set_volume_condition,
+    )
     from csi_mock.admin.client import AdminClient, AdminError
 
 # Loaded on first use, not at import: the package also holds the pytest plugin's entry
@@ -94,6 +98,10 @@ _PUBLIC = {
         ("Cluster", "ClusterNode", "Driver", "Unsupported", "pick_nodes", "scheduling_nodes"),
         "csi_harness._internal.providers.base",
     ),
+    **dict.fromkeys(
+        ("clear_volume_condition", "set_volume_condition"),
+        "csi_harness._internal.providers.volume_conditions",
+    ),
 }
 
 
@@ -125,6 +133,7 @@ __all__ = [
     "ProvisionerMode",
     "Unsupported",
     "capacities",
+    "clear_volume_condition",
     "csinode_drivers",
     "empty_namespace",
     "events",
@@ -132,6 +141,7 @@ __all__ = [
     "objects",
     "pick_nodes",
     "scheduling_nodes",
+    "set_volume_condition",
     "volume_attachments",
     "wait_bound_volume",
     "wait_capacity",
