@@ -203,6 +203,13 @@ def served(shared_driver: ServedDriver) -> Iterator[ServedDriver]:
         admin.clear_faults()
         admin.unfreeze_capacity()
         admin.set_limits(max_volumes_per_node=0, attach_limit=0)
+        admin.set_switches(
+            controller_expansion=True,
+            node_expansion=True,
+            node_expansion_required=True,
+            online_expansion=True,
+            volume_stats=True,
+        )
         spare = admin.pool("spare")
         if spare.external:
             admin.release("spare", spare.external)
@@ -434,6 +441,42 @@ def test_a_reader_that_stops_early_ends_ctl_quietly(served: ServedDriver) -> Non
     code = ctl.wait(timeout=30)
 
     assert (code, err) == (0, "")
+
+
+def test_switches_show_and_set(served: ServedDriver) -> None:
+    shown = ok(served.run("switches", "--node-expansion-required", "false")).splitlines()
+
+    assert shown[0].split() == ["SWITCH", "VALUE"]
+    assert ["node_expansion_required", "false"] in [line.split() for line in shown]
+    assert json.loads(ok(served.run("--json", "switches")))["node_expansion_required"] is False
+
+
+def test_a_switch_that_is_not_true_or_false_is_a_usage_error(served: ServedDriver) -> None:
+    assert served.run("switches", "--volume-stats", "no").code == 2
+
+
+def test_condition_set_show_and_clear(served: ServedDriver) -> None:
+    reply = served.controller.CreateVolume(
+        create_request("pvc-condition", GiB, requisite=["node-1"])
+    )
+    volume_id = reply.volume.volume_id
+
+    set_ = json.loads(
+        ok(served.run("condition", volume_id, "--abnormal", "--message", "hot", "--json"))
+    )
+    shown = ok(served.run("condition", volume_id)).splitlines()
+    cleared = json.loads(ok(served.run("condition", volume_id, "--clear", "--json")))
+
+    assert set_ == {"volume_id": volume_id, "abnormal": True, "message": "hot"}
+    assert shown[1].split() == [volume_id, "abnormal", "hot"]
+    assert cleared == {"volume_id": volume_id, "abnormal": False, "message": "healthy"}
+
+
+def test_a_condition_of_an_unknown_volume_exits_1_naming_volume_id(served: ServedDriver) -> None:
+    result = served.run("condition", "no-such-volume", "--abnormal")
+
+    assert result.code == 1
+    assert "(field: volume_id)" in result.err
 
 
 def test_volumes_lists_every_volume_in_creation_order(served: ServedDriver) -> None:

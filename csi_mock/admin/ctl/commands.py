@@ -9,10 +9,12 @@ from typing import Any, cast
 
 from csi_mock.admin.client import AdminClient, FaultSpec, JournalFilter
 from csi_mock.admin.ctl.render import (
+    condition_table,
     journal_table,
     limits_table,
     pools_table,
     rules_table,
+    switches_table,
     volumes_table,
 )
 from csi_mock.admin.resources import PoolView, record_to_json
@@ -113,6 +115,38 @@ def limits_command(client: AdminClient, args: argparse.Namespace) -> Output:
             max_volumes_per_node=args.max_volumes_per_node, attach_limit=args.attach_limit
         )
     return Output(limits.to_json(), limits_table(limits))
+
+
+SWITCH_NAMES = (
+    "controller_expansion",
+    "node_expansion",
+    "node_expansion_required",
+    "online_expansion",
+    "volume_stats",
+)
+
+
+def switches_command(client: AdminClient, args: argparse.Namespace) -> Output:
+    given = {name: getattr(args, name) for name in SWITCH_NAMES}
+    if all(value is None for value in given.values()):
+        switches = client.switches()
+    else:
+        switches = client.set_switches(**given)
+    return Output(switches.to_json(), switches_table(switches))
+
+
+def condition_command(client: AdminClient, args: argparse.Namespace) -> Output:
+    if args.clear and (args.abnormal or args.message is not None):
+        raise UsageError("--clear takes neither --abnormal nor --message")
+    if args.clear:
+        condition = client.clear_condition(args.volume_id)
+    elif args.abnormal or args.message is not None:
+        condition = client.set_condition(
+            args.volume_id, abnormal=args.abnormal, message=args.message or ""
+        )
+    else:
+        condition = client.condition(args.volume_id)
+    return Output(condition.to_json(), condition_table(condition))
 
 
 def volumes_command(client: AdminClient, args: argparse.Namespace) -> Output:

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from csi_mock.admin.ctl.commands import (
+    SWITCH_NAMES,
     Command,
     capacity_command,
+    condition_command,
     fault_add,
     fault_clear,
     fault_list,
@@ -26,6 +28,7 @@ from csi_mock.admin.ctl.commands import (
     pool_release,
     pool_resize,
     pool_show,
+    switches_command,
     volumes_command,
 )
 from csi_mock.model.duration import DurationError, parse_duration
@@ -53,6 +56,12 @@ def _override(value: str) -> tuple[str, int | float | str | bool]:
     except ValueError:
         return key, text
     return key, parsed if isinstance(parsed, int | float | bool) else text
+
+
+def _true_or_false(value: str) -> bool:
+    if value in ("true", "false"):
+        return value == "true"
+    raise argparse.ArgumentTypeError(f"{value!r} is not true or false")
 
 
 def _duration(value: str) -> float:
@@ -237,6 +246,22 @@ def add_ctl_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     limits = leaf(verbs, "limits", limits_command, "show or set the volume and attach limits")
     limits.add_argument("--max-volumes-per-node", type=int, metavar="N")
     limits.add_argument("--attach-limit", type=int, metavar="N")
+
+    switches = leaf(
+        verbs, "switches", switches_command, "show or set the expansion and stats switches"
+    )
+    for name in SWITCH_NAMES:
+        switches.add_argument(
+            "--" + name.replace("_", "-"), dest=name, type=_true_or_false, metavar="true|false"
+        )
+
+    condition = leaf(
+        verbs, "condition", condition_command, "show, set or clear a volume's condition"
+    )
+    condition.add_argument("volume_id")
+    condition.add_argument("--abnormal", action="store_true", help="report it abnormal")
+    condition.add_argument("--message", help="the condition's message")
+    condition.add_argument("--clear", action="store_true", help="healthy again")
 
     volumes = leaf(verbs, "volumes", volumes_command, "list volumes (all pages)")
     volumes.add_argument("--limit", type=int, help="one page of at most N volumes")

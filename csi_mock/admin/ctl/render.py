@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
-from csi_mock.admin.resources import FaultRuleView, Limits, PoolView, VolumeView
+from csi_mock.admin.resources import (
+    ConditionView,
+    FaultRuleView,
+    Limits,
+    PoolView,
+    SwitchesView,
+    VolumeView,
+)
 from csi_mock.model.quantity import format_quantity
 from csi_mock.observe.calls import CallRecord
 
@@ -108,6 +115,20 @@ def limits_table(limits: Limits) -> str:
             ["max_volumes_per_node", shown(limits.max_volumes_per_node)],
             ["attach_limit", shown(limits.attach_limit)],
         ],
+    )
+
+
+def switches_table(switches: SwitchesView) -> str:
+    return table(
+        ["SWITCH", "VALUE"],
+        [[name, str(on).lower()] for name, on in switches.to_json().items()],
+    )
+
+
+def condition_table(condition: ConditionView) -> str:
+    state = "abnormal" if condition.abnormal else "normal"
+    return table(
+        ["VOLUME", "CONDITION", "MESSAGE"], [[condition.volume_id, state, condition.message]]
     )
 
 
