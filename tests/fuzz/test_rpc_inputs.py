@@ -279,6 +279,10 @@ def capability(draws: Draws) -> pb.VolumeCapability:
         )
         message.mount.mount_flags.extend(draws.draw(st.lists(BAD_TEXT, max_size=2)))
         message.mount.volume_mount_group = draws.draw(st.sampled_from(["", "1000", "\x00"]))
+        if message.mount.volume_mount_group:
+            # The fuzzed driver does not advertise VOLUME_MOUNT_GROUP: the node
+            # service refuses any group (the controller may ignore it).
+            draws.bad.add("volume_mount_group")
     elif kind == "block":
         message.block.SetInParent()
     else:
