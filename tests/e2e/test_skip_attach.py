@@ -214,7 +214,9 @@ def volumes_in_use(kube: Client, node: str) -> list[str]:
 @pytest.mark.slow
 # Its 2 minutes are kube-controller-manager's: the attach it started waits that long
 # for the attacher (stopped here) before the detach can begin. Its one pod is on the
-# real node, so it need not hold back the cluster-wide tests meanwhile.
+# real node, so it need not hold back the cluster-wide tests meanwhile; it outlasts
+# all the others, so its worker takes no other test that would end after it.
+@pytest.mark.alone
 @pytest.mark.real_nodes_only
 @pytest.mark.driver(csidriver=False)
 @pytest.mark.upstream(

@@ -10,7 +10,6 @@ from pathlib import Path
 
 from csi_harness._internal.kube.nodes import ClusterNode
 from csi_harness._internal.pytest_plugin.fixtures import access_mode
-from csi_harness._internal.pytest_plugin.session import spread_slow_first
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -84,31 +83,6 @@ def test_the_options_do_not_clash_with_other_kubernetes_plugins(tmp_path: Path) 
     assert run.returncode == 0, run.stderr[-2000:]
     for option in ("--csi-cluster=", "--csi-cluster-name=", "--csi-keep-cluster"):
         assert option in run.stdout, option
-
-
-# -- the order tests go to pytest-xdist's workers ----------------------------------
-
-
-def _rank(name: str) -> int:
-    return {"s": 0, "o": 1, "w": 2}[name[0]]
-
-
-def test_each_slow_test_heads_a_workers_first_batch() -> None:
-    items = ["s1", "s2", *(f"o{i}" for i in range(52)), *(f"w{i}" for i in range(6))]
-    ordered = spread_slow_first(items, _rank, workers=4)
-    batch = 60 // 4 // 4  # xdist's first batch per worker: a quarter of its share
-    assert [ordered[i * batch] for i in range(4)] == ["s1", "s2", "o4", "o7"]
-    assert ordered[-6:] == [f"w{i}" for i in range(6)]
-    assert sorted(ordered) == sorted(items)
-
-
-def test_slow_tests_beyond_one_per_worker_come_right_after_the_first_batches() -> None:
-    items = [f"s{i}" for i in range(5)] + [f"o{i}" for i in range(20)]
-    ordered = spread_slow_first(items, _rank, workers=2)
-    batch = max(25 // 2 // 4, 2)
-    assert ordered[0] == "s0" and ordered[batch] == "s1"
-    assert ordered[2 * batch : 2 * batch + 3] == ["s2", "s3", "s4"]
-    assert [i for i in ordered if i.startswith("o")] == [f"o{i}" for i in range(20)]
 
 
 # -- how a test shares the cluster with others ---------------------------------------

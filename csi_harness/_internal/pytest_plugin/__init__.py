@@ -51,7 +51,6 @@ from csi_harness._internal.pytest_plugin.fixtures import (
 )
 from csi_harness._internal.pytest_plugin.options import pytest_addoption
 from csi_harness._internal.pytest_plugin.session import (
-    pytest_collection_modifyitems,
     pytest_configure,
     pytest_configure_node,
     pytest_unconfigure,
@@ -66,7 +65,6 @@ __all__ = [
     "local_cluster",
     "namespace",
     "pytest_addoption",
-    "pytest_collection_modifyitems",
     "pytest_configure",
     "pytest_configure_node",
     "pytest_unconfigure",

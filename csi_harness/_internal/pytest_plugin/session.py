@@ -1,29 +1,26 @@
 """One cluster per session: the controller's provider, its xdist workers' view of it
-(``csi_harness._internal.shared_session``), the test order with workers, and the
-tear-down after the last worker."""
+(``csi_harness._internal.shared_session``), and the tear-down after the last worker.
+Which worker runs which test is ``scheduling``."""
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import pytest
 
 from csi_harness._internal import reporting
 from csi_harness._internal.providers.base import Cluster
 from csi_harness._internal.providers.provider import ClusterProvider
-from csi_harness._internal.shared_session import end_session, worker_cluster
-
-if TYPE_CHECKING:
-    pass
+from csi_harness._internal.pytest_plugin import scheduling
 from csi_harness._internal.pytest_plugin.providers import open_cluster, progress_writer
+from csi_harness._internal.shared_session import end_session, worker_cluster
 
 _SESSION_CLUSTER = pytest.StashKey[AbstractContextManager[Cluster]]()
 _SESSION_TOKEN = pytest.StashKey[str]()
 SESSION_INPUT = "csi_harness_session"
-CLUSTER_WIDE = "cluster_wide"
+CLUSTER_WIDE = scheduling.CLUSTER_WIDE
 REAL_NODES_ONLY = "real_nodes_only"
 TEST_DRIVER_DOMAIN = "csi-mock"
 """Each test's driver is named "<7 characters>.csi-mock": no longer than the default
@@ -33,6 +30,7 @@ TEST_DRIVER_DOMAIN = "csi-mock"
 def pytest_configure(config: pytest.Config) -> None:
     # Failure diagnostics and the feature x scenario summary (csi_harness/_internal/reporting.py).
     config.pluginmanager.register(reporting)
+    config.pluginmanager.register(scheduling)
     config.addinivalue_line("markers", "e2e: runs against a real Kubernetes cluster")
     config.addinivalue_line(
         "markers",
@@ -96,53 +94,6 @@ def _shared(provider: ClusterProvider) -> bool:
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist's hook, in the controller: tell each worker the session's token."""
     node.workerinput[SESSION_INPUT] = node.config.stash[_SESSION_TOKEN]
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """After ``-m``/``-k`` have deselected (trylast: the batches xdist makes are of
-    the items that are left), with workers, ``slow`` tests go first, one at the head
-    of each worker's first batch (``spread_slow_first``), then the others, then the
-    ``cluster_wide`` ones: such a test waits for every running test to end (while the
-    turnstile holds back new ones), so it should come when the others are done, not
-    while a slow one runs. Each group keeps collection order; every worker sorts
-    alike, as pytest-xdist requires."""
-    if not (_is_xdist_worker(config) or _xdist_workers(config)):
-        return
-    workers = (
-        int(config.workerinput["workercount"])  # type: ignore[attr-defined]
-        if _is_xdist_worker(config)
-        else _xdist_workers(config)
-    )
-
-    def rank(item: pytest.Item) -> int:
-        if item.get_closest_marker(CLUSTER_WIDE) is not None:
-            return 2
-        return 0 if item.get_closest_marker("slow") is not None else 1
-
-    items[:] = spread_slow_first(items, rank, workers)
-
-
-T = TypeVar("T")
-
-
-def spread_slow_first(items: Sequence[T], rank: Callable[[T], int], workers: int) -> list[T]:
-    """``items`` by rank (0: slow, 1: others, 2: last), each rank in its order, with
-    the slow ones placed so that pytest-xdist's load scheduling starts each on a
-    worker of its own: it hands every worker a first batch of consecutive tests
-    (a quarter of its share, at least 2), so a slow test goes at the head of each
-    batch, and the slow tests left over come right after those batches."""
-    slow = [item for item in items if rank(item) == 0]
-    others = [item for item in items if rank(item) == 1]
-    last = [item for item in items if rank(item) == 2]
-    batch = max(len(items) // max(workers, 1) // 4, 2)
-    ordered: list[T] = []
-    for _ in range(workers):
-        head = [slow.pop(0)] if slow else []
-        take = batch - len(head)
-        ordered += head + others[:take]
-        others = others[take:]
-    return ordered + slow + others + last
 
 
 @pytest.hookimpl(trylast=True)

@@ -1,0 +1,178 @@
+"""Which worker runs which test, with pytest-xdist (``-n N``, ``--dist load``).
+
+Two rules on top of xdist's load scheduling, both about tests that take much longer
+than the others:
+
+* the test order (``pytest_collection_modifyitems``, in every worker alike): ``slow``
+  tests first, one at the head of each worker's first batch (``spread_slow_first``),
+  then the others, then the ``cluster_wide`` ones;
+* a test marked ``alone`` gets a worker that runs nothing else (``AloneScheduling``,
+  in the controller). An xdist worker starts a test only once it holds the next one
+  too, so whatever test it is handed with a 2-minute test waits those 2 minutes and
+  then adds its own time to the session's end. The worker of an ``alone`` test is
+  handed that test and then told to stop.
+
+The controller collects no tests, so it cannot read markers: each worker writes the
+node ids of its ``alone`` tests to a directory the controller made for the session
+(``ALONE_INPUT``), and the scheduler reads them once every worker has collected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pytest
+
+if TYPE_CHECKING:
+    from xdist.scheduler import LoadScheduling
+
+ALONE = "alone"
+SLOW = "slow"
+CLUSTER_WIDE = "cluster_wide"
+ALONE_INPUT = "csi_harness_alone_dir"
+MIN_SHARED_WORKERS = 2
+"""Workers left for all the other tests: with fewer, ``alone`` is not honoured (its
+tests count as ``slow``)."""
+
+_ALONE_DIR = pytest.StashKey[Path]()
+
+T = TypeVar("T")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{ALONE}: with pytest-xdist, runs on a worker that takes no other test (for a "
+        f"test that outlasts the others together), if {MIN_SHARED_WORKERS} workers are "
+        "left for the rest",
+    )
+    if not hasattr(config, "workerinput") and _load_scheduling(config):
+        config.stash[_ALONE_DIR] = Path(tempfile.mkdtemp(prefix="csi-harness-alone-"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    directory = config.stash.get(_ALONE_DIR, None)
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's hook, in the controller: where the worker says its alone tests."""
+    directory = node.config.stash.get(_ALONE_DIR, None)
+    if directory is not None:
+        node.workerinput[ALONE_INPUT] = str(directory)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """After ``-m``/``-k`` have deselected (trylast: the batches xdist makes are of
+    the items that are left): the order of the module docstring, and, in a worker,
+    the node ids of the ``alone`` tests written for the controller. Each group keeps
+    collection order; every worker sorts alike, as pytest-xdist requires."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None:
+        return
+    alone = [item.nodeid for item in items if item.get_closest_marker(ALONE) is not None]
+    if ALONE_INPUT in workerinput:
+        _write_alone(Path(workerinput[ALONE_INPUT]), str(workerinput["workerid"]), alone)
+
+    def rank(item: pytest.Item) -> int:
+        if item.get_closest_marker(CLUSTER_WIDE) is not None:
+            return 2
+        marked = item.get_closest_marker(SLOW) or item.get_closest_marker(ALONE)
+        return 0 if marked is not None else 1
+
+    items[:] = spread_slow_first(items, rank, int(workerinput["workercount"]))
+
+
+def spread_slow_first(items: Sequence[T], rank: Callable[[T], int], workers: int) -> list[T]:
+    """``items`` by rank (0: slow, 1: others, 2: last), each rank in its order, with
+    the slow ones placed so that pytest-xdist's load scheduling starts each on a
+    worker of its own: it hands every worker a first batch of consecutive tests
+    (a quarter of its share, at least 2), so a slow test goes at the head of each
+    batch, and the slow tests left over come right after those batches."""
+    slow = [item for item in items if rank(item) == 0]
+    others = [item for item in items if rank(item) == 1]
+    last = [item for item in items if rank(item) == 2]
+    batch = max(len(items) // max(workers, 1) // 4, 2)
+    ordered: list[T] = []
+    for _ in range(workers):
+        head = [slow.pop(0)] if slow else []
+        take = batch - len(head)
+        ordered += head + others[:take]
+        others = others[take:]
+    return ordered + slow + others + last
+
+
+def _write_alone(directory: Path, worker: str, nodeids: list[str]) -> None:
+    partial = directory / f".{worker}.json"
+    partial.write_text(json.dumps(nodeids))
+    os.replace(partial, directory / f"{worker}.json")
+
+
+def read_alone(directory: Path) -> list[str]:
+    """The alone tests the workers wrote (they all collect alike; the first says)."""
+    for path in sorted(directory.glob("*.json")):
+        nodeids = json.loads(path.read_text())
+        return [str(nodeid) for nodeid in nodeids]
+    return []
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadScheduling | None:
+    """With ``--dist load`` (what ``-n`` means), xdist's load scheduling with ``alone``
+    tests on workers of their own; other modes are xdist's own."""
+    stashed = config.stash.get(_ALONE_DIR, None)
+    if stashed is None:
+        return None
+    directory: Path = stashed
+    from xdist.scheduler import LoadScheduling
+
+    class AloneScheduling(LoadScheduling):  # type: ignore[misc]
+        """Before the first batches, each ``alone`` test goes to a worker of its own,
+        which is then told to stop; the rest is LoadScheduling's, over the others."""
+
+        collection: list[str] | None
+        maxschedchunk: int | None
+
+        def schedule(self) -> None:
+            if self.collection is not None or not self._check_nodes_have_same_collection():
+                super().schedule()
+                return
+            collection = next(iter(self.node2collection.values()))
+            ids = read_alone(directory)
+            alone = [collection.index(nodeid) for nodeid in ids if nodeid in collection]
+            shared = self.nodes[len(alone) :]
+            if not alone or len(shared) < MIN_SHARED_WORKERS:
+                super().schedule()
+                return
+            log(f"alone tests on workers of their own: {len(alone)}")
+            self.collection = collection
+            self.pending[:] = [index for index in range(len(collection)) if index not in alone]
+            if self.maxschedchunk is None:
+                self.maxschedchunk = len(collection)
+            for node, index in zip(self.nodes, alone, strict=False):
+                self.node2pending[node].append(index)
+                node.send_runtest_some([index])
+                node.shutdown()
+            batch = max(min(len(self.pending) // len(shared) // 4, self.maxschedchunk), 2)
+            for node in shared:
+                self._send_tests(node, batch)
+            if not self.pending:
+                for node in shared:
+                    node.shutdown()
+
+    return AloneScheduling(config, log)
+
+
+def _load_scheduling(config: pytest.Config) -> bool:
+    if not config.pluginmanager.has_plugin("xdist"):
+        return False
+    return bool(config.getoption("dist", "no") == "load")
