@@ -112,7 +112,14 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,  # Go's flag package matches whole names only
     )
     serve.add_argument("--version", "-version", action="version", version=f"csi-mock {__version__}")
-    serve.add_argument("--config", type=Path, help="YAML configuration file")
+    serve.add_argument(
+        "--config",
+        type=Path,
+        action="append",
+        help="YAML configuration file; given more than once, one process serves an"
+        " instance per file (each its own socket, state and admin API), and no other"
+        " flag may be given",
+    )
     serve.add_argument(
         "--mode", choices=["controller", "node", "all"], help="services to run (default all)"
     )
@@ -328,6 +335,31 @@ def _name_flags(error: ConfigError) -> ConfigError:
     return ConfigError("\n".join(lines))
 
 
+def resolve_configs(args: argparse.Namespace, env: dict[str, str]) -> list[DriverConfig]:
+    """The instances to serve: one from the file (if any) and the flags, or one per
+    file when ``--config`` is given more than once (then no other flag may be, and
+    $CSI_ENDPOINT is not read: each file says its own endpoint)."""
+    files: list[Path] = args.config or []
+    if len(files) <= 1:
+        return [resolve_config(args, env)]
+    given = [
+        _flag_name(name)
+        for name, value in vars(args).items()
+        if name not in ("command", "config") and value not in (None, [])
+    ]
+    if given:
+        raise ConfigError(
+            f"{given[0]}: with --config given more than once, every setting comes from"
+            " the files; put it in each file instead"
+        )
+    return [load_config(path) for path in files]
+
+
+def _config_file(args: argparse.Namespace) -> Path | None:
+    files: list[Path] = args.config or []
+    return files[0] if files else None
+
+
 def resolve_config(args: argparse.Namespace, env: dict[str, str]) -> DriverConfig:
     """The file, then the flags, validated; pool flags need the node's segment first.
 
@@ -338,7 +370,7 @@ def resolve_config(args: argparse.Namespace, env: dict[str, str]) -> DriverConfi
     hostpathplugin's default cap of 1Ti too.
     """
     try:
-        config = load_config(args.config, overrides_from_flags(args, env))
+        config = load_config(_config_file(args), overrides_from_flags(args, env))
     except ConfigError as error:
         raise _name_flags(error) from None
     config = _modify_flags(args, config)
@@ -358,7 +390,7 @@ def resolve_config(args: argparse.Namespace, env: dict[str, str]) -> DriverConfi
             if pool.get("max_volume_size") is None:
                 pool["max_volume_size"] = max_size
     else:
-        if max_size is None and args.config is not None:
+        if max_size is None and args.config:
             return config
         cap = HOSTPATH_MAX_VOLUME_SIZE if max_size is None else max_size
         pool = config.effective_pools()[0].model_dump()
@@ -483,17 +515,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "serve":
         try:
-            config = resolve_config(args, dict(os.environ))
+            configs = resolve_configs(args, dict(os.environ))
         except ConfigError as error:
             print(f"csi-mock: {error}", file=sys.stderr)
             return 2
-        logging.basicConfig(
-            level=getattr(logging, config.log_level.upper()),
-            format="%(message)s",
-            stream=sys.stderr,
-        )
+        levels = [getattr(logging, config.log_level.upper()) for config in configs]
+        logging.basicConfig(level=min(levels), format="%(message)s", stream=sys.stderr)
         try:
-            asyncio.run(_serve(config))
+            asyncio.run(_serve(configs))
         except ConfigError as error:  # found at start-up, e.g. an unreadable token file
             print(f"csi-mock: {error}", file=sys.stderr)
             return 2
@@ -504,10 +533,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
-async def _serve(config: DriverConfig) -> None:
-    from csi_mock.server import serve
+async def _serve(configs: Sequence[DriverConfig]) -> None:
+    from csi_mock.server import serve_many
 
-    await serve(config)
+    await serve_many(configs)
 
 
 if __name__ == "__main__":

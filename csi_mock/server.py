@@ -184,26 +184,83 @@ class DriverServer:
 
 
 async def serve(config: DriverConfig) -> None:
-    """Run until SIGTERM or SIGINT, then shut down gracefully.
+    """Run one driver until SIGTERM or SIGINT, then shut down gracefully."""
+    await serve_many([config])
 
-    The admin API starts after the gRPC server (state is loaded by then) and stops
-    before it, each letting in-flight requests finish.
+
+async def serve_many(configs: Sequence[DriverConfig]) -> None:
+    """Run one instance per configuration in this process until SIGTERM or SIGINT,
+    then shut them all down gracefully.
+
+    Each instance is what ``serve`` runs alone: its own state directory and store,
+    CSI socket, admin API and kubelet registration; they share the interpreter and
+    the event loop. Each instance's admin API starts after its gRPC server (state is
+    loaded by then) and stops before it. If one fails to start, those already
+    started are stopped and its error is raised, naming the instance.
     """
-    driver = Driver.open(config)
-    server = DriverServer(driver, sinks=[JsonLogSink(logging.getLogger("csi_mock.calls"))])
-    admin = AdminServer(driver)
+    check_distinct(configs)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    await server.start()
+    started: list[tuple[DriverServer, AdminServer]] = []
+    try:
+        for config in configs:
+            started.append(await _start_instance(config, len(configs) > 1))
+    except BaseException:
+        await _stop_instances(started)
+        raise
+    await stop.wait()
+    log.info("shutting down")
+    await _stop_instances(started)
+
+
+async def _start_instance(config: DriverConfig, named: bool) -> tuple[DriverServer, AdminServer]:
+    try:
+        driver = Driver.open(config)
+        server = DriverServer(driver, sinks=[JsonLogSink(logging.getLogger("csi_mock.calls"))])
+        admin = AdminServer(driver)
+        await server.start()
+    except ConfigError as error:
+        if not named:
+            raise
+        raise type(error)(f"instance {_instance_name(config)}: {error}") from None
     try:
         await admin.start()
     except BaseException:
         await server.stop()
         raise
     log.info("serving %s (%s mode) on %s", config.name, config.mode.value, server.socket_path)
-    await stop.wait()
-    log.info("shutting down")
-    await admin.stop()
-    await server.stop()
+    return server, admin
+
+
+async def _stop_instances(started: Sequence[tuple[DriverServer, AdminServer]]) -> None:
+    for server, admin in reversed(started):
+        await admin.stop()
+        await server.stop()
+
+
+def _instance_name(config: DriverConfig) -> str:
+    """How an error names an instance: its node, else its socket."""
+    return f"node {config.node.id}" if config.node.id else f"at {config.socket_path}"
+
+
+def check_distinct(configs: Sequence[DriverConfig]) -> None:
+    """Refuse two instances that would share a socket or a state directory (the
+    second would find the first's lock or live socket; this says so before either
+    starts). ConfigError names the key and both instances."""
+    seen: dict[tuple[str, object], DriverConfig] = {}
+    for config in configs:
+        places: list[tuple[str, object]] = [
+            ("endpoint", config.socket_path),
+            ("state_dir", config.state_dir.resolve()),
+        ]
+        if config.admin.socket is not None:
+            places.append(("admin.socket", config.admin.socket))
+        for key, place in places:
+            other = seen.setdefault((key, place), config)
+            if other is not config:
+                raise ConfigError(
+                    f"{key}: instances {_instance_name(other)} and {_instance_name(config)}"
+                    f" both use {place}; give each instance its own"
+                )

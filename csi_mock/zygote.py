@@ -31,7 +31,8 @@ from typing import Any
 import csi_mock.cli
 import csi_mock.server
 
-MAX_REQUEST = 64 * 1024
+MAX_REQUEST = 1024 * 1024
+"""A request line: room for the argv of a process serving a thousand instances."""
 
 
 class RequestError(ValueError):

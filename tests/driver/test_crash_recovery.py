@@ -30,14 +30,15 @@ MI = 2**20
 POOL_SIZE = 64 * GI
 
 
-def write_config(tmp_path: Path) -> Path:
-    path = tmp_path / "driver.yaml"
+def write_config(root: Path, node: str = "node-1") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / "driver.yaml"
     path.write_text(
         yaml.safe_dump(
             {
-                "endpoint": f"unix://{tmp_path}/csi.sock",
-                "state_dir": str(tmp_path / "state"),
-                "node": {"id": "node-1", "mount": "directory"},
+                "endpoint": f"unix://{root}/csi.sock",
+                "state_dir": str(root / "state"),
+                "node": {"id": node, "mount": "directory"},
                 "kinds": {"striped": {"cost": 1}, "mirrored": {"cost": 2}},
                 "pools": [{"name": "p", "size": POOL_SIZE, "allocation": "contiguous"}],
             }
@@ -46,9 +47,11 @@ def write_config(tmp_path: Path) -> Path:
     return path
 
 
-def start(config: Path) -> subprocess.Popen[bytes]:
+def start(configs: list[Path]) -> subprocess.Popen[bytes]:
+    """One `csi-mock serve` process serving an instance per configuration."""
+    flags = [f"--config={config}" for config in configs]
     process = subprocess.Popen(
-        [sys.executable, "-m", "csi_mock.cli", "serve", "--config", str(config)],
+        [sys.executable, "-m", "csi_mock.cli", "serve", *flags],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -102,22 +105,27 @@ def storm(channel: grpc.Channel, stop: threading.Event, seed: int) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("instances", [1, 3], ids=["one-instance", "three-instances"])
 def test_kill_9_during_a_storm_leaves_database_files_and_capacity_in_agreement(
-    tmp_path: Path,
+    tmp_path: Path, instances: int
 ) -> None:
-    config = write_config(tmp_path)
-    socket = tmp_path / "csi.sock"
-    database = tmp_path / "state" / "state.db"
-    volumes_dir = tmp_path / "state" / "volumes"
-    killed_with_volumes = 0
+    """Three rounds of a create/delete storm killed with SIGKILL, then a restart. With
+    three instances in one process (``serve --config a --config b --config c``), each
+    instance is stormed at once, and each one's state must hold on its own."""
+    roots = [tmp_path / f"node-{i}" for i in range(instances)]
+    configs = [write_config(root, f"node-{i}") for i, root in enumerate(roots)]
+    killed_with_volumes = dict.fromkeys(range(instances), 0)
     for round_number in range(3):
-        process = start(config)
+        process = start(configs)
         try:
-            channel = wait_ready(socket)
+            channels = [wait_ready(root / "csi.sock") for root in roots]
             stop = threading.Event()
             workers = [
-                threading.Thread(target=storm, args=(channel, stop, round_number * 10 + i))
-                for i in range(4)
+                threading.Thread(
+                    target=storm, args=(channel, stop, round_number * 100 + n * 10 + i)
+                )
+                for n, channel in enumerate(channels)
+                for i in range(max(4 // instances, 2))
             ]
             for worker in workers:
                 worker.start()
@@ -127,44 +135,55 @@ def test_kill_9_during_a_storm_leaves_database_files_and_capacity_in_agreement(
             stop.set()
             for worker in workers:
                 worker.join(timeout=10)
-            channel.close()
+            for channel in channels:
+                channel.close()
         finally:
             if process.poll() is None:
                 process.kill()
                 process.wait()
 
-        # What the dead driver committed, before the next start's load() rebuilds the
-        # pool usage from the volume rows and removes orphan backing entries.
-        left = read_store(database)
-        assert not left.accounting_problems(), (round_number, left.accounting_problems())
-        # A row's data is live, pending (committed, not yet moved into place) or
-        # retired (moved aside, its delete not yet committed).
-        entries = {name.rsplit("/", 1)[-1] for name in backing_entries(volumes_dir)}
-        assert set(left.volumes) <= entries, (
-            f"round {round_number}: volume rows without backing entries:"
-            f" {sorted(set(left.volumes) - entries)}"
-        )
-        killed_with_volumes += bool(left.volumes)
+        for n, root in enumerate(roots):
+            # What the dead driver committed, before the next start's load() rebuilds
+            # the pool usage from the volume rows and removes orphan backing entries.
+            left = read_store(root / "state" / "state.db")
+            problems = left.accounting_problems()
+            assert not problems, (round_number, n, problems)
+            # A row's data is live, pending (committed, not yet moved into place) or
+            # retired (moved aside, its delete not yet committed).
+            entries = {e.rsplit("/", 1)[-1] for e in backing_entries(root / "state" / "volumes")}
+            assert set(left.volumes) <= entries, (
+                f"round {round_number}, instance {n}: volume rows without backing entries:"
+                f" {sorted(set(left.volumes) - entries)}"
+            )
+            killed_with_volumes[n] += bool(left.volumes)
 
-    # Restart: recovery runs at load; then every view must agree exactly.
-    process = start(config)
+    # Restart: recovery runs at load; then every view must agree exactly, per instance.
+    process = start(configs)
     try:
-        channel = wait_ready(socket)
-        controller = pb_grpc.ControllerStub(channel)
-        listed = controller.ListVolumes(pb.ListVolumesRequest())
-        capacity = controller.GetCapacity(pb.GetCapacityRequest(parameters={"kind": "striped"}))
-        channel.close()
+        views = []
+        for root in roots:
+            channel = wait_ready(root / "csi.sock")
+            controller = pb_grpc.ControllerStub(channel)
+            listed = controller.ListVolumes(pb.ListVolumesRequest())
+            capacity = controller.GetCapacity(pb.GetCapacityRequest(parameters={"kind": "striped"}))
+            views.append((listed, capacity))
+            channel.close()
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=15)
 
-    final = read_store(database)
-    ids_in_db = set(final.volumes)
-    allocated = final.allocated("p")
-    files = backing_entries(volumes_dir)  # Nothing pending, retired or parked is left.
-
-    assert killed_with_volumes == 3, "a storm created nothing: the test proved nothing"
-    assert files == ids_in_db
-    assert {e.volume.volume_id for e in listed.entries} == ids_in_db
-    assert final.pools["p"].used == allocated
-    assert capacity.available_capacity == POOL_SIZE - allocated
+    assert killed_with_volumes == dict.fromkeys(range(instances), 3), (
+        "a storm created nothing: the test proved nothing"
+    )
+    all_ids: set[str] = set()
+    for root, (listed, capacity) in zip(roots, views, strict=True):
+        final = read_store(root / "state" / "state.db")
+        ids_in_db = set(final.volumes)
+        allocated = final.allocated("p")
+        files = backing_entries(root / "state" / "volumes")  # nothing pending, retired, parked
+        assert files == ids_in_db
+        assert {e.volume.volume_id for e in listed.entries} == ids_in_db
+        assert final.pools["p"].used == allocated
+        assert capacity.available_capacity == POOL_SIZE - allocated
+        assert not all_ids & ids_in_db, "an instance lists another instance's volumes"
+        all_ids |= ids_in_db

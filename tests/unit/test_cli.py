@@ -3,9 +3,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from csi_mock import __version__
-from csi_mock.cli import build_parser, resolve_config
+from csi_mock.cli import build_parser, resolve_config, resolve_configs
 from csi_mock.config import ConfigError
 
 NODE_KEY = "topology.csi-mock.example/node"
@@ -125,3 +126,52 @@ def test_a_relative_kubelet_registration_path_names_its_key() -> None:
         ConfigError, match=r"node\.registration\.kubelet_endpoint: must be an absolute path"
     ):
         resolve("--nodeid=n1", "--kubelet-registration-path=csi.sock")
+
+
+# -- one process, several instances (--config given more than once) --------------------
+
+
+def write_instance(root: Path, node: str, **extra: object) -> Path:
+    path = root / f"{node}.yaml"
+    settings = {
+        "endpoint": f"unix://{root}/{node}.sock",
+        "state_dir": str(root / node),
+        "node": {"id": node},
+        **extra,
+    }
+    path.write_text(yaml.safe_dump(settings))
+    return path
+
+
+def test_config_given_twice_is_an_instance_per_file(tmp_path: Path) -> None:
+    files = [write_instance(tmp_path, node) for node in ("n1", "n2")]
+    args = build_parser().parse_args(["serve", *(f"--config={f}" for f in files)])
+    configs = resolve_configs(args, {"CSI_ENDPOINT": "unix:///elsewhere.sock"})
+    assert [(c.node.id, c.socket_path) for c in configs] == [
+        ("n1", tmp_path / "n1.sock"),
+        ("n2", tmp_path / "n2.sock"),
+    ]
+
+
+def test_a_flag_beside_several_configs_is_refused_by_name(tmp_path: Path) -> None:
+    files = [write_instance(tmp_path, node) for node in ("n1", "n2")]
+    args = build_parser().parse_args(
+        ["serve", *(f"--config={f}" for f in files), "--maxvolumespernode=3"]
+    )
+    with pytest.raises(ConfigError, match=r"^--maxvolumespernode: with --config given more"):
+        resolve_configs(args, {})
+
+
+def test_two_instances_on_one_socket_are_refused_before_either_starts(tmp_path: Path) -> None:
+    first = write_instance(tmp_path, "n1")
+    second = write_instance(tmp_path, "n2", endpoint=f"unix://{tmp_path}/n1.sock")
+    run = subprocess.run(
+        [sys.executable, "-m", "csi_mock", "serve", f"--config={first}", f"--config={second}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 2, run.stderr
+    assert "endpoint: instances node n1 and node n2 both use" in run.stderr
+    assert not (tmp_path / "n1.sock").exists()
