@@ -175,7 +175,7 @@ class LocalDriver:
 
     def components(self) -> list[str]:
         nodes = [n.name for n in self.driver_nodes]
-        instances = [_instance_component(i) for i in self.instances()]
+        instances = list(dict.fromkeys(self._instance_component(i) for i in self.instances()))
         if self.distributed:
             return [*instances, *(f"csi-provisioner-{node}" for node in nodes)]
         sidecars = ["csi-provisioner", "csi-attacher", "csi-resizer"]
@@ -209,7 +209,7 @@ class LocalDriver:
         itself ("lost connection to CSI driver"), and until its own stop removed its
         record, another pytest worker attaching to the cluster would find a recorded
         process dead (ClusterNotRunning, seen in CI)."""
-        instances = {self.process(_instance_component(i)) for i in self.instances()}
+        instances = {self.process(self._instance_component(i)) for i in self.instances()}
         return sorted(self.processes(), key=lambda name: name in instances)
 
     def check_alive(self) -> None:
@@ -292,17 +292,27 @@ class LocalDriver:
 
     def start(self) -> None:
         self.apply_objects()
-        # csi-mock instances start in parallel (each is a Python interpreter that
-        # takes about a second to import); then wait for all their sockets.
+        # The csi-mock processes start in parallel: the controller, one per node with
+        # a kubelet, and one serving every simulated node's instance. Then wait for
+        # every instance's socket.
         sockets = {} if self.distributed else {CONTROLLER: self._start_controller()}
+        simulated = [node for node in self.driver_nodes if node.simulated]
         for node in self.driver_nodes:
-            sockets[node.name] = self._start_node(node)
+            if not node.simulated:
+                sockets[node.name] = self._start_instances(
+                    _node_component(node.name), {node.name: self._node_config(node)}
+                )[node.name]
+        if simulated:
+            configs = {node.name: self._node_config(node) for node in simulated}
+            sockets |= self._start_instances(SIMULATED_NODES_COMPONENT, configs)
+        # A process starts its instances one after another (about 10 ms each).
+        timeout = 30 + 0.05 * len(sockets)
         for instance, socket in sockets.items():
-            process = self.process(_instance_component(instance))
+            process = self.process(self._instance_component(instance))
             wait_for(
                 f"{process} to serve {socket}",
                 partial(socket_probe, socket),
-                timeout=30,
+                timeout=timeout,
                 interval=0.05,
                 check=partial(self.supervisor.check_alive, [process]),
             )
@@ -388,13 +398,31 @@ class LocalDriver:
         self._log_starts[process] = log.stat().st_size if log.exists() else 0
         self.supervisor.start(process, argv, env=env, zygote=zygote)
 
-    def _csi_mock(self, instance: str, config: dict[str, Any], socket: Path) -> Path:
-        path = self._write_config(instance, config)
-        args = ["serve", f"--config={path}"]
+    def _start_instances(
+        self, component: str, configs: Mapping[str, dict[str, Any]]
+    ) -> dict[str, Path]:
+        """One csi-mock process serving an instance per configuration (``serve
+        --config a --config b ...``); each instance's CSI socket."""
+        args = ["serve"]
+        for instance, config in configs.items():
+            args.append(f"--config={self._write_config(instance, config)}")
         argv = [sys.executable, "-m", "csi_mock", *args]
         forked = (self.zygote, args) if self.zygote is not None else None
-        self._start_process(_instance_component(instance), argv, zygote=forked)
-        return socket
+        self._start_process(component, argv, zygote=forked)
+        return {
+            instance: Path(str(config["endpoint"]).removeprefix("unix://"))
+            for instance, config in configs.items()
+        }
+
+    def _instance_component(self, instance: str) -> str:
+        """The component (process) serving a csi-mock instance."""
+        if instance == CONTROLLER:
+            return "csi-mock-controller"
+        return (
+            SIMULATED_NODES_COMPONENT
+            if self._driver_node(instance).simulated
+            else (_node_component(instance))
+        )
 
     def _start_controller(self) -> Path:
         directory = self.root / CONTROLLER
@@ -407,15 +435,17 @@ class LocalDriver:
             backend_dir=self.root / "backend",
             admin={"socket": str(self.admin_socket(CONTROLLER))},
         )
-        return self._csi_mock(CONTROLLER, config, self.controller_socket)
+        return self._start_instances("csi-mock-controller", {CONTROLLER: config})[CONTROLLER]
 
-    def _start_node(self, node: DriverNode) -> Path:
+    def _node_config(self, node: DriverNode) -> dict[str, Any]:
         # Distributed: node-local storage, so every node's instance is controller and
-        # node of its own pool, and its external-provisioner asks it alone.
+        # node of its own pool, and its external-provisioner asks it alone. Central: a
+        # node instance uses no pool (the controller's), so it is given only its own
+        # node's, not the cluster's: at 1,000 nodes those would be a million entries.
         config = driver_config_for(
             self.spec,
             mode="all" if self.distributed else "node",
-            nodes=[(node.name, node.zone)] if self.distributed else self._topology,
+            nodes=[(node.name, node.zone)],
             node=(node.name, node.zone),
             endpoint=f"unix://{node.csi_socket}",
             state_dir=self.root / node.name / "state",
@@ -424,7 +454,7 @@ class LocalDriver:
         )
         config["node"]["mount"] = "directory" if node.simulated else "bind"
         config["node"]["registration"] = {"plugins_registry": str(node.plugins_registry)}
-        return self._csi_mock(node.name, config, node.csi_socket)
+        return config
 
     def _sidecar_argv(self, sidecar: str, csi_socket: Path, flags: list[str]) -> list[str]:
         return [
@@ -476,6 +506,11 @@ class LocalDriver:
         self.check_alive()
 
 
-def _instance_component(instance: str) -> str:
-    """The component name of a csi-mock instance."""
-    return "csi-mock-controller" if instance == CONTROLLER else f"csi-mock-node-{instance}"
+SIMULATED_NODES_COMPONENT = "csi-mock-simulated-nodes"
+"""The one process that serves every simulated node's csi-mock instance (issue 30:
+an instance costs its configuration, store and servers, not an interpreter)."""
+
+
+def _node_component(node: str) -> str:
+    """The process of the csi-mock instance of a node with a kubelet."""
+    return f"csi-mock-node-{node}"

@@ -74,7 +74,9 @@ class Driver(Protocol):
 
     def components(self) -> list[str]:
         """What ``component_log`` and ``stop_component`` take: "csi-mock-controller"
-        (unless distributed), "csi-mock-node-<node>", "csi-provisioner" (distributed:
+        (unless distributed), "csi-mock-node-<node>" (on the local provider, a node
+        with a kubelet; one "csi-mock-simulated-nodes" process serves every
+        simulated node's instance), "csi-provisioner" (distributed:
         "csi-provisioner-<node>", one per node), "csi-attacher" and "csi-resizer"
         (unless distributed)."""
         ...

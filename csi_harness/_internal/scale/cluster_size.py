@@ -22,6 +22,7 @@ IDLE_SECONDS = 20.0
 """How long the idle CPU load is measured after bring-up."""
 GROUPS = (
     ("csi-mock node instances", "csi-mock-node-"),
+    ("csi-mock node instances", "csi-mock-simulated-nodes"),
     ("csi-mock controller", "csi-mock-controller"),
     ("node simulator", "node-simulator"),
     ("kube-apiserver", "kube-apiserver"),

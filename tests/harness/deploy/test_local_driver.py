@@ -54,13 +54,15 @@ def test_nodes_are_the_cluster_nodes_sorted_by_name(root: Path) -> None:
 
 
 def test_central_deployment_has_a_controller_and_an_instance_per_node(root: Path) -> None:
+    """node-2 is simulated: its instance is served by the process of all simulated
+    nodes' instances; node-1 has a kubelet and a process of its own."""
     driver = local_driver(root)
     assert driver.instances() == ["controller", "node-1", "node-2"]
     assert driver.admin_socket("node-2") == root / "node-2" / "admin.sock"
     assert driver.components() == [
         "csi-mock-controller",
         "csi-mock-node-node-1",
-        "csi-mock-node-node-2",
+        "csi-mock-simulated-nodes",
         "csi-provisioner",
         "csi-attacher",
         "csi-resizer",
@@ -74,7 +76,7 @@ def test_distributed_deployment_has_only_node_instances_each_with_a_provisioner(
     assert driver.instances() == ["node-1", "node-2"]
     assert driver.components() == [
         "csi-mock-node-node-1",
-        "csi-mock-node-node-2",
+        "csi-mock-simulated-nodes",
         "csi-provisioner-node-1",
         "csi-provisioner-node-2",
     ]

@@ -24,7 +24,7 @@ def no_runs(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--nodes", "0"], "--nodes: 0 is not in 1..500"),
+        (["--nodes", "0"], "--nodes: 0 is not in 1..1000"),
         (["--nodes", "501"], "--nodes: 501"),
         (["--pods", "0"], "--pods: 0 is not a positive number"),
         (["--pool", "ten"], "--pool: 'ten' is not a quantity"),

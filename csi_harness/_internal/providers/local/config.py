@@ -13,7 +13,7 @@ from csi_harness._internal.deploy.spec import DriverDeployment
 
 DEFAULT_RUN_ROOT = Path("/var/lib/csi-harness")
 ZONE_LABEL = "topology.kubernetes.io/zone"
-MAX_SIMULATED_NODES = 500
+MAX_SIMULATED_NODES = 1000
 """What `csi-harness scale nodes` measured the local provider at (docs/scale.md)."""
 
 
