@@ -37,7 +37,17 @@ class DriverProcess:
     copy of the tree exercises that copy's driver.
     """
 
-    def __init__(self, root: Path, config: Mapping[str, Any], log: Path | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        config: Mapping[str, Any],
+        log: Path | None = None,
+        *,
+        siblings: int = 0,
+    ) -> None:
+        """``siblings``: other instances the same process serves (``serve --config
+        ... --config ...``), each with this configuration but a node ID, socket and
+        state directory of its own, under ``root/sibling-N``."""
         self.root = root
         self.socket = root / "csi.sock"
         self.state_dir = root / "state"
@@ -50,6 +60,20 @@ class DriverProcess:
             **config,
         }
         self.config_path.write_text(yaml.safe_dump(full))
+        self.sibling_roots = [root / f"sibling-{n}" for n in range(siblings)]
+        self.sibling_configs: list[Path] = []
+        for n, sibling in enumerate(self.sibling_roots):
+            sibling.mkdir(parents=True, exist_ok=True)
+            node = {**full.get("node", {}), "id": f"sibling-{n}"}
+            settings = {
+                **full,
+                "endpoint": f"unix://{sibling / 'csi.sock'}",
+                "state_dir": str(sibling / "state"),
+                "node": node,
+            }
+            path = sibling / "driver.yaml"
+            path.write_text(yaml.safe_dump(settings))
+            self.sibling_configs.append(path)
         self.log = log
         self.process: subprocess.Popen[bytes] | None = None
         self.channel: grpc.Channel | None = None
@@ -65,7 +89,13 @@ class DriverProcess:
         output = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "csi_mock.cli", "serve", "--config", str(self.config_path)],
+                [
+                    sys.executable,
+                    "-m",
+                    "csi_mock.cli",
+                    "serve",
+                    *(f"--config={c}" for c in [self.config_path, *self.sibling_configs]),
+                ],
                 stdout=output,
                 stderr=output,
                 env=env,

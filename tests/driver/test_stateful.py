@@ -914,10 +914,13 @@ def release_host_resources(root: Path) -> None:
             loops.detach(backing)
 
 
-@pytest.fixture
-def machine_driver(short_tmp_path: Path) -> Iterator[DriverProcess]:
+@pytest.fixture(params=[0, 2], ids=["alone", "with-two-siblings"])
+def machine_driver(short_tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[DriverProcess]:
+    """The driver under test; with siblings, two more instances in its process."""
     log = os.environ.get("CSI_MOCK_STATEFUL_LOG")
-    driver = DriverProcess(short_tmp_path, driver_config(), Path(log) if log else None)
+    driver = DriverProcess(
+        short_tmp_path, driver_config(), Path(log) if log else None, siblings=request.param
+    )
     driver.start()
     try:
         yield driver
@@ -934,10 +937,12 @@ def test_random_call_sequences_keep_model_database_files_and_mounts_in_agreement
     DriverMachine.root = short_tmp_path
     OUTCOMES.clear()
     started = time.monotonic()
+    # Beside two sibling instances, a third of the examples: the machine is the same.
+    examples = EXAMPLES if not machine_driver.sibling_roots else max(EXAMPLES // 3, 2)
     run_state_machine_as_test(
         DriverMachine,
         settings=settings(
-            max_examples=EXAMPLES,
+            max_examples=examples,
             stateful_step_count=STEPS,
             derandomize=True,  # a fixed seed: CI runs the same sequences every time
             database=None,
@@ -946,7 +951,11 @@ def test_random_call_sequences_keep_model_database_files_and_mounts_in_agreement
             print_blob=True,
         ),
     )
+    # The siblings were killed and restarted with it, and saw none of its calls.
+    for sibling in machine_driver.sibling_roots:
+        left = read_store(sibling / "state" / "state.db")
+        assert not left.volumes and not left.attachments and not left.publications, sibling
     print(
-        f"stateful profile {PROFILE}: {EXAMPLES} examples x {STEPS} steps in"
+        f"stateful profile {PROFILE}: {examples} examples x {STEPS} steps in"
         f" {time.monotonic() - started:.1f} s; answers: {dict(sorted(OUTCOMES.items()))}"
     )
