@@ -161,6 +161,28 @@ def _add_scale_parser(commands: Any) -> None:
             default=50,
             help="external-provisioner --kube-api-qps (50; 0: its own default, 5)",
         )
+        sub.add_argument(
+            "--provisioning",
+            choices=["central", "distributed"],
+            default="central",
+            help="one external-provisioner (central), or one per node with --node-deployment",
+        )
+        sub.add_argument(
+            "--workload",
+            choices=["pods", "deployments"],
+            default="pods",
+            help="bare pods, or a Deployment of one replica per pod (clusterloader2's shape)",
+        )
+        sub.add_argument(
+            "--create-qps",
+            type=float,
+            default=0,
+            help="pods or Deployments created per second (0: as fast as the API server takes)",
+        )
+        sub.add_argument(
+            "--baseline", action="store_true", help="also run the same pods without volumes"
+        )
+        sub.add_argument("--runs", type=int, default=1, help="runs of every variant (1)")
         sub.add_argument("--variants", help="comma-separated subset of the comparison's variants")
         sub.add_argument("--report-dir", help=f"default reports/scale/{name}")
     again = _command(experiments, "report", "make a comparison's report again from its results")

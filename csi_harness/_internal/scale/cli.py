@@ -12,13 +12,25 @@ import json
 import sys
 from pathlib import Path
 
+from csi_harness._internal.deploy.spec import ProvisionerMode
 from csi_harness._internal.providers.local.config import MAX_SIMULATED_NODES
 from csi_harness._internal.scale.cluster_size import markdown_table as size_table
 from csi_harness._internal.scale.cluster_size import measure
-from csi_harness._internal.scale.comparisons import COMPARISONS, Comparison, run_comparison
+from csi_harness._internal.scale.comparisons import (
+    COMPARISONS,
+    Comparison,
+    run_comparison,
+    with_baseline,
+)
 from csi_harness._internal.scale.experiment import RunResult, Setup
-from csi_harness._internal.scale.report import RESULTS, Spread, load_results, write_report
-from csi_harness._internal.scale.workload import SizeRange, WorkloadError
+from csi_harness._internal.scale.report import (
+    RESULTS,
+    Spread,
+    load_results,
+    summaries,
+    write_report,
+)
+from csi_harness._internal.scale.workload import SizeRange, WorkloadError, WorkloadKind
 from csi_mock.model.quantity import QuantityError, parse_quantity
 
 
@@ -52,8 +64,16 @@ def setup_of(args: argparse.Namespace) -> Setup:
         raise ScaleUsageError(f"--size: {args.size!r} does not fit a pool of {args.pool}")
     if args.provisioner_qps < 0:
         raise ScaleUsageError(f"--provisioner-qps: {args.provisioner_qps} is negative")
+    if args.create_qps < 0:
+        raise ScaleUsageError(f"--create-qps: {args.create_qps} is negative")
+    if args.runs < 1:
+        raise ScaleUsageError(f"--runs: {args.runs} is not a positive number")
     return Setup(
         provisioner_api_qps=args.provisioner_qps or None,
+        provisioning=ProvisionerMode(args.provisioning),
+        workload=WorkloadKind(args.workload),
+        create_qps=args.create_qps or None,
+        runs=args.runs,
         nodes=args.nodes,
         pool=args.pool,
         pods=args.pods,
@@ -87,6 +107,8 @@ def run(args: argparse.Namespace, command: str) -> int:
         _progress(f"report: {write_report(results.parent, *load_results(results))}")
         return 0
     comparison = selected(COMPARISONS[args.experiment], args.variants)
+    if args.baseline:
+        comparison = with_baseline(comparison)
     setup = setup_of(args)
     directory = Path(args.report_dir or f"reports/scale/{comparison.name}").resolve()
     done: list[RunResult] = []
@@ -101,15 +123,20 @@ def run(args: argparse.Namespace, command: str) -> int:
     for r in done:
         spread = Spread.of(r)
         outcome = (
-            f"all bound in {r.all_bound_after:.1f}s"
-            if r.completed and r.all_bound_after is not None
-            else f"STUCK with {r.claims_left} unbound"
+            f"all placed in {r.all_placed_after:.1f}s"
+            if r.completed and r.all_placed_after is not None
+            else f"STUCK with {r.claims_left} unbound, {r.pods_left} not placed"
         )
         _progress(
-            f"{r.title}: {outcome}; CreateVolume {r.create_volume_calls}, RESOURCE_EXHAUSTED "
-            f"{r.resource_exhausted}, reschedules {r.reschedules}; utilisation "
-            f"{spread.minimum:.0%}..{spread.maximum:.0%} (stddev {spread.stddev:.3f})"
+            f"{r.title} (run {r.run}): {outcome}; CreateVolume {r.create_volume_calls}, "
+            f"RESOURCE_EXHAUSTED {r.resource_exhausted}, reschedules {r.reschedules}; "
+            f"utilisation {spread.minimum:.0%}..{spread.maximum:.0%} "
+            f"(stddev {spread.stddev:.3f})"
         )
+    for v in summaries(done):
+        placed = "-" if v.placed is None else v.placed.text(" s")
+        ratio = "" if v.ratio is None else f" ({v.ratio:.2f} x baseline)"
+        _progress(f"{v.title}: {v.completed} of {v.runs} runs complete; placed in {placed}{ratio}")
     _progress(f"report: {report}")
     return 0
 

@@ -7,6 +7,11 @@
 * ``scoring``: with tracking on, StorageCapacityScoring (KEP-4049, successor of
   KEP-1845) off, on with its default shape (most free capacity wins), and on with
   the inverted shape (fullest node that still fits wins).
+
+Either may add ``BASELINE``, the same pods without volumes (``--baseline``), which
+the KEP author measured every run against. With ``Setup.runs`` above one, every
+variant runs that many times, round by round (one run of each, then the next), so
+that what else the machine is doing falls on all variants alike.
 """
 
 from __future__ import annotations
@@ -66,6 +71,22 @@ SCORING = Comparison(
 
 COMPARISONS = {c.name: c for c in (KEP1472, SCORING)}
 
+BASELINE = Variant(
+    "baseline",
+    "no volumes (baseline)",
+    storage_capacity=True,
+    scheduler_gates={SCORING_GATE: False},
+    volumes=False,
+)
+"""The same pods without volumes: how long placing them takes with no storage at all."""
+
+
+def with_baseline(comparison: Comparison) -> Comparison:
+    """``comparison`` with ``BASELINE`` run first (once per round)."""
+    if any(not v.volumes for v in comparison.variants):
+        return comparison
+    return Comparison(comparison.name, comparison.title, (BASELINE, *comparison.variants))
+
 
 def run_comparison(
     comparison: Comparison,
@@ -73,10 +94,12 @@ def run_comparison(
     progress: Callable[[str], None] = lambda _: None,
     on_result: Callable[[RunResult], None] = lambda _: None,
 ) -> list[RunResult]:
-    """Run every variant one after the other, each on a cluster of its own."""
+    """Run every variant one after the other, each on a cluster of its own;
+    ``setup.runs`` rounds of that."""
     results = []
-    for variant in comparison.variants:
-        result = run_variant(setup, variant, progress)
-        on_result(result)
-        results.append(result)
+    for run in range(1, setup.runs + 1):
+        for variant in comparison.variants:
+            result = run_variant(setup, variant, progress, run=run)
+            on_result(result)
+            results.append(result)
     return results

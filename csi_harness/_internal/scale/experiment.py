@@ -3,10 +3,11 @@ what happened, measured from the outside.
 
 A run brings up its own cluster (the variant's feature gates and scheduler
 configuration are command-line flags and files of kube-scheduler, so each variant
-starts from nothing), creates the burst, follows every claim through a watch until
-all are bound, the deadline passes, or nothing has bound for ``stall_seconds``, then
-reads the controller's journal (CreateVolume answers) and pools (utilisation), and
-tears the cluster down.
+starts from nothing), creates the burst, follows every claim and pod through watches
+until all claims are bound and all pods placed, the deadline passes, or nothing has
+changed for ``stall_seconds``, then reads the driver's journals (CreateVolume
+answers; the controller's, or every node's with distributed provisioning) and pools
+(utilisation), and tears the cluster down.
 """
 
 from __future__ import annotations
@@ -21,16 +22,28 @@ from typing import Any, cast
 from lightkube import Client
 from lightkube.codecs import from_dict
 from lightkube.resources.core_v1 import Namespace, Pod
+from lightkube.resources.core_v1 import PersistentVolumeClaim as Claim
 from prometheus_client.parser import text_string_to_metric_families
 
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.deploy.local import LocalDriver
-from csi_harness._internal.deploy.spec import DriverDeployment, node_pool_name
+from csi_harness._internal.deploy.spec import (
+    CONTROLLER,
+    DriverDeployment,
+    ProvisionerMode,
+    node_pool_name,
+)
 from csi_harness._internal.providers.local.cluster import LocalCluster
 from csi_harness._internal.providers.local.config import Component, LocalClusterConfig
 from csi_harness._internal.providers.local.host import service_account_exists
-from csi_harness._internal.scale.timeline import ClaimTimeline, ClaimWatcher
-from csi_harness._internal.scale.workload import VOLUME, Burst, SizeRange
+from csi_harness._internal.scale.timeline import ClaimTimeline, PodTimeline, Watcher
+from csi_harness._internal.scale.workload import (
+    VOLUME,
+    Burst,
+    SizeRange,
+    WorkloadKind,
+    creation_offsets,
+)
 from csi_mock.model.quantity import parse_quantity
 
 NAMESPACE = "scale"
@@ -52,6 +65,9 @@ class Variant:
     scheduler_gates: dict[str, bool] = field(default_factory=dict)
     scheduler: dict[str, Any] = field(default_factory=dict)
     """Merged into the KubeSchedulerConfiguration (e.g. a VolumeBinding shape)."""
+    volumes: bool = True
+    """False: the same pods without volumes, the baseline the others are measured
+    against."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +91,17 @@ class Setup:
     cluster_prefix: str = "scale"
     """Run clusters are ``<prefix>-<variant>``; a cluster of that name that is already
     there is torn down first, so concurrent experiments need prefixes of their own."""
+    provisioning: ProvisionerMode = ProvisionerMode.CENTRAL
+    """Central: one external-provisioner beside the csi-mock controller. Distributed:
+    one per node (``--node-deployment``) beside that node's csi-mock, which serves
+    controller and node of its own pool, as csi-driver-host-path is deployed for the
+    KEP author's measurements."""
+    workload: WorkloadKind = WorkloadKind.PODS
+    create_qps: float | None = None
+    """Objects (pods or Deployments) created per second; None: as fast as the API
+    server takes them."""
+    runs: int = 1
+    """Runs of every variant (each on a fresh cluster)."""
 
 
 @dataclass
@@ -94,7 +121,22 @@ class RunResult:
     scheduler_gates: dict[str, bool]
     bring_up_seconds: float = 0.0
     create_seconds: float = 0.0
-    """How long creating the burst's pods took."""
+    """How long creating the burst's pods (or Deployments) took."""
+    provisioning: str = ProvisionerMode.CENTRAL.value
+    workload: str = WorkloadKind.PODS.value
+    volumes: bool = True
+    publish_capacity: bool = True
+    """external-provisioner --enable-capacity."""
+    create_qps: float | None = None
+    run: int = 1
+    """Which run of its variant this was (1..Setup.runs)."""
+    placed_times: list[float] = field(default_factory=list)
+    """Seconds from the first object created to each pod's placement on a node, sorted."""
+    all_placed_after: float | None = None
+    """Seconds from the first object created until every pod was placed (the KEP
+    author's "pods running", see PodTimeline); None if not all were."""
+    pods_left: int = 0
+    """Pods not placed on a node when the run ended."""
     bound_times: list[float] = field(default_factory=list)
     """Seconds from the first pod to each claim's binding, sorted."""
     all_bound_after: float | None = None
@@ -122,7 +164,15 @@ class RunResult:
 
     @property
     def completed(self) -> bool:
-        return self.claims_left == 0
+        return self.claims_left == 0 and self.pods_left == 0
+
+    @property
+    def placed_after_creation(self) -> float | None:
+        """Seconds from the last object created until every pod was placed (what
+        clusterloader2 reports as "Waiting for deployments to be running")."""
+        if self.all_placed_after is None:
+            return None
+        return max(self.all_placed_after - self.create_seconds, 0.0)
 
     def utilisation(self) -> dict[str, float]:
         return {n: self.pool_used[n] / self.pool_total[n] for n in sorted(self.pool_total)}
@@ -135,12 +185,24 @@ class RunResult:
         return cls(**data)
 
 
+def publishes_capacity(setup: Setup, variant: Variant) -> bool:
+    """external-provisioner --enable-capacity. Distributed without tracking turns it
+    off, as the KEP author's run without tracking did; central keeps publishing
+    (kube-scheduler ignores it), as the earlier runs here did, so they stay
+    comparable."""
+    return variant.storage_capacity or setup.provisioning is ProvisionerMode.CENTRAL
+
+
 def cluster_config(setup: Setup, variant: Variant) -> LocalClusterConfig:
     """The cluster of one run: ``setup.nodes`` simulated nodes (plus the real
     kubelet's, which the burst avoids), no zones, one StorageClass, a pool per node,
-    no per-node volume limit, kube-scheduler's default backoff."""
+    no per-node volume limit, kube-scheduler's default backoff; the driver central or
+    distributed (``--strict-topology`` either way)."""
     driver = DriverDeployment(
         storage_capacity=variant.storage_capacity,
+        publish_capacity=publishes_capacity(setup, variant),
+        provisioner_mode=setup.provisioning,
+        strict_topology=True,
         node_pool_size=setup.pool,
         max_volumes_per_node=0,
         storage_classes=["csi-mock"],
@@ -160,11 +222,16 @@ def cluster_config(setup: Setup, variant: Variant) -> LocalClusterConfig:
 
 
 def run_variant(
-    setup: Setup, variant: Variant, progress: Callable[[str], None] = lambda _: None
+    setup: Setup,
+    variant: Variant,
+    progress: Callable[[str], None] = lambda _: None,
+    *,
+    run: int = 1,
 ) -> RunResult:
     """Bring a cluster up for ``variant``, run the burst, measure, tear down."""
     config = cluster_config(setup, variant)
-    cluster = LocalCluster(config, progress=lambda m: progress(f"[{variant.name}] {m}"))
+    tag = variant.name if setup.runs == 1 else f"{variant.name} {run}/{setup.runs}"
+    cluster = LocalCluster(config, progress=lambda m: progress(f"[{tag}] {m}"))
     try:
         up = cluster.up()
         assert cluster.kube is not None and cluster.driver is not None
@@ -174,6 +241,8 @@ def run_variant(
             seed=setup.seed,
             storage_class=config.driver.storage_class(),
             namespace=NAMESPACE,
+            volumes=variant.volumes,
+            kind=setup.workload,
         )
         result = RunResult(
             variant=variant.name,
@@ -187,12 +256,18 @@ def run_variant(
             storage_capacity=variant.storage_capacity,
             scheduler_gates=dict(variant.scheduler_gates),
             bring_up_seconds=up.seconds,
+            provisioning=setup.provisioning.value,
+            workload=setup.workload.value,
+            volumes=variant.volumes,
+            publish_capacity=config.driver.publish_capacity,
+            create_qps=setup.create_qps,
+            run=run,
         )
         run_burst(cluster.kube, cluster.driver, burst, setup, result, progress)
         return result
     finally:
         report = cluster.down()
-        progress(f"[{variant.name}] cluster removed in {report.seconds:.1f}s")
+        progress(f"[{tag}] cluster removed in {report.seconds:.1f}s")
 
 
 def run_burst(
@@ -212,35 +287,48 @@ def run_burst(
         interval=0.2,
     )
     manifests = burst.manifests()
+    offsets = creation_offsets(len(manifests), setup.create_qps)
     wall_start = time.time()
-    timeline = ClaimTimeline(start=time.monotonic())
-    watcher = ClaimWatcher(kube, burst.namespace, timeline).start()
+    start = time.monotonic()
+    claims = ClaimTimeline(start=start)
+    pods = PodTimeline(start=start)
+    watchers = [
+        Watcher(kube, burst.namespace, claims, Claim).start(),
+        Watcher(kube, burst.namespace, pods, Pod).start(),
+    ]
     try:
-        for manifest in manifests:
-            kube.create(cast(Pod, from_dict(manifest)))
-        result.create_seconds = time.monotonic() - timeline.start
+        for manifest, offset in zip(manifests, offsets, strict=True):
+            if (wait := start + offset - time.monotonic()) > 0:
+                time.sleep(wait)
+            kube.create(cast(Any, from_dict(manifest)))
+        result.create_seconds = time.monotonic() - start
         progress(
-            f"[{result.variant}] {len(manifests)} pods created in {result.create_seconds:.1f}s"
+            f"[{result.variant}] {len(manifests)} {burst.kind.value} created in "
+            f"{result.create_seconds:.1f}s"
         )
-        _follow_until_done(watcher, burst.pods, setup, result, progress)
+        _follow_until_done(watchers[0], watchers[1], burst, setup, result, progress)
     finally:
-        watcher.stop()
-    result.bound_times = sorted(timeline.bound_at.values())
-    result.claims_left = burst.pods - len(timeline.bound_at)
-    result.reschedules = timeline.total_reschedules
-    result.claims_rescheduled = len(timeline.reschedules)
-    result.most_reschedules = max(timeline.reschedules.values(), default=0)
-    result.watch_errors = len(watcher.errors)
-    unbound = {Burst.claim_name(i) for i in range(burst.pods)} - timeline.bound_at.keys()
-    result.unbound_reasons = _unbound_reasons(kube, burst.namespace, unbound)
+        for watcher in watchers:
+            watcher.stop()
+    result.bound_times = sorted(claims.bound_at.values())
+    result.claims_left = (burst.pods if burst.volumes else 0) - len(claims.bound_at)
+    result.placed_times = sorted(pods.placed_at.values())
+    result.pods_left = burst.pods - len(pods.placed_at)
+    result.reschedules = claims.total_reschedules
+    result.claims_rescheduled = len(claims.reschedules)
+    result.most_reschedules = max(claims.reschedules.values(), default=0)
+    result.watch_errors = sum(len(w.errors) for w in watchers)
+    result.unbound_reasons = _unbound_reasons(kube, burst.namespace, set(claims.bound_at))
     _read_driver(driver, wall_start, result)
 
 
-def _unbound_reasons(kube: Client, namespace: str, unbound_claims: set[str]) -> dict[str, int]:
+def _unbound_reasons(kube: Client, namespace: str, bound_claims: set[str]) -> dict[str, int]:
+    """Why each pod not placed on a node, and whose claim is not bound, is waiting
+    (a pod's claim is ``<pod>-scratch``, whatever named the pod)."""
     reasons: dict[str, int] = {}
     for pod in kube.list(Pod, namespace=namespace):
         name = (pod.metadata.name if pod.metadata else None) or ""
-        if f"{name}-{VOLUME}" not in unbound_claims:
+        if f"{name}-{VOLUME}" in bound_claims or (pod.spec is not None and pod.spec.nodeName):
             continue
         conditions = (pod.status.conditions if pod.status else None) or []
         scheduled = next((c for c in conditions if c.type == "PodScheduled"), None)
@@ -256,31 +344,44 @@ def _unbound_reasons(kube: Client, namespace: str, unbound_claims: set[str]) -> 
 
 
 def _follow_until_done(
-    watcher: ClaimWatcher,
-    pods: int,
+    claims: Watcher,
+    pods: Watcher,
+    burst: Burst,
     setup: Setup,
     result: RunResult,
     progress: Callable[[str], None],
 ) -> None:
-    start = watcher.timeline.start
-    last_count, last_change, last_report = -1, start, start
+    """Until every claim is bound and every pod placed, or stuck."""
+    start = cast(PodTimeline, pods.timeline).start
+    claims_wanted = burst.pods if burst.volumes else 0
+    last_counts, last_change, last_report = (-1, -1), start, start
     while True:
         now = time.monotonic()
-        bound = watcher.bound()
-        if bound != last_count:
-            last_count, last_change = bound, now
-        if bound >= pods:
-            result.all_bound_after = max(watcher.timeline.bound_at.values())
-            result.stop_reason = "all claims bound"
+        counts = (claims.count("bound_at"), pods.count("placed_at"))
+        if counts != last_counts:
+            last_counts, last_change = counts, now
+        bound, placed = counts
+        if bound >= claims_wanted and placed >= burst.pods:
+            timeline = cast(PodTimeline, pods.timeline)
+            result.all_placed_after = max(timeline.placed_at.values())
+            bound_at = cast(ClaimTimeline, claims.timeline).bound_at
+            result.all_bound_after = max(bound_at.values()) if bound_at else None
+            result.stop_reason = (
+                "all claims bound, all pods placed" if claims_wanted else "all pods placed"
+            )
             break
         if now - start >= setup.deadline:
             result.stop_reason = f"stuck: deadline of {setup.deadline:.0f}s passed"
             break
         if now - last_change >= setup.stall_seconds:
-            result.stop_reason = f"stuck: no claim bound for {setup.stall_seconds:.0f}s"
+            what = "claim bound or pod placed" if claims_wanted else "pod placed"
+            result.stop_reason = f"stuck: no {what} for {setup.stall_seconds:.0f}s"
             break
         if now - last_report >= 10:
-            progress(f"[{result.variant}] {bound}/{pods} claims bound after {now - start:.0f}s")
+            progress(
+                f"[{result.variant}] {bound}/{claims_wanted} claims bound, "
+                f"{placed}/{burst.pods} pods placed after {now - start:.0f}s"
+            )
             last_report = now
         time.sleep(0.25)
     result.ended_after = time.monotonic() - start
@@ -288,12 +389,24 @@ def _follow_until_done(
 
 
 def _read_driver(driver: LocalDriver, wall_start: float, result: RunResult) -> None:
-    """CreateVolume answers from the controller's journal, pool usage per node."""
-    with driver.admin() as admin:
-        records = admin.journal(method="CreateVolume")
-        counted = _counted_calls(admin.metrics_text(), "CreateVolume")
-        pools = {pool.name: pool for pool in admin.pools()}
-    result.journal_complete = len(records) >= sum(counted.values())
+    """CreateVolume answers from the journals of the instances that provision (the
+    controller, or every node's with distributed provisioning), pool usage per node
+    (from the same instances)."""
+    records: list[Any] = []
+    counted: dict[str, int] = {}
+    pools: dict[str, Any] = {}
+    complete = True
+    provisioning = [n.name for n in driver.driver_nodes] if driver.distributed else [CONTROLLER]
+    for instance in provisioning:
+        with driver.admin(instance) as admin:
+            journal = admin.journal(method="CreateVolume")
+            calls = _counted_calls(admin.metrics_text(), "CreateVolume")
+            pools |= {pool.name: pool for pool in admin.pools()}
+        complete = complete and len(journal) >= sum(calls.values())
+        records += journal
+        for code, n in calls.items():
+            counted[code] = counted.get(code, 0) + n
+    result.journal_complete = complete
     codes: dict[str, int] = {}
     for record in records:
         codes[record.code] = codes.get(record.code, 0) + 1

@@ -1,6 +1,8 @@
-"""A comparison's results as a person reads them: a Markdown table, two charts
-(claims bound over time, utilisation per node), and the raw results as JSON so the
-report can be made again (``write_report`` from ``results.json``).
+"""A comparison's results as a person reads them: a Markdown table per run and one
+per variant (median and range over its runs, and the ratio to the no-volume
+baseline), two charts (claims bound over time, utilisation per node), and the raw
+results as JSON so the report can be made again (``write_report`` from
+``results.json``).
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,119 @@ class Spread:
         )
 
 
+@dataclass(frozen=True)
+class Range:
+    """The median of some runs' values and the smallest and largest of them."""
+
+    median: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Range | None:
+        if not values:
+            return None
+        return cls(statistics.median(values), min(values), max(values))
+
+    def text(self, unit: str = "", digits: int = 1) -> str:
+        median = f"{self.median:.{digits}f}{unit}"
+        if self.low == self.high:
+            return median
+        return f"{median} ({self.low:.{digits}f}-{self.high:.{digits}f})"
+
+
+@dataclass(frozen=True)
+class VariantSummary:
+    """A variant over its runs. Times are over the runs in which every pod was placed
+    (``completed`` of ``runs``); ratios are of medians, against the baseline's."""
+
+    variant: str
+    title: str
+    runs: int
+    completed: int
+    placed: Range | None
+    """Seconds from the first object created until every pod was placed."""
+    placed_after_creation: Range | None
+    """Seconds from the last object created until every pod was placed."""
+    resource_exhausted: Range | None
+    reschedules: Range | None
+    claims_left: Range | None
+    ratio: float | None = None
+    """placed / the baseline's placed (medians)."""
+    ratio_after_creation: float | None = None
+
+    @classmethod
+    def of(
+        cls, runs: Sequence[RunResult], baseline: VariantSummary | None = None
+    ) -> VariantSummary:
+        done = [r for r in runs if r.completed and r.all_placed_after is not None]
+        placed = Range.of([r.all_placed_after for r in done if r.all_placed_after is not None])
+        after = Range.of(
+            [r.placed_after_creation for r in done if r.placed_after_creation is not None]
+        )
+        return cls(
+            variant=runs[0].variant,
+            title=runs[0].title,
+            runs=len(runs),
+            completed=len(done),
+            placed=placed,
+            placed_after_creation=after,
+            resource_exhausted=Range.of([r.resource_exhausted for r in runs]),
+            reschedules=Range.of([r.reschedules for r in runs]),
+            claims_left=Range.of([r.claims_left for r in runs]),
+            ratio=_ratio(placed, baseline.placed if baseline else None),
+            ratio_after_creation=_ratio(
+                after, baseline.placed_after_creation if baseline else None
+            ),
+        )
+
+
+def _ratio(value: Range | None, base: Range | None) -> float | None:
+    if value is None or base is None or base.median <= 0:
+        return None
+    return value.median / base.median
+
+
+def summaries(results: Sequence[RunResult]) -> list[VariantSummary]:
+    """One summary per variant, in the order the variants first ran; the ratios are to
+    the variant without volumes, if one ran and completed."""
+    by_variant: dict[str, list[RunResult]] = {}
+    for r in results:
+        by_variant.setdefault(r.variant, []).append(r)
+    baseline = next(
+        (VariantSummary.of(runs) for runs in by_variant.values() if not runs[0].volumes), None
+    )
+    return [VariantSummary.of(runs, baseline) for runs in by_variant.values()]
+
+
+def summary_table(results: Sequence[RunResult]) -> str:
+    """Per variant: median (range) over its runs."""
+    header = (
+        "| variant | runs: all pods placed | pods placed, from the first object created "
+        "| x baseline | from the last object created | x baseline | RESOURCE_EXHAUSTED "
+        "| reschedules | claims left unbound |"
+    )
+    lines = [header, "|" + "---|" * 9]
+
+    def seconds(value: Range | None) -> str:
+        return "-" if value is None else value.text(" s")
+
+    def count(value: Range | None) -> str:
+        return "-" if value is None else value.text(digits=0)
+
+    def times(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    for v in summaries(results):
+        lines.append(
+            f"| {v.title} | {v.completed} of {v.runs} | {seconds(v.placed)} | {times(v.ratio)} "
+            f"| {seconds(v.placed_after_creation)} | {times(v.ratio_after_creation)} "
+            f"| {count(v.resource_exhausted)} | {count(v.reschedules)} "
+            f"| {count(v.claims_left)} |"
+        )
+    return "\n".join(lines)
+
+
 def save_results(
     directory: Path, comparison: str, command: str, results: Sequence[RunResult]
 ) -> Path:
@@ -60,6 +175,7 @@ def save_results(
     data = {
         "comparison": comparison,
         "command": command,
+        "summary": [asdict(v) for v in summaries(results)],
         "results": [r.to_json() for r in results],
     }
     path.write_text(json.dumps(data, indent=1) + "\n")
@@ -76,10 +192,22 @@ def _seconds(value: float | None) -> str:
 
 
 def _outcome(result: RunResult, *, markdown: bool = True) -> str:
+    placed_in = _seconds(result.all_placed_after)
+    placed = "" if result.all_placed_after is None else f", placed in {placed_in}"
+    if result.completed and not result.volumes:
+        return f"all {result.pods} pods placed in {placed_in}"
     if result.completed:
-        return f"all {result.pods} bound in {_seconds(result.all_bound_after)}"
+        return f"all {result.pods} bound in {_seconds(result.all_bound_after)}{placed}"
     stuck = "**stuck**" if markdown else "STUCK"
+    if not result.volumes or result.claims_left == 0:
+        left = f"{result.pods_left} of {result.pods} pods not placed"
+        return f"{stuck}: {left} ({result.stop_reason})"
     return f"{stuck}: {result.claims_left} of {result.pods} unbound ({result.stop_reason})"
+
+
+def run_title(result: RunResult, runs: int) -> str:
+    """The variant's title, with the run's number when there was more than one."""
+    return result.title if runs == 1 else f"{result.title}, run {result.run}"
 
 
 def markdown_table(results: Sequence[RunResult]) -> str:
@@ -89,10 +217,12 @@ def markdown_table(results: Sequence[RunResult]) -> str:
         "| largest free |"
     )
     lines = [header, "|" + "---|" * 9]
+    runs = max((r.run for r in results), default=1)
     for r in results:
         spread = Spread.of(r)
         lines.append(
-            f"| {r.title} | {_outcome(r)} | {r.create_volume_calls} | {r.resource_exhausted} "
+            f"| {run_title(r, runs)} | {_outcome(r)} | {r.create_volume_calls} "
+            f"| {r.resource_exhausted} "
             f"| {r.reschedules} ({r.claims_rescheduled}; {r.most_reschedules}) "
             f"| {spread.minimum:.0%} / {spread.mean:.0%} / {spread.maximum:.0%} "
             f"| {spread.stddev:.3f} | {spread.full_nodes} of {r.nodes} "
@@ -103,12 +233,27 @@ def markdown_table(results: Sequence[RunResult]) -> str:
 
 def setup_line(result: RunResult) -> str:
     fill = result.requested_bytes / (result.pool_bytes * result.nodes)
+    made = (
+        f"{result.pods} Deployments of one pod"
+        if result.workload == "deployments"
+        else f"{result.pods} pods"
+    )
+    rate = (
+        "as fast as the API server takes them"
+        if result.create_qps is None
+        else f"{result.create_qps:g} a second"
+    )
     return (
         f"{result.nodes} simulated nodes with a {format_quantity(result.pool_bytes)} pool each, "
-        f"{result.pods} pods with one generic ephemeral volume of {result.sizes} "
-        f"(seed {result.seed}): {format_quantity(result.requested_bytes)} asked for, "
-        f"{fill:.1%} of all pools"
+        f"{result.provisioning} provisioning; {made} with one generic ephemeral volume of "
+        f"{result.sizes} (seed {result.seed}), created {rate}: "
+        f"{format_quantity(result.requested_bytes)} asked for, {fill:.1%} of all pools"
     )
+
+
+def _setup_of(results: Sequence[RunResult]) -> str:
+    """The setup line of the first run with volumes (the baseline asks for nothing)."""
+    return setup_line(next((r for r in results if r.volumes), results[0]))
 
 
 def write_report(
@@ -119,24 +264,33 @@ def write_report(
     plot_bound_over_time(directory / BOUND_CHART, results)
     plot_utilisation(directory / UTILISATION_CHART, results)
     notes = []
+    runs = max((r.run for r in results), default=1)
     for r in results:
+        title = run_title(r, runs)
         extra = ", ".join(f"{code} {n}" for code, n in sorted(r.other_errors.items()))
         if extra:
-            notes.append(f"- {r.title}: other CreateVolume errors: {extra}")
+            notes.append(f"- {title}: other CreateVolume errors: {extra}")
         if not r.journal_complete:
-            notes.append(f"- {r.title}: the journal dropped records; counts are from metrics")
+            notes.append(f"- {title}: the journal dropped records; counts are from metrics")
         for reason, count in sorted(r.unbound_reasons.items()):
-            notes.append(f"- {r.title}: {count} unbound claim(s) whose pod says: {reason}")
+            notes.append(f"- {title}: {count} unbound claim(s) whose pod says: {reason}")
         if r.watch_errors:
-            notes.append(f"- {r.title}: the claim watch restarted {r.watch_errors} times")
+            notes.append(f"- {title}: the claim watch restarted {r.watch_errors} times")
     body = [
         f"# {comparison}",
         "",
-        setup_line(results[0]) if results else "no runs",
+        _setup_of(results) if results else "no runs",
         "",
         "```sh",
         command,
         "```",
+        "",
+        "Per variant, median (range) over its runs; a pod counts as placed when bound "
+        "to its node (on simulated nodes nothing starts it):",
+        "",
+        summary_table(results),
+        "",
+        "Per run:",
         "",
         markdown_table(results),
         "",
@@ -146,7 +300,7 @@ def write_report(
         "",
         *(["Notes:", *notes, ""] if notes else []),
         "Bring-up per run: "
-        + ", ".join(f"{r.title} {r.bring_up_seconds:.0f} s" for r in results)
+        + ", ".join(f"{run_title(r, runs)} {r.bring_up_seconds:.0f} s" for r in results)
         + "; pods created in: "
         + ", ".join(f"{r.create_seconds:.1f} s" for r in results)
         + ".",
@@ -172,11 +326,15 @@ def plot_bound_over_time(path: Path, results: Sequence[RunResult]) -> None:
     figure, (bound, failures) = plt.subplots(
         2, 1, figsize=(9, 6), sharex=True, gridspec_kw={"height_ratios": [3, 1]}
     )
+    runs = max((r.run for r in results), default=1)
     for r in results:
-        times = [0.0, *r.bound_times, r.ended_after]
-        counts = [0, *range(1, len(r.bound_times) + 1), len(r.bound_times)]
+        # A run without volumes has no claims: its pods placed stand in for them.
+        series = r.bound_times if r.volumes else r.placed_times
+        times = [0.0, *series, r.ended_after]
+        counts = [0, *range(1, len(series) + 1), len(series)]
+        label = f"{run_title(r, runs)}: {_outcome(r, markdown=False)}"
         (line,) = bound.step(
-            times, counts, where="post", label=f"{r.title}: {_outcome(r, markdown=False)}"
+            times, counts, where="post", linestyle="-" if r.volumes else "--", label=label
         )
         failures.hist(
             r.exhausted_times,
@@ -184,13 +342,13 @@ def plot_bound_over_time(path: Path, results: Sequence[RunResult]) -> None:
             range=(0, max(r.ended_after, 1)),
             histtype="step",
             color=line.get_color(),
-            label=f"{r.title}: {r.resource_exhausted}",
+            label=f"{run_title(r, runs)}: {r.resource_exhausted}",
         )
     if results:
         bound.axhline(results[0].pods, color="grey", linestyle=":", linewidth=1)
-    bound.set_ylabel("claims bound")
+    bound.set_ylabel("claims bound (dashed: pods placed)")
     bound.legend(loc="lower right", fontsize=8)
-    bound.set_title(setup_line(results[0]) if results else "", fontsize=8)
+    bound.set_title(_setup_of(results) if results else "", fontsize=8)
     failures.set_ylabel("RESOURCE_EXHAUSTED\nper 5 s")
     failures.set_xlabel("seconds since the first pod was created")
     failures.legend(loc="upper right", fontsize=8)
@@ -206,12 +364,13 @@ def plot_utilisation(path: Path, results: Sequence[RunResult]) -> None:
         len(results), 1, figsize=(9, 2.2 * max(len(results), 1)), sharex=True, squeeze=False
     )
     bins = [i / 20 for i in range(21)]
+    runs = max((r.run for r in results), default=1)
     for axis, r in zip(axes[:, 0], results, strict=True):
         spread = Spread.of(r)
         axis.hist([min(s, 1.0) for s in r.utilisation().values()], bins=bins, edgecolor="black")
         axis.set_ylabel("nodes")
         axis.set_title(
-            f"{r.title}: min {spread.minimum:.0%}, mean {spread.mean:.0%}, max "
+            f"{run_title(r, runs)}: min {spread.minimum:.0%}, mean {spread.mean:.0%}, max "
             f"{spread.maximum:.0%}, stddev {spread.stddev:.3f}, {spread.full_nodes} full",
             fontsize=9,
         )

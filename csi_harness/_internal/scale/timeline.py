@@ -1,8 +1,10 @@
-"""What happens to a burst's claims over time, as seen through a watch: when each is
-bound, to which node, and how often kube-scheduler had to try again.
+"""What happens to a burst's claims and pods over time, as seen through watches: when
+each claim is bound, to which node, how often kube-scheduler had to try again, and
+when each pod was placed on its node.
 
-``ClaimTimeline`` is pure (it is fed claims and times), so the counting is tested
-on its own; ``ClaimWatcher`` feeds it from a watch in a thread of its own.
+``ClaimTimeline`` and ``PodTimeline`` are pure (they are fed objects and times), so
+the counting is tested on its own; ``Watcher`` feeds one from a watch in a thread of
+its own.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from lightkube import Client
-from lightkube.resources.core_v1 import PersistentVolumeClaim
+from lightkube.resources.core_v1 import PersistentVolumeClaim, Pod
 
 from csi_harness._internal.kube.waits import SELECTED_NODE
 from csi_harness._internal.kube.watching import Selection, follow
@@ -72,13 +75,40 @@ class ClaimTimeline:
 
 
 @dataclass
-class ClaimWatcher:
-    """A ``ClaimTimeline`` kept up to date by a watch on the claims of a namespace
-    until ``stop()``."""
+class PodTimeline:
+    """When each pod was placed on a node (``spec.nodeName`` set), in seconds since
+    ``start``.
+
+    Placed is as far as a pod gets on a simulated node (nothing starts it there), and
+    the point the KEP author's "pods running" adds only a kubelet's container start
+    to: kube-scheduler binds a pod to its node after its claims are bound
+    (VolumeBinding's PreBind), so a placed pod has its volumes.
+    """
+
+    start: float
+    placed_at: dict[str, float] = field(default_factory=dict)
+    seen: set[str] = field(default_factory=set)
+
+    def observe(self, pods: Mapping[str, Pod], now: float) -> None:
+        for name, pod in pods.items():
+            self.seen.add(name)
+            if name not in self.placed_at and pod.spec is not None and pod.spec.nodeName:
+                self.placed_at[name] = now - self.start
+
+
+class Timeline(Protocol):
+    def observe(self, objects: Mapping[str, Any], now: float) -> None: ...
+
+
+@dataclass
+class Watcher:
+    """A timeline kept up to date by a watch on one kind of object of a namespace
+    (claims for a ``ClaimTimeline``, pods for a ``PodTimeline``) until ``stop()``."""
 
     kube: Client
     namespace: str
-    timeline: ClaimTimeline
+    timeline: Timeline
+    resource: type[Any] = PersistentVolumeClaim
     errors: list[str] = field(default_factory=list)
     """Transient watch failures (each followed by a new list, so nothing is missed
     but the exact time of what changed meanwhile)."""
@@ -86,32 +116,34 @@ class ClaimWatcher:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _thread: threading.Thread | None = None
 
-    def start(self) -> ClaimWatcher:
-        self._thread = threading.Thread(target=self._run, name="claim-watch", daemon=True)
+    def start(self) -> Watcher:
+        name = f"{self.resource.__name__.lower()}-watch"
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
         return self
 
     def _run(self) -> None:
         states = follow(
             self.kube,
-            Selection(PersistentVolumeClaim, self.namespace),
+            Selection(self.resource, self.namespace),
             stopped=self._stop.is_set,
             on_error=lambda exc: self.errors.append(f"{type(exc).__name__}: {exc}"),
             slice_seconds=WATCH_SLICE,
         )
         with contextlib.closing(states):
-            for claims in states:
+            for objects in states:
                 with self._lock:
-                    self.timeline.observe(claims, time.monotonic())
+                    self.timeline.observe(objects, time.monotonic())
                 if self._stop.is_set():
                     return
 
-    def bound(self) -> int:
+    def count(self, attribute: str) -> int:
+        """How many entries the timeline's dict ``attribute`` has now (e.g.
+        ``bound_at``), read under the watch's lock."""
         with self._lock:
-            return len(self.timeline.bound_at)
+            return len(getattr(self.timeline, attribute))
 
-    def stop(self) -> ClaimTimeline:
+    def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=WATCH_SLICE + 10)
-        return self.timeline

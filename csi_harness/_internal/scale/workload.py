@@ -1,12 +1,16 @@
 """The burst a scale experiment creates: pods with one generic ephemeral volume each,
-as KEP-1472's fake workload did, sized from a seeded distribution.
+as KEP-1472's fake workload did, sized from a seeded distribution; or the same pods
+as Deployments of one replica each, as clusterloader2 made them for the KEP author's
+measurements (csi-driver-host-path docs/storage-capacity-tracking.md); or the same
+pods without volumes, the baseline.
 
-Pure: the pods are plain manifests, and the same ``Burst`` with the same seed gives
-the same pods in the same order.
+Pure: the objects are plain manifests, and the same ``Burst`` with the same seed gives
+the same objects in the same order.
 """
 
 from __future__ import annotations
 
+import enum
 import random
 import re
 from dataclasses import dataclass
@@ -19,10 +23,19 @@ from csi_mock.model.quantity import QuantityError, format_quantity, parse_quanti
 VOLUME = "scratch"
 """The name of every pod's ephemeral volume; its claim is ``<pod>-scratch``."""
 APP_LABEL = "harness.csi-mock.example/scale"
+DEPLOYMENT_LABEL = "harness.csi-mock.example/scale-deployment"
 
 
 class WorkloadError(ValueError):
     """A workload parameter that cannot be used; the message names it."""
+
+
+class WorkloadKind(enum.StrEnum):
+    PODS = "pods"
+    """Bare pods, created one after the other."""
+    DEPLOYMENTS = "deployments"
+    """A Deployment of one replica per pod (clusterloader2's shape): the ReplicaSet
+    controller makes the pods, with names of its choosing."""
 
 
 @dataclass(frozen=True)
@@ -79,14 +92,16 @@ class SizeRange:
 
 @dataclass(frozen=True)
 class Burst:
-    """``pods`` pods, each with one ephemeral volume of a size from ``sizes``, created
-    as fast as the API server takes them."""
+    """``pods`` pods, each with one ephemeral volume of a size from ``sizes`` (none
+    when not ``volumes``), as bare pods or as Deployments of one replica."""
 
     pods: int
     sizes: SizeRange
     seed: int
     storage_class: str
     namespace: str
+    volumes: bool = True
+    kind: WorkloadKind = WorkloadKind.PODS
 
     def __post_init__(self) -> None:
         if self.pods < 1:
@@ -98,7 +113,8 @@ class Burst:
         return [self.sizes.draw(rng) for _ in range(self.pods)]
 
     def total_bytes(self) -> int:
-        return sum(self.volume_sizes())
+        """What the burst's claims ask for: 0 for the baseline without volumes."""
+        return sum(self.volume_sizes()) if self.volumes else 0
 
     @staticmethod
     def pod_name(index: int) -> str:
@@ -110,20 +126,48 @@ class Burst:
         return f"{cls.pod_name(index)}-{VOLUME}"
 
     def manifests(self) -> list[dict[str, Any]]:
-        """The pods, in creation order. They may run only on simulated nodes: those
-        are alike, and the real kubelet's node differs in allocatable and images,
-        which kube-scheduler's scoring would weigh."""
-        pods = []
+        """The pods or Deployments, in creation order. The pods may run only on
+        simulated nodes: those are alike, and the real kubelet's node differs in
+        allocatable and images, which kube-scheduler's scoring would weigh."""
+        made = []
         for index, size in enumerate(self.volume_sizes()):
+            ephemeral = [(VOLUME, str(size), self.storage_class)] if self.volumes else []
             pod = objects.pod(
                 self.pod_name(index),
                 self.namespace,
-                ephemeral=[(VOLUME, str(size), self.storage_class)],
+                ephemeral=ephemeral,
                 node_type=NodeType.SIMULATED.value,
             )
             pod["metadata"]["labels"] = {APP_LABEL: "burst"}
-            pods.append(pod)
-        return pods
+            made.append(pod if self.kind is WorkloadKind.PODS else _deployment_of(pod))
+        return made
+
+
+def _deployment_of(pod: dict[str, Any]) -> dict[str, Any]:
+    """A Deployment of one replica whose template is ``pod`` (its pod gets a name from
+    the ReplicaSet controller, and its claim ``<that name>-scratch``). Each selects
+    its own pod by a label of its name, as clusterloader2's Deployments do."""
+    name = pod["metadata"]["name"]
+    labels = {APP_LABEL: "burst", DEPLOYMENT_LABEL: name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": pod["metadata"]["namespace"], "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {DEPLOYMENT_LABEL: name}},
+            "template": {"metadata": {"labels": labels}, "spec": pod["spec"]},
+        },
+    }
+
+
+def creation_offsets(count: int, qps: float | None) -> list[float]:
+    """When to create each of ``count`` objects, in seconds after the first: evenly
+    ``1/qps`` apart (clusterloader2's steady rate, 10/s in the KEP author's runs), or
+    all at 0 (as fast as the API server takes them) when ``qps`` is None."""
+    if qps is not None and qps <= 0:
+        raise WorkloadError(f"--create-qps: {qps} is not a positive rate")
+    return [0.0 if qps is None else i / qps for i in range(count)]
 
 
 def fill_ratio(burst: Burst, pool_bytes: int, nodes: int) -> float:

@@ -8,8 +8,12 @@ from pathlib import Path
 import pytest
 
 from csi_harness._internal import cli
+from csi_harness._internal.cli.parser import build_parser
+from csi_harness._internal.deploy.spec import ProvisionerMode
 from csi_harness._internal.scale import cli as scale_cli
 from csi_harness._internal.scale import comparisons
+from csi_harness._internal.scale.experiment import Setup, Variant
+from csi_harness._internal.scale.workload import SizeRange, WorkloadKind
 
 
 @pytest.fixture(autouse=True)
@@ -25,12 +29,14 @@ def no_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     ("argv", "message"),
     [
         (["--nodes", "0"], "--nodes: 0 is not in 1..1000"),
-        (["--nodes", "501"], "--nodes: 501"),
+        (["--nodes", "1001"], "--nodes: 1001"),
         (["--pods", "0"], "--pods: 0 is not a positive number"),
         (["--pool", "ten"], "--pool: 'ten' is not a quantity"),
         (["--size", "2Gi-1Gi"], "--size: '2Gi-1Gi': the upper bound is below"),
         (["--size", "20Gi"], "--size: '20Gi' does not fit a pool of 10Gi"),
         (["--variants", "tracking,bogus"], "--variants: bogus not among tracking, no-tracking"),
+        (["--runs", "0"], "--runs: 0 is not a positive number"),
+        (["--create-qps", "-1"], "--create-qps: -1.0 is negative"),
     ],
 )
 def test_bad_arguments_exit_2_naming_the_option(
@@ -75,3 +81,39 @@ def test_a_report_is_made_again_only_from_a_directory_with_results(
 ) -> None:
     assert cli.main(["scale", "report", str(tmp_path)]) == 2
     assert "no results.json there" in capsys.readouterr().err
+
+
+def test_the_author_setup_is_read_into_the_setup() -> None:
+    argv = ["--provisioning", "distributed", "--workload", "deployments", "--create-qps", "10"]
+    args = build_parser().parse_args(["scale", "kep1472", *argv, "--runs", "3"])
+    setup = scale_cli.setup_of(args)
+    assert setup.provisioning is ProvisionerMode.DISTRIBUTED
+    assert setup.workload is WorkloadKind.DEPLOYMENTS
+    assert (setup.create_qps, setup.runs) == (10.0, 3)
+
+
+def test_by_default_a_run_is_central_with_bare_pods_as_fast_as_possible_once() -> None:
+    setup = scale_cli.setup_of(build_parser().parse_args(["scale", "kep1472"]))
+    assert setup.provisioning is ProvisionerMode.CENTRAL
+    assert setup.workload is WorkloadKind.PODS
+    assert (setup.create_qps, setup.runs) == (None, 1)
+
+
+def test_the_baseline_runs_first_without_volumes_and_is_added_once() -> None:
+    picked = comparisons.with_baseline(comparisons.KEP1472)
+    assert [v.name for v in picked.variants] == ["baseline", "tracking", "no-tracking"]
+    assert not picked.variants[0].volumes and all(v.volumes for v in picked.variants[1:])
+    assert comparisons.with_baseline(picked) == picked
+
+
+def test_runs_go_round_by_round_over_the_variants(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, int]] = []
+
+    def run_variant(setup: Setup, variant: Variant, progress: object, *, run: int) -> str:
+        calls.append((variant.name, run))
+        return variant.name
+
+    monkeypatch.setattr(comparisons, "run_variant", run_variant)
+    setup = Setup(nodes=1, pool="1Gi", pods=1, sizes=SizeRange.parse("1Gi"), seed=1, runs=2)
+    comparisons.run_comparison(comparisons.KEP1472, setup)
+    assert calls == [("tracking", 1), ("no-tracking", 1), ("tracking", 2), ("no-tracking", 2)]

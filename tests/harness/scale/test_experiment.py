@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+from types import SimpleNamespace
+from typing import Any, cast
+
+from csi_harness._internal.deploy.spec import ProvisionerMode, node_pool_name
 from csi_harness._internal.providers.local.config import Component
 from csi_harness._internal.scale.comparisons import KEP1472, SCORING
 from csi_harness._internal.scale.experiment import (
     JOURNAL_SIZE,
+    RunResult,
     Setup,
     _counted_calls,
+    _read_driver,
     cluster_config,
 )
 from csi_harness._internal.scale.workload import SizeRange
@@ -47,3 +54,86 @@ def test_counted_calls_are_read_by_method_and_code_from_the_metrics_text() -> No
         ]
     )
     assert _counted_calls(text, "CreateVolume") == {"OK": 12, "RESOURCE_EXHAUSTED": 3}
+
+
+DISTRIBUTED = dataclasses.replace(SETUP, provisioning=ProvisionerMode.DISTRIBUTED)
+
+
+def test_distributed_runs_a_provisioner_per_node_with_strict_topology() -> None:
+    driver = cluster_config(DISTRIBUTED, KEP1472.variants[0]).driver
+    assert driver.provisioner_mode is ProvisionerMode.DISTRIBUTED
+    assert driver.strict_topology is True
+    assert driver.attach_required is False
+
+
+def test_distributed_without_tracking_also_stops_publishing_capacity_as_the_author_did() -> None:
+    tracking, no_tracking = KEP1472.variants
+    assert cluster_config(DISTRIBUTED, tracking).driver.publish_capacity is True
+    assert cluster_config(DISTRIBUTED, no_tracking).driver.publish_capacity is False
+    # Central keeps publishing (ignored by kube-scheduler), as the earlier runs did.
+    assert cluster_config(SETUP, no_tracking).driver.publish_capacity is True
+
+
+@dataclasses.dataclass
+class FakeRecord:
+    code: str
+    time: float
+
+
+@dataclasses.dataclass
+class FakeAdmin:
+    records: list[FakeRecord]
+    pool: Pool
+
+    def __enter__(self) -> FakeAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def journal(self, method: str) -> list[FakeRecord]:
+        assert method == "CreateVolume"
+        return self.records
+
+    def metrics_text(self) -> str:
+        counts: dict[str, int] = {}
+        for record in self.records:
+            counts[record.code] = counts.get(record.code, 0) + 1
+        return "\n".join(
+            f'csi_mock_rpc_total{{code="{code}",method="CreateVolume"}} {n}.0'
+            for code, n in counts.items()
+        )
+
+    def pools(self) -> list[Pool]:
+        return [self.pool]
+
+
+@dataclasses.dataclass
+class Pool:
+    name: str
+    used: int
+    total: int
+
+
+def test_distributed_counts_every_nodes_create_volume_answers_and_its_pool() -> None:
+    names = ["node-2", "node-3"]
+    admins = {
+        "node-2": FakeAdmin(
+            [FakeRecord("OK", 101.0), FakeRecord("RESOURCE_EXHAUSTED", 102.0)],
+            Pool(node_pool_name("node-2"), 1, 10),
+        ),
+        "node-3": FakeAdmin([FakeRecord("OK", 103.0)], Pool(node_pool_name("node-3"), 2, 10)),
+    }
+    driver = SimpleNamespace(
+        distributed=True,
+        driver_nodes=[SimpleNamespace(name=n) for n in names],
+        nodes=[SimpleNamespace(name=n, runs_pods=False) for n in names],
+        admin=lambda instance: admins[instance],
+    )
+    result = RunResult("v", "v", 2, 10, 3, "1Gi", 1, 3, True, {})
+    _read_driver(cast(Any, driver), 100.0, result)
+    assert (result.create_volume_calls, result.create_volume_ok) == (3, 2)
+    assert result.resource_exhausted == 1
+    assert result.exhausted_times == [2.0]
+    assert result.journal_complete
+    assert result.pool_used == {"node-2": 1, "node-3": 2}

@@ -1,7 +1,10 @@
-"""The report: table, charts and the results file it can be made again from."""
+"""The report: tables (per run, and per variant over its runs against the baseline),
+charts and the results file it can be made again from."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -11,9 +14,12 @@ from csi_harness._internal.scale.report import (
     BOUND_CHART,
     REPORT,
     UTILISATION_CHART,
+    Range,
     Spread,
     load_results,
     markdown_table,
+    summaries,
+    summary_table,
     write_report,
 )
 
@@ -81,3 +87,72 @@ def test_a_report_has_its_charts_and_can_be_made_again_from_its_results(tmp_path
     comparison, command, loaded = load_results(tmp_path / "results.json")
     assert (comparison, command) == ("title", "csi-harness scale kep1472")
     assert loaded == runs
+
+
+def timed(name: str, run: int, placed: float | None, *, volumes: bool = True) -> RunResult:
+    """A run whose pods were all placed after ``placed`` s (None: stuck), created in 2 s."""
+    r = result(name, [GI], left=0 if placed is not None else 1, exhausted=run)
+    return dataclasses.replace(
+        r,
+        run=run,
+        volumes=volumes,
+        create_seconds=2.0,
+        all_placed_after=placed,
+        pods_left=0 if placed is not None else 1,
+    )
+
+
+def test_a_variant_is_summed_up_as_the_median_and_range_of_its_completed_runs() -> None:
+    runs = [timed("on", 1, 10.0), timed("on", 2, 30.0), timed("on", 3, 14.0)]
+    (summary,) = summaries(runs)
+    assert (summary.runs, summary.completed) == (3, 3)
+    assert summary.placed == Range(14.0, 10.0, 30.0)
+    assert summary.placed_after_creation == Range(12.0, 8.0, 28.0)
+    assert summary.resource_exhausted == Range(2, 1, 3)
+    assert summary.ratio is None  # no baseline ran
+
+
+def test_a_stuck_run_counts_as_a_run_but_not_in_the_times() -> None:
+    (summary,) = summaries([timed("off", 1, 20.0), timed("off", 2, None)])
+    assert (summary.runs, summary.completed) == (2, 1)
+    assert summary.placed == Range(20.0, 20.0, 20.0)
+    assert summary.claims_left == Range(0.5, 0, 1)
+
+
+def test_ratios_are_of_medians_against_the_run_without_volumes() -> None:
+    runs = [
+        timed("baseline", 1, 6.0, volumes=False),
+        timed("on", 1, 12.0),
+        timed("baseline", 2, 10.0, volumes=False),
+        timed("on", 2, 20.0),
+    ]
+    baseline, on = summaries(runs)
+    assert [baseline.variant, on.variant] == ["baseline", "on"]
+    assert baseline.ratio == pytest.approx(1.0)
+    assert on.ratio == pytest.approx(16.0 / 8.0)
+    assert on.ratio_after_creation == pytest.approx(14.0 / 6.0)
+
+
+def test_the_summary_table_and_results_file_carry_every_variant(tmp_path: Path) -> None:
+    runs = [timed("baseline", 1, 5.0, volumes=False), timed("on", 1, 10.0), timed("on", 2, 12.0)]
+    table = summary_table(runs).splitlines()
+    assert len(table) == 4
+    assert "| on | 2 of 2 | 11.0 s (10.0-12.0) | 2.20 |" in table[3]
+    write_report(tmp_path, "title", "cmd", runs)
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert [s["variant"] for s in data["summary"]] == ["baseline", "on"]
+    assert data["summary"][1]["placed"] == {"median": 11.0, "low": 10.0, "high": 12.0}
+    text = (tmp_path / REPORT).read_text()
+    assert "| on, run 2 |" in text
+    assert "| baseline, run 1 | all 4 pods placed in 5.0 s |" in text
+
+
+def test_results_written_before_placement_was_measured_still_load(tmp_path: Path) -> None:
+    old = result("on", [GI]).to_json()
+    for new in ("provisioning", "workload", "volumes", "run", "placed_times", "pods_left"):
+        del old[new]
+    (tmp_path / "results.json").write_text(
+        json.dumps({"comparison": "c", "command": "x", "results": [old]})
+    )
+    _, _, (loaded,) = load_results(tmp_path / "results.json")
+    assert loaded.provisioning == "central" and loaded.volumes and loaded.run == 1

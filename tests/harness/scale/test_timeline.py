@@ -1,13 +1,14 @@
-"""ClaimTimeline: bindings, selected nodes and reschedules from successive states."""
+"""ClaimTimeline: bindings, selected nodes and reschedules from successive states;
+PodTimeline: when each pod was placed on a node."""
 
 from __future__ import annotations
 
-from lightkube.models.core_v1 import PersistentVolumeClaimStatus
+from lightkube.models.core_v1 import PersistentVolumeClaimStatus, PodSpec
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import PersistentVolumeClaim
+from lightkube.resources.core_v1 import PersistentVolumeClaim, Pod
 
 from csi_harness._internal.kube.waits import SELECTED_NODE
-from csi_harness._internal.scale.timeline import ClaimTimeline
+from csi_harness._internal.scale.timeline import ClaimTimeline, PodTimeline
 
 _versions = iter(range(1, 10_000))
 
@@ -71,3 +72,17 @@ def test_claims_that_never_had_a_node_are_seen_but_not_rescheduled() -> None:
     timeline.observe({"a": claim("a"), "b": claim("b")}, 1.0)
     assert timeline.seen == {"a", "b"}
     assert timeline.reschedules == {}
+
+
+def pod(name: str, node: str | None = None) -> Pod:
+    return Pod(metadata=ObjectMeta(name=name), spec=PodSpec(containers=[], nodeName=node))
+
+
+def test_a_pod_is_placed_when_it_first_has_a_node_and_only_then() -> None:
+    timeline = PodTimeline(start=10.0)
+    timeline.observe({"a": pod("a"), "b": pod("b")}, 11.0)
+    timeline.observe({"a": pod("a", "node-2"), "b": pod("b")}, 12.5)
+    timeline.observe({"a": pod("a", "node-2"), "b": pod("b", "node-3")}, 14.0)
+    timeline.observe({"a": pod("a", "node-2"), "b": pod("b", "node-3")}, 20.0)
+    assert timeline.placed_at == {"a": 2.5, "b": 4.0}
+    assert timeline.seen == {"a", "b"}

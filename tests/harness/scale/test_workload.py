@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from csi_harness._internal.kube.objects import NODE_TYPE_LABEL
-from csi_harness._internal.scale.workload import VOLUME, Burst, SizeRange, WorkloadError, fill_ratio
+from csi_harness._internal.scale.workload import (
+    DEPLOYMENT_LABEL,
+    VOLUME,
+    Burst,
+    SizeRange,
+    WorkloadError,
+    WorkloadKind,
+    creation_offsets,
+    fill_ratio,
+)
 
 GI = 1 << 30
 MI = 1 << 20
@@ -77,3 +86,46 @@ def test_fill_ratio_is_the_share_of_all_pools_asked_for() -> None:
 def test_a_burst_needs_pods() -> None:
     with pytest.raises(WorkloadError, match="--pods"):
         burst(pods=0)
+
+
+def test_the_baseline_has_the_same_pods_without_volumes_and_asks_for_nothing() -> None:
+    with_volumes = burst(pods=3)
+    baseline = Burst(3, SizeRange.parse("1Gi-3Gi"), 1, "csi-mock", "scale", volumes=False)
+    assert baseline.total_bytes() == 0
+    pods = baseline.manifests()
+    assert [p["metadata"]["name"] for p in pods] == [
+        p["metadata"]["name"] for p in with_volumes.manifests()
+    ]
+    assert all(p["spec"]["volumes"] == [] for p in pods)
+    assert all(p["spec"]["containers"][0]["volumeMounts"] == [] for p in pods)
+
+
+def test_deployments_have_one_replica_whose_template_is_the_pod_with_its_volume() -> None:
+    kind = WorkloadKind.DEPLOYMENTS
+    deployments = Burst(2, SizeRange.parse("1Gi"), 1, "csi-mock", "scale", kind=kind).manifests()
+    pods = burst(pods=2, sizes="1Gi").manifests()
+    for deployment, pod in zip(deployments, pods, strict=True):
+        assert deployment["kind"] == "Deployment" and deployment["apiVersion"] == "apps/v1"
+        assert deployment["metadata"]["name"] == pod["metadata"]["name"]
+        assert deployment["metadata"]["namespace"] == "scale"
+        spec = deployment["spec"]
+        assert spec["replicas"] == 1
+        assert spec["template"]["spec"] == pod["spec"]
+        # The selector picks this Deployment's pod only.
+        selector = spec["selector"]["matchLabels"]
+        assert selector.items() <= spec["template"]["metadata"]["labels"].items()
+        assert selector == {DEPLOYMENT_LABEL: pod["metadata"]["name"]}
+        (volume,) = spec["template"]["spec"]["volumes"]
+        assert volume["name"] == VOLUME
+        claim = volume["ephemeral"]["volumeClaimTemplate"]["spec"]
+        assert claim["resources"]["requests"]["storage"] == str(GI)
+
+
+def test_objects_are_created_evenly_at_the_given_rate_or_all_at_once() -> None:
+    assert creation_offsets(4, 10.0) == pytest.approx([0.0, 0.1, 0.2, 0.3])
+    assert creation_offsets(3, None) == [0.0, 0.0, 0.0]
+
+
+def test_a_rate_that_is_not_positive_is_refused_naming_the_option() -> None:
+    with pytest.raises(WorkloadError, match="--create-qps: 0"):
+        creation_offsets(3, 0)
