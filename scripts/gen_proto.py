@@ -9,7 +9,7 @@ and writes into ``csi_mock/proto/``, for each ``<name>`` of ``csi`` and
 * ``<name>_pb2.pyi`` / ``<name>_pb2_grpc.pyi`` - type stubs from mypy-protobuf
 * ``__init__.py``                              - package marker
 
-and ``csi_mock/csi_methods.py``: the CSI methods and their response fields as plain data,
+and ``csi_mock/csi_methods.py``: the CSI methods, their messages and fields as plain data,
 for the layers that must not import protobuf (configuration validates fault rules with it).
 
 grpc_tools emits ``import <name>_pb2`` in the gRPC modules, which only works when
@@ -37,6 +37,7 @@ import tempfile
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_DIR = ROOT / "proto"
@@ -139,14 +140,15 @@ def generate(out_dir: Path) -> None:
 
 
 def method_catalogue(csi_pb2: Path) -> str:
-    """csi_methods.py: each CSI method's response fields, read from the fresh bindings."""
+    """csi_methods.py: each CSI method's response fields, its request and response types
+    and the schema of every message they hold, read from the fresh bindings."""
     spec = importlib.util.spec_from_file_location("_fresh_csi_pb2", csi_pb2)
     if spec is None or spec.loader is None:
         raise GenerationError(f"cannot load {csi_pb2}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     lines = [
-        '"""The CSI methods this driver serves and their response fields, as plain data.',
+        '"""The CSI methods this driver serves, their messages and fields, as plain data.',
         "",
         "Generated from proto/csi.proto by scripts/gen_proto.py; do not edit. Configuration",
         "validates fault rules with it without importing protobuf.",
@@ -162,39 +164,106 @@ def method_catalogue(csi_pb2: Path) -> str:
     methods = {name: tuple(f.name for f in output.fields) for name, output in outputs.items()}
     lines.extend(f"    {name!r}: {fields!r}," for name, fields in sorted(methods.items()))
     lines.append("}")
+    lines.extend(_method_types("REQUEST_TYPES", "request", module, "input_type"))
+    lines.extend(_method_types("RESPONSE_TYPES", "response", module, "output_type"))
+    messages, enums = _message_schema([*_inputs(module), *outputs.values()])
     lines += [
         "",
-        "# The scalar type of each response field a fault rule's override can set: a plain",
-        "# scalar, or the value of a wrapper message (google.protobuf.Int64Value...).",
-        "OVERRIDE_TYPES: dict[str, dict[str, str]] = {",
+        "# Every message a request or a reply holds, by full name: each field's label",
+        '# ("single", "repeated", or "map" from string keys), its type (a scalar such as',
+        '# "int64", or the full name of a message in MESSAGES or of an enum in ENUMS) and',
+        '# its oneof ("" for none). Fault rules walk field paths with it.',
+        "MESSAGES: dict[str, dict[str, tuple[str, str, str]]] = {",
     ]
-    for name, output in sorted(outputs.items()):
-        types = [(f.name, kind) for f in output.fields if (kind := _scalar_type(f)) is not None]
-        if not types:
+    for name, fields in sorted(messages.items()):
+        if not fields:
             lines.append(f"    {name!r}: {{}},")
             continue
         lines.append(f"    {name!r}: {{")
-        lines.extend(f"        {field!r}: {kind!r}," for field, kind in types)
+        lines.extend(f"        {field!r}: {info!r}," for field, info in fields)
         lines.append("    },")
+    lines.append("}")
+    lines += [
+        "",
+        "# Each enum's value names, in number order.",
+        "ENUMS: dict[str, tuple[str, ...]] = {",
+    ]
+    for name, values in sorted(enums.items()):
+        lines.append(f"    {name!r}: (")
+        lines.extend(f"        {value!r}," for value in values)
+        lines.append("    ),")
     lines.append("}")
     return "\n".join(lines).replace("'", '"') + "\n"
 
 
+def _inputs(module: Any) -> list[Any]:
+    return [
+        method.input_type
+        for service in CSI_SERVICES
+        for method in module.DESCRIPTOR.services_by_name[service].methods
+    ]
+
+
+def _method_types(variable: str, what: str, module: Any, attribute: str) -> list[str]:
+    types = {
+        method.name: getattr(method, attribute).full_name
+        for service in CSI_SERVICES
+        for method in module.DESCRIPTOR.services_by_name[service].methods
+    }
+    lines = [
+        "",
+        f"# The {what} message of each method (a key of MESSAGES).",
+        f"{variable}: dict[str, str] = {{",
+    ]
+    lines.extend(f"    {name!r}: {full_name!r}," for name, full_name in sorted(types.items()))
+    lines.append("}")
+    return lines
+
+
 _SCALAR_TYPES = {3: "int64", 4: "uint64", 5: "int32", 13: "uint32", 8: "bool", 9: "string"}
-_SCALAR_TYPES |= {1: "double", 2: "float"}
-"""FieldDescriptor.TYPE_* numbers of the scalar types an override can set."""
+_SCALAR_TYPES |= {1: "double", 2: "float", 12: "bytes", 6: "uint64", 7: "uint32"}
+_SCALAR_TYPES |= {15: "int32", 16: "int64", 17: "int32", 18: "int64"}
+"""FieldDescriptor.TYPE_* numbers of the scalar types, by their range (fixed and
+zigzag encodings hold what the plain ones hold)."""
+_TYPE_MESSAGE, _TYPE_ENUM = 11, 14
 
 
-def _scalar_type(field: object) -> str | None:
-    if getattr(field, "is_repeated", False):
-        return None
-    message = getattr(field, "message_type", None)
-    if message is not None:
-        value = message.fields_by_name.get("value")
-        if not message.full_name.startswith("google.protobuf.") or value is None:
-            return None
-        field = value
-    return _SCALAR_TYPES.get(getattr(field, "type", 0))
+def _message_schema(
+    roots: list[Any],
+) -> tuple[dict[str, list[tuple[str, tuple[str, str, str]]]], dict[str, tuple[str, ...]]]:
+    """Every message reachable from `roots`, and every enum they use."""
+    messages: dict[str, list[tuple[str, tuple[str, str, str]]]] = {}
+    enums: dict[str, tuple[str, ...]] = {}
+    pending = list(roots)
+    while pending:
+        message = pending.pop()
+        if message.full_name in messages:
+            continue
+        fields = []
+        for field in message.fields:
+            label, target = "repeated" if field.is_repeated else "single", field
+            if field.type == _TYPE_MESSAGE and field.message_type.GetOptions().map_entry:
+                key = field.message_type.fields_by_name["key"]
+                if key.type != 9:
+                    raise GenerationError(
+                        f"{message.full_name}.{field.name}: a map not keyed by strings"
+                    )
+                label, target = "map", field.message_type.fields_by_name["value"]
+            if target.type == _TYPE_MESSAGE:
+                kind = target.message_type.full_name
+                pending.append(target.message_type)
+            elif target.type == _TYPE_ENUM:
+                kind = target.enum_type.full_name
+                values = sorted(target.enum_type.values, key=lambda value: value.number)
+                enums[kind] = tuple(value.name for value in values)
+            elif target.type in _SCALAR_TYPES:
+                kind = _SCALAR_TYPES[target.type]
+            else:
+                raise GenerationError(f"{message.full_name}.{field.name}: type {target.type}")
+            oneof = field.containing_oneof.name if field.containing_oneof is not None else ""
+            fields.append((field.name, (label, kind, oneof)))
+        messages[message.full_name] = fields
+    return messages, enums
 
 
 def stale_files(fresh_dir: Path, target_dir: Path) -> list[str]:

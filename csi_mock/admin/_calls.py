@@ -80,11 +80,17 @@ class FaultSpec(TypedDict, total=False):
     error: Mapping[str, str] | None
     delay: float | None
     hang: bool | None
-    override: Mapping[str, int | float | str | bool] | None
+    override: Mapping[str, Any] | None
+    """Reply field path -> value, e.g. {"volume_condition.abnormal": True}."""
+    rescue: Mapping[str, Any] | None
+    """{"code": "NOT_FOUND", "reply": {...}}: that failure (any, without code) becomes OK."""
     volume: str | None
     node: str | None
     parameters: Mapping[str, str] | None
     topology: Mapping[str, str] | None
+    where: Mapping[str, str | int | float | bool] | None
+    """Request field path -> glob or comparison, e.g. {"capacity_range.required_bytes":
+    ">1Gi"}."""
     times: int | None
     skip: int | None
     probability: float | None

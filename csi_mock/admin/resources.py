@@ -81,6 +81,13 @@ class ErrorView:
 
 
 @dataclass(frozen=True)
+class RescueView:
+    code: str | None = None
+    """None: any error."""
+    reply: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class FaultRuleView:
     """A fault rule as the API shows it: its spec (defaults filled in) and counters.
 
@@ -95,11 +102,13 @@ class FaultRuleView:
     error: ErrorView | None = None
     delay: float = 0.0
     hang: bool = False
-    override: dict[str, int | float | str | bool] | None = None
+    override: dict[str, Any] | None = None
+    rescue: RescueView | None = None
     volume: str | None = None
     node: str | None = None
     parameters: dict[str, str] | None = None
     topology: dict[str, str] | None = None
+    where: dict[str, str | int | float | bool] | None = None
     times: int | None = None
     skip: int = 0
     probability: float = 1.0
@@ -114,6 +123,8 @@ class FaultRuleView:
         values = _known(cls, data)
         if values.get("error") is not None:
             values["error"] = ErrorView(**values["error"])
+        if values.get("rescue") is not None:
+            values["rescue"] = RescueView(**values["rescue"])
         return cls(**values)
 
     @property
@@ -126,6 +137,8 @@ class FaultRuleView:
             parts.append("hang")
         if self.error is not None:
             parts.append(f"error {self.error.code}")
+        if self.rescue is not None:
+            parts.append(f"rescue {self.rescue.code or 'any error'}")
         if self.override:
             parts.append("override " + ",".join(f"{k}={v}" for k, v in self.override.items()))
         return " + ".join(parts)

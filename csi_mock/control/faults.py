@@ -1,21 +1,29 @@
 """Fault rules: declarative misbehaviour matched against each RPC.
 
-A rule matches a method (exact or glob) and optional request predicates; when it fires
-it delays, hangs until the caller's deadline, fails with a status code, or overrides
-response fields. Firing can be limited to the first N matches after skipping K, made
-probabilistic under a seed, or left on until the rule is removed.
+A rule matches a method (exact or glob) and optional request predicates (key fields, and
+conditions on any field of the whole request); when it fires it delays, hangs until the
+caller's deadline, fails with a status code, rewrites reply fields, or turns the
+handler's failure into success. Firing can be limited to the first N matches after
+skipping K, made probabilistic under a seed, or left on until the rule is removed.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import functools
 import itertools
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from csi_mock.fault_rules import FaultRuleSpec
+from csi_mock.fault_rules import (
+    FaultRuleSpec,
+    RequestCondition,
+    compile_override,
+    compile_where,
+)
+from csi_mock.model.field_path import FieldPath
 from csi_mock.observe.calls import request_segments
 
 
@@ -28,11 +36,25 @@ class FaultRule:
     matched: int = 0
     fired: int = 0
     _rng: random.Random = field(default_factory=random.Random, repr=False)
+    conditions: tuple[RequestCondition, ...] = field(init=False, repr=False)
+    """The spec's `where`, parsed once."""
+    rewrites: tuple[tuple[FieldPath, Any], ...] = field(init=False, repr=False)
+    """The spec's `override`: reply field paths, parsed once, and their values."""
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.spec.seed)
+        self.conditions = compile_where(self.spec.where)
+        self.rewrites = compile_override(self.spec.override)
 
-    def matches(self, method: str, request: Mapping[str, Any]) -> bool:
+    def matches(
+        self,
+        method: str,
+        request: Mapping[str, Any],
+        whole_request: Callable[[], Mapping[str, Any]] | None = None,
+    ) -> bool:
+        """Whether the call matches: `request` holds its key fields, `whole_request`
+        gives the whole request as a JSON-like tree (asked only when a `where` condition
+        needs it; without it the conditions look at `request`)."""
         spec = self.spec
         if not fnmatch.fnmatchcase(method, spec.method):
             return False
@@ -53,6 +75,10 @@ class FaultRule:
         if spec.topology is not None:
             segments = request_segments(dict(request))
             if not any(all(s.get(k) == v for k, v in spec.topology.items()) for s in segments):
+                return False
+        if self.conditions:
+            tree = whole_request() if whole_request is not None else request
+            if not all(condition.holds(tree) for condition in self.conditions):
                 return False
         return True
 
@@ -119,15 +145,22 @@ class FaultEngine:
         except KeyError:
             raise KeyError(f"no rule with id {rule_id!r}") from None
 
-    def select(self, method: str, request: Mapping[str, Any]) -> FaultRule | None:
+    def select(
+        self,
+        method: str,
+        request: Mapping[str, Any],
+        whole_request: Callable[[], Mapping[str, Any]] | None = None,
+    ) -> FaultRule | None:
         """The rule whose fault this call gets, if any.
 
         Every matching rule counts the match, but rules after the deciding one are not
         asked to fire: a shadowed rule keeps its `times` budget and its random stream.
+        `whole_request` is called at most once, and only when a rule's `where` needs it.
         """
+        whole = functools.cache(whole_request) if whole_request is not None else None
         chosen: FaultRule | None = None
         for rule in list(self._rules.values()):
-            if not rule.matches(method, request):
+            if not rule.matches(method, request, whole):
                 continue
             if chosen is not None:
                 rule.matched += 1  # shadowed: counted as a match, not asked to fire

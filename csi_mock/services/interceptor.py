@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import grpc
-from google.protobuf.message import Message
 
 from csi_mock.control.faults import FaultEngine
 from csi_mock.fault_rules import FaultRuleSpec
@@ -21,6 +20,12 @@ from csi_mock.model.errors import InjectedFault, Unavailable
 from csi_mock.observe.calls import CallRecord, RecordSink, key_fields, split_method
 from csi_mock.observe.whole_messages import WholeMessages
 from csi_mock.services.decoding import UndecodableRequest, lenient
+from csi_mock.services.fault_replies import (
+    apply_overrides,
+    reply_of,
+    request_fields,
+    response_class,
+)
 from csi_mock.services.readiness import Readiness
 from csi_mock.services.status import status_of
 
@@ -65,6 +70,7 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
     def _wrap(self, handler: Handler, full_method: str) -> Handler:
         service, method = split_method(full_method)
         behaviour: Behaviour = handler.unary_unary  # type: ignore[assignment]
+        reply_class = response_class(full_method)  # a rescue's reply
 
         async def observed(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
             undecodable = isinstance(request, UndecodableRequest)
@@ -94,15 +100,31 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
                     raise request.error
                 if service != "Identity" and not self._readiness.ready:
                     raise Unavailable(self._readiness.failure or "driver state is still loading")
-                rule = self._faults.select(method, record.request) if self._faults else None
+                rule = (
+                    self._faults.select(method, record.request, lambda: request_fields(request))
+                    if self._faults
+                    else None
+                )
                 if rule is None:
                     response = await behaviour(request, context)
                     return response
                 record.fault = rule.id
                 await apply_before(rule.spec, context)
-                response = await behaviour(request, context)
-                if rule.spec.override:
-                    apply_overrides(response, rule.spec.override)
+                try:
+                    response = await behaviour(request, context)
+                except Exception as error:
+                    rescue = rule.spec.rescue
+                    if rescue is None or reply_class is None:
+                        raise
+                    if isinstance(error, grpc.aio.AbortError):
+                        raise  # the handler has sent its status already
+                    code, message = status_of(error)
+                    if rescue.code is not None and code.name != rescue.code:
+                        raise
+                    response = reply_of(reply_class, rescue.reply)
+                    record.message = f"rescued {code.name}: {message}"
+                if rule.rewrites:
+                    apply_overrides(response, rule.rewrites)
                 return response
             except asyncio.CancelledError:
                 # gRPC cancels the handler when the caller's deadline passes (a hang ends
@@ -146,13 +168,3 @@ async def apply_before(spec: FaultRuleSpec, context: grpc.aio.ServicerContext[An
         raise InjectedFault(grpc.StatusCode.DEADLINE_EXCEEDED, "injected hang ended")
     if spec.error is not None:
         raise InjectedFault(grpc.StatusCode[spec.error.code], spec.error.message)
-
-
-def apply_overrides(response: Message, override: dict[str, Any]) -> None:
-    """Set response fields; wrapper types (Int64Value...) get their `value` set."""
-    for name, value in override.items():
-        field = response.DESCRIPTOR.fields_by_name[name]
-        if field.message_type is not None and "value" in field.message_type.fields_by_name:
-            getattr(response, name).value = value
-        else:
-            setattr(response, name, value)

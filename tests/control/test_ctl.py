@@ -265,6 +265,8 @@ def test_fault_add_takes_every_rule_field(served: ServedDriver) -> None:
         "--json fault add --method GetCapacity --override available_capacity=0 --delay 10ms"
         " --skip 1 --times 2 --probability 0.5 --seed 4 --volume v* --node n*"
         " --param kind=fast --topology zone=a --id everything"
+        ' --where parameters["kind"]=f* --where accessible_topology.segments["zone"]=a'
+        " --rescue unavailable --reply {}"
     )
     added = ok(served.run(*command.split()))
 
@@ -277,10 +279,12 @@ def test_fault_add_takes_every_rule_field(served: ServedDriver) -> None:
         "delay": 0.01,
         "hang": False,
         "override": {"available_capacity": 0},
+        "rescue": {"code": "UNAVAILABLE", "reply": {}},
         "volume": "v*",
         "node": "n*",
         "parameters": {"kind": "fast"},
         "topology": {"zone": "a"},
+        "where": {'parameters["kind"]': "f*", 'accessible_topology.segments["zone"]': "a"},
         "times": 2,
         "skip": 1,
         "probability": 0.5,

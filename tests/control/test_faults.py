@@ -286,7 +286,9 @@ def test_an_invalid_rule_is_refused_naming_the_field(
 
 
 def test_a_rule_without_an_action_is_refused() -> None:
-    with pytest.raises(ValidationError, match="needs an action: error, delay, hang or override"):
+    with pytest.raises(
+        ValidationError, match="needs an action: error, delay, hang, override or rescue"
+    ):
         FaultRuleSpec(method="CreateVolume", times=1)
 
 

@@ -58,6 +58,8 @@ FAULT_KEYS = (
     "delay",
     "hang",
     "override",
+    "rescue",
+    "where",
     "times",
     "skip",
     "probability",
@@ -234,6 +236,14 @@ GOOD_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "id": st.sampled_from(["r1", "rule.2"]),
     "volume": st.sampled_from(["pvc-*", "vol-1"]),
     "probability": st.sampled_from([0.5, 1]),
+    "where": st.sampled_from(
+        [
+            {"capacity_range.required_bytes": ">1Gi"},
+            {'parameters["kind"]': "fast*"},
+            {"volume_capabilities.access_mode.mode": "==5"},
+        ]
+    ),
+    "rescue": st.sampled_from([{}, {"code": "NOT_FOUND", "reply": {}}, {"reply": {"x": 1}}]),
     **{switch: st.booleans() for switch in SWITCHES},
     "abnormal": st.booleans(),
     "message": st.sampled_from(["", "disk on fire"]),

@@ -39,7 +39,13 @@ Command = Callable[[AdminClient, argparse.Namespace], Output]
 def fault_add(client: AdminClient, args: argparse.Namespace) -> Output:
     if args.message is not None and args.code is None:
         raise UsageError("fault add: --message needs --code")
+    if args.reply is not None and args.rescue is None:
+        raise UsageError("fault add: --reply needs --rescue")
     spec = {key: _sent(getattr(args, key, None)) for key in FaultSpec.__optional_keys__}
+    if args.rescue is not None:
+        # --rescue any: no code, so that every failure is rescued
+        code = {} if args.rescue.lower() == "any" else {"code": args.rescue}
+        spec["rescue"] = {**code, "reply": args.reply or {}}
     rule = client.add_fault(args.method, **cast(FaultSpec, spec))
     return Output(rule.to_json(), rules_table([rule]))
 

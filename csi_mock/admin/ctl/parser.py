@@ -32,7 +32,7 @@ from csi_mock.admin.ctl.commands import (
     volumes_command,
 )
 from csi_mock.model.duration import DurationError, parse_duration
-from csi_mock.observe.field_path import FieldPathError, parse_condition
+from csi_mock.observe.field_path import FieldPathError, parse_condition, parse_path_prefix
 
 SOCKET_ENV = "CSI_MOCK_ADMIN_SOCKET"
 TOKEN_ENV = "CSI_MOCK_ADMIN_TOKEN"
@@ -48,14 +48,53 @@ def _pair(value: str) -> tuple[str, str]:
     return key, rest
 
 
-def _override(value: str) -> tuple[str, int | float | str | bool]:
-    """field=value; numbers and true/false are typed, anything else is a string."""
-    key, text = _pair(value)
+def _override(value: str) -> tuple[str, Any]:
+    """PATH=VALUE; JSON numbers, true/false, lists and objects are typed, anything else
+    is a string. The path ends at the first '=' outside brackets, so a map key may
+    hold one."""
+    path, end = _path_prefix(value, "FIELD=VALUE")
+    if value[end : end + 1] != "=":
+        raise argparse.ArgumentTypeError(f"{value!r} is not FIELD=VALUE")
+    text = value[end + 1 :]
     try:
         parsed = json.loads(text)
     except ValueError:
-        return key, text
-    return key, parsed if isinstance(parsed, int | float | bool) else text
+        return path, text
+    return path, parsed if isinstance(parsed, int | float | bool | list | dict) else text
+
+
+_OPERATORS = (">=", "<=", "==", ">", "<", "=")
+
+
+def _request_condition(value: str) -> tuple[str, str]:
+    """PATH=GLOB, or PATH>N, PATH>=N, PATH<N, PATH<=N, PATH==N (N a number or a
+    quantity such as 1Gi): as the API takes it, {PATH: GLOB} or {PATH: ">N"}."""
+    path, end = _path_prefix(value, "PATH=GLOB or PATH>N")
+    rest = value[end:]
+    for operator in _OPERATORS:
+        if rest.startswith(operator):
+            return path, rest[1:] if operator == "=" else rest
+    raise argparse.ArgumentTypeError(
+        f"{value!r} is not PATH=GLOB or PATH followed by >, >=, <, <=, == and a number"
+    )
+
+
+def _path_prefix(value: str, form: str) -> tuple[str, int]:
+    try:
+        path, end = parse_path_prefix(value)
+    except FieldPathError as error:
+        raise argparse.ArgumentTypeError(f"{value!r} is not {form}: {error}") from None
+    return path.text, end
+
+
+def _json_object(value: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{value!r} is not JSON: {error}") from None
+    if not isinstance(parsed, dict):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a JSON object")
+    return parsed
 
 
 def _true_or_false(value: str) -> bool:
@@ -122,10 +161,18 @@ _FAULT_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
         {
             "type": _override,
             "action": "append",
-            "metavar": "FIELD=VALUE",
-            "help": "set a response field (repeatable)",
+            "metavar": "PATH=VALUE",
+            "help": "set a reply field, e.g. volume_condition.abnormal=true (repeatable)",
         },
     ),
+    (
+        "--rescue",
+        {
+            "metavar": "CODE",
+            "help": "when the handler fails with CODE (or any), reply OK instead",
+        },
+    ),
+    ("--reply", {"type": _json_object, "help": "the reply --rescue sends (JSON, default {})"}),
     ("--volume", {"help": "glob on the request's volume_id or name"}),
     ("--node", {"help": "glob on the request's node_id"}),
     (
@@ -141,6 +188,16 @@ _FAULT_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     (
         "--topology",
         {"type": _pair, "action": "append", "metavar": "K=V", "help": "label (repeatable)"},
+    ),
+    (
+        "--where",
+        {
+            "type": _request_condition,
+            "action": "append",
+            "metavar": "PATH=GLOB|PATH>N",
+            "help": "a request field's condition: =GLOB, or >, >=, <, <=, == a number"
+            " or quantity (repeatable)",
+        },
     ),
     ("--times", {"type": int, "help": "fire at most N times"}),
     ("--skip", {"type": int, "help": "let the first K matches through"}),

@@ -68,7 +68,17 @@ def _predicates(rule: FaultRuleView) -> str:
         parts.append(f"node={rule.node}")
     parts.extend(f"param:{k}={v}" for k, v in (rule.parameters or {}).items())
     parts.extend(f"topology:{k}={v}" for k, v in (rule.topology or {}).items())
+    parts.extend(f"{k}{_condition(v)}" for k, v in (rule.where or {}).items())
     return " ".join(parts) or "-"
+
+
+def _condition(condition: str | int | float | bool) -> str:
+    """How `ctl fault add --where` spells a condition: PATH>1Gi, PATH=GLOB."""
+    if isinstance(condition, bool):
+        return "=true" if condition else "=false"
+    if isinstance(condition, int | float):
+        return f"=={condition}"
+    return condition if condition[:1] in ("<", ">") or condition[:2] == "==" else f"={condition}"
 
 
 def pools_table(pools: Sequence[PoolView]) -> str:
