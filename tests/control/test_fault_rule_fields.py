@@ -3,13 +3,18 @@ what is refused when a rule is added, and which requests a `where` matches."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from google.protobuf.message import Message
 from pydantic import ValidationError
 
 from csi_mock.control.faults import FaultEngine
-from csi_mock.fault_rules import FaultRuleSpec
+from csi_mock.csi_methods import ENUMS, MESSAGES, RESPONSE_TYPES
+from csi_mock.fault_rules import FaultRuleSpec, compile_override, wrapped_scalar
+from csi_mock.proto import csi_pb2
+from csi_mock.services.fault_replies import apply_overrides, response_class
 
 GiB = 1 << 30
 POD_NAME = 'volume_context["csi.storage.k8s.io/pod.name"]'
@@ -364,3 +369,89 @@ def test_describe_shows_where_override_and_rescue_as_given() -> None:
     assert described["where"] == {"volume_id": "vol-*"}
     assert described["override"] == {"volume_condition.abnormal": True}
     assert described["rescue"] == {"code": "NOT_FOUND"}
+
+
+# -- what is accepted, protobuf holds ------------------------------------------------------
+
+_EXTREMES: dict[str, list[Any]] = {
+    "int64": [-(2**63), 2**63 - 1],
+    "uint64": [0, 2**64 - 1],
+    "int32": [-(2**31), 2**31 - 1],
+    "uint32": [0, 2**32 - 1],
+    "bool": [True, False],
+    "string": ["", "s\u00e9"],
+    "double": [-1.5, 1e308],
+    "float": [0.5],
+}
+
+
+def _leaf_overrides(kind: str, prefix: str, depth: int = 0) -> Iterator[tuple[str, Any]]:
+    """Every path to a scalar, enum, list or map below message `kind`, each with values
+    at the ends of its range."""
+    for name, (label, field_kind, _) in MESSAGES[kind].items():
+        path = f"{prefix}.{name}" if prefix else name
+        scalar = wrapped_scalar(field_kind) if field_kind in MESSAGES else field_kind
+        if field_kind in ENUMS:
+            values: list[Any] = [ENUMS[field_kind][0], ENUMS[field_kind][-1]]
+        elif scalar is not None:
+            values = _EXTREMES[scalar]
+        else:
+            values = []
+        if label == "map":
+            yield from ((f'{path}["k"]', value) for value in values)
+            yield path, {"k": values[-1]} if values else {}
+        elif label == "repeated":
+            yield path, [values[-1]] if values else [{}]
+            if not values and depth < 4:
+                yield from _leaf_overrides(field_kind, path, depth + 1)
+        elif values:
+            yield from ((path, value) for value in values)
+        elif depth < 4:
+            yield path, {}
+            yield from _leaf_overrides(field_kind, path, depth + 1)
+
+
+CASES = [
+    (method, path, value)
+    for method in sorted(RESPONSE_TYPES)
+    for path, value in _leaf_overrides(RESPONSE_TYPES[method], "")
+]
+
+
+def test_every_reply_path_of_every_method_is_reached() -> None:
+    assert len(CASES) > 200
+    assert ("NodeGetVolumeStats", "volume_condition.abnormal", True) in CASES
+
+
+@pytest.mark.parametrize(("method", "path", "value"), CASES)
+def test_an_accepted_override_is_one_protobuf_holds(method: str, path: str, value: Any) -> None:
+    spec = FaultRuleSpec(method=method, override={path: value})
+    response = _response_of(method)
+
+    reply = response()
+    apply_overrides(reply, compile_override(spec.override))
+
+    assert response.FromString(reply.SerializeToString()) == reply
+
+
+def _response_of(method: str) -> type[Message]:
+    for service in csi_pb2.DESCRIPTOR.services_by_name.values():
+        if method in service.methods_by_name:
+            found = response_class(f"/{service.full_name}/{method}")
+            assert found is not None
+            return found
+    raise AssertionError(method)
+
+
+OUT_OF_RANGE = [
+    (method, path, value + (1 if value > 0 else -1))
+    for method, path, value in CASES
+    if type(value) is int and abs(value) >= 2**31 - 1
+]
+
+
+@pytest.mark.parametrize(("method", "path", "value"), OUT_OF_RANGE)
+def test_one_past_the_end_of_an_integer_range_is_refused(
+    method: str, path: str, value: int
+) -> None:
+    assert "is not a valid" in problems(method=method, override={path: value})[("override",)]
