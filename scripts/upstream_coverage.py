@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate docs/upstream-coverage.md: each case of Kubernetes' CSI mock e2e suites for
-capacity tracking, capacity scoring, skip attach and volume limits, and the tests that
-cover it.
+capacity tracking, capacity scoring, skip attach, volume limits, workload information,
+service account tokens and fsGroup policies, and the tests that cover it.
 
 The cases are ``CASES`` below, as upstream names them (``test/e2e/storage/csimock``:
 the file and the ginkgo title, with the Describe and Context around it). A test says
@@ -57,6 +57,8 @@ def _cases(file: str, describe: str, context: str, *titles: str) -> tuple[Case, 
 
 _CAPACITY = ("csi_storage_capacity.go", "CSI Mock volume storage capacity")
 _ATTACH = ("csi_attach_volume.go", "CSI Mock volume attach")
+_WORKLOAD = ("csi_workload.go", "CSI Mock workload info")
+_FSGROUP = ("csi_fsgroup_policy.go", "CSI Mock volume fsgroup policies")
 
 CASES: tuple[Case, ...] = (
     *_cases(
@@ -127,6 +129,47 @@ CASES: tuple[Case, ...] = (
         "MutableCSINodeAllocatableCount",
         "",
         "should observe dynamic changes in CSINode allocatable count",
+    ),
+    *_cases(
+        *_WORKLOAD,
+        "CSI workload information using mock driver",
+        "should be passed when podInfoOnMount=true",
+        "contain ephemeral=true when using inline volume",
+        "should not be passed when podInfoOnMount=false",
+        "should not be passed when CSIDriver does not exist",
+    ),
+    *_cases(
+        *_WORKLOAD,
+        "CSI PodInfoOnMount Update",
+        "should not be passed when update from true to false",
+        "should be passed when update from false to true",
+    ),
+    *_cases(
+        "csi_service_account_token.go",
+        "CSI Mock volume service account token",
+        "CSIServiceAccountToken",
+        "token should not be plumbed down when csiServiceAccountTokenEnabled=false",
+        "token should not be plumbed down when CSIDriver is not deployed",
+        "token should be plumbed down when csiServiceAccountTokenEnabled=true",
+        "token should be plumbed down only in secrets when serviceAccountTokenInSecrets=true",
+    ),
+    *_cases(
+        *_FSGROUP,
+        "CSI FSGroupPolicy [LinuxOnly]",
+        "should modify fsGroup if fsGroupPolicy=default",
+        "should modify fsGroup if fsGroupPolicy=File",
+        "should not modify fsGroup if fsGroupPolicy=None",
+    ),
+    *_cases(
+        *_FSGROUP,
+        "CSI FSGroupPolicy Update [LinuxOnly]",
+        "should update fsGroup if update from None to File",
+        "should update fsGroup if update from None to default",
+        "should not update fsGroup if update from File to None",
+        "should update fsGroup if update from File to default",
+        # Upstream's spelling.
+        "should not update fsGroup if update from detault to None",
+        "should update fsGroup if update from detault to File",
     ),
 )
 
