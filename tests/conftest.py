@@ -18,3 +18,16 @@ def short_tmp_path() -> Iterator[Path]:
     directory = Path(tempfile.mkdtemp(prefix="t-", dir="/tmp"))
     yield directory
     shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def staging(tmp_path: Path) -> Path:
+    """A staging_target_path the CO would give (it does not exist yet)."""
+    return tmp_path / "staging"
+
+
+@pytest.fixture
+def target(tmp_path: Path) -> Path:
+    """A target_path: the CO creates its parent, the plugin creates it."""
+    (tmp_path / "pods").mkdir()
+    return tmp_path / "pods" / "target"

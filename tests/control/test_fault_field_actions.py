@@ -32,17 +32,6 @@ from tests.driver.csi_helpers import (
 POD_NAME = "csi.storage.k8s.io/pod.name"
 
 
-@pytest.fixture
-def staging(tmp_path: Path) -> Path:
-    return tmp_path / "staging"
-
-
-@pytest.fixture
-def target(tmp_path: Path) -> Path:
-    (tmp_path / "pods").mkdir()
-    return tmp_path / "pods" / "target"
-
-
 def add_rule(csi: RunningDriver, **spec: Any) -> FaultRule:
     return csi.driver.faults.add(FaultRuleSpec(**spec))
 

@@ -97,18 +97,6 @@ async def start_driver(tmp_path: Path) -> AsyncIterator[StartDriver]:
 
 
 @pytest.fixture
-def staging(tmp_path: Path) -> Path:
-    return tmp_path / "staging"
-
-
-@pytest.fixture
-def target(tmp_path: Path) -> Path:
-    # The CO creates the parent of target_path; the plugin creates target_path itself.
-    (tmp_path / "pods").mkdir()
-    return tmp_path / "pods" / "target"
-
-
-@pytest.fixture
 async def csi(start_driver: StartDriver) -> RunningDriver:
     """The default driver: combined mode, two node pools, striped and mirrored kinds."""
     return await start_driver()
