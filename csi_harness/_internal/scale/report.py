@@ -350,7 +350,7 @@ def plot_bound_over_time(path: Path, results: Sequence[RunResult]) -> None:
     bound.legend(loc="lower right", fontsize=8)
     bound.set_title(_setup_of(results) if results else "", fontsize=8)
     failures.set_ylabel("RESOURCE_EXHAUSTED\nper 5 s")
-    failures.set_xlabel("seconds since the first pod was created")
+    failures.set_xlabel("seconds since the first pod (or Deployment) was created")
     failures.legend(loc="upper right", fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=110)

@@ -23,7 +23,7 @@ from csi_harness._internal.kube.waits import SELECTED_NODE
 from csi_harness._internal.kube.watching import Selection, follow
 
 WATCH_SLICE = 2.0
-"""Seconds of one watch request: how late ``ClaimWatcher.stop`` may return."""
+"""Seconds of one watch request: how late ``Watcher.stop`` may return."""
 
 
 @dataclass
