@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from types import SimpleNamespace
 from typing import Any, cast
+
+import pytest
 
 from csi_harness._internal.deploy.spec import ProvisionerMode, node_pool_name
 from csi_harness._internal.providers.local.config import Component
@@ -16,8 +19,9 @@ from csi_harness._internal.scale.experiment import (
     _counted_calls,
     _read_driver,
     cluster_config,
+    create_paced,
 )
-from csi_harness._internal.scale.workload import SizeRange
+from csi_harness._internal.scale.workload import SizeRange, creation_offsets
 
 SETUP = Setup(nodes=50, pool="10Gi", pods=450, sizes=SizeRange.parse("1Gi"), seed=1)
 
@@ -137,3 +141,39 @@ def test_distributed_counts_every_nodes_create_volume_answers_and_its_pool() -> 
     assert result.exhausted_times == [2.0]
     assert result.journal_complete
     assert result.pool_used == {"node-2": 1, "node-3": 2}
+
+
+def test_paced_creation_does_not_let_a_slow_answer_hold_back_the_next() -> None:
+    created: list[tuple[str, float]] = []
+
+    def slow_create(manifest: dict[str, Any]) -> None:
+        time.sleep(0.3)
+        created.append((manifest["name"], time.monotonic()))
+
+    manifests = [{"name": str(i)} for i in range(10)]
+    start = time.monotonic()
+    create_paced(slow_create, manifests, creation_offsets(10, 100.0), start)
+    # One after the other this takes 3 s; paced with parallel creators about 0.4 s.
+    assert time.monotonic() - start < 2.0
+    assert sorted(name for name, _ in created) == sorted(m["name"] for m in manifests)
+
+
+def test_paced_creation_raises_the_first_failure_and_stops_creating() -> None:
+    created: list[str] = []
+
+    def create(manifest: dict[str, Any]) -> None:
+        if manifest["name"] == "2":
+            raise RuntimeError("refused")
+        created.append(manifest["name"])
+
+    manifests = [{"name": str(i)} for i in range(50)]
+    with pytest.raises(RuntimeError, match="refused"):
+        create_paced(create, manifests, creation_offsets(50, 100.0), time.monotonic())
+    assert len(created) < 49
+
+
+def test_without_a_rate_objects_are_created_one_after_the_other_in_order() -> None:
+    created: list[str] = []
+    manifests = [{"name": str(i)} for i in range(5)]
+    create_paced(lambda m: created.append(m["name"]), manifests, creation_offsets(5, None), 0.0)
+    assert created == ["0", "1", "2", "3", "4"]
