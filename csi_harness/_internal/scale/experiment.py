@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any, cast
@@ -24,25 +23,24 @@ from lightkube import Client
 from lightkube.codecs import from_dict
 from lightkube.resources.core_v1 import Namespace, Pod
 from lightkube.resources.core_v1 import PersistentVolumeClaim as Claim
-from prometheus_client.parser import text_string_to_metric_families
 
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.deploy.local import LocalDriver
 from csi_harness._internal.deploy.spec import (
-    CONTROLLER,
     DriverDeployment,
     ProvisionerMode,
-    node_pool_name,
 )
 from csi_harness._internal.providers.local.cluster import LocalCluster
 from csi_harness._internal.providers.local.config import Component, LocalClusterConfig
 from csi_harness._internal.providers.local.host import service_account_exists
+from csi_harness._internal.scale.driver_readings import read_driver
 from csi_harness._internal.scale.timeline import ClaimTimeline, PodTimeline, Watcher
 from csi_harness._internal.scale.workload import (
     VOLUME,
     Burst,
     SizeRange,
     WorkloadKind,
+    create_paced,
     creation_offsets,
 )
 from csi_mock.model.quantity import parse_quantity
@@ -319,42 +317,7 @@ def run_burst(
     result.most_reschedules = max(claims.reschedules.values(), default=0)
     result.watch_errors = sum(len(w.errors) for w in watchers)
     result.unbound_reasons = _unbound_reasons(kube, burst.namespace, set(claims.bound_at))
-    _read_driver(driver, wall_start, result)
-
-
-CREATORS = 8
-"""Creations in flight at once at a paced rate, so that one slow answer of the API
-server does not hold back the ones due after it (clusterloader2 creates in parallel
-too)."""
-
-
-def create_paced(
-    create: Callable[[dict[str, Any]], object],
-    manifests: Sequence[dict[str, Any]],
-    offsets: Sequence[float],
-    start: float,
-) -> None:
-    """Create each manifest at ``start`` + its offset (``time.monotonic()``), or as soon
-    after as a creator is free; returns when all are created, raises the first
-    failure. All offsets 0 (no rate): one after the other, as fast as the API server
-    answers."""
-    if all(offset == 0 for offset in offsets):
-        for manifest in manifests:
-            create(manifest)
-        return
-    failed: list[Future[object]] = []
-    with ThreadPoolExecutor(max_workers=CREATORS, thread_name_prefix="create") as pool:
-        futures = []
-        for manifest, offset in zip(manifests, offsets, strict=True):
-            if failed:
-                break
-            if (wait := start + offset - time.monotonic()) > 0:
-                time.sleep(wait)
-            future = pool.submit(create, manifest)
-            future.add_done_callback(lambda f: failed.append(f) if f.exception() else None)
-            futures.append(future)
-        for future in futures:
-            future.result()
+    read_driver(driver, wall_start, result)
 
 
 def _unbound_reasons(kube: Client, namespace: str, bound_claims: set[str]) -> dict[str, int]:
@@ -421,52 +384,3 @@ def _follow_until_done(
         time.sleep(0.25)
     result.ended_after = time.monotonic() - start
     progress(f"[{result.variant}] {result.stop_reason} after {result.ended_after:.1f}s")
-
-
-def _read_driver(driver: LocalDriver, wall_start: float, result: RunResult) -> None:
-    """CreateVolume answers from the journals of the instances that provision (the
-    controller, or every node's with distributed provisioning), pool usage per node
-    (from the same instances)."""
-    records: list[Any] = []
-    counted: dict[str, int] = {}
-    pools: dict[str, Any] = {}
-    complete = True
-    provisioning = [n.name for n in driver.driver_nodes] if driver.distributed else [CONTROLLER]
-    for instance in provisioning:
-        with driver.admin(instance) as admin:
-            journal = admin.journal(method="CreateVolume")
-            calls = _counted_calls(admin.metrics_text(), "CreateVolume")
-            pools |= {pool.name: pool for pool in admin.pools()}
-        complete = complete and len(journal) >= sum(calls.values())
-        records += journal
-        for code, n in calls.items():
-            counted[code] = counted.get(code, 0) + n
-    result.journal_complete = complete
-    codes: dict[str, int] = {}
-    for record in records:
-        codes[record.code] = codes.get(record.code, 0) + 1
-        if record.code == "RESOURCE_EXHAUSTED":
-            result.exhausted_times.append(record.time - wall_start)
-    if not result.journal_complete:
-        codes = counted
-    result.create_volume_calls = sum(codes.values())
-    result.create_volume_ok = codes.pop("OK", 0)
-    result.resource_exhausted = codes.pop("RESOURCE_EXHAUSTED", 0)
-    result.other_errors = codes
-    result.exhausted_times.sort()
-    for node in driver.nodes:
-        pool = pools.get(node_pool_name(node.name))
-        if pool is not None and not node.runs_pods:
-            result.pool_used[node.name] = pool.used
-            result.pool_total[node.name] = pool.total
-
-
-def _counted_calls(metrics: str, method: str) -> dict[str, int]:
-    """csi_mock_rpc_total of ``method`` by code, from the Prometheus text."""
-    counts: dict[str, int] = {}
-    for family in text_string_to_metric_families(metrics):
-        for sample in family.samples:
-            if sample.name == "csi_mock_rpc_total" and sample.labels.get("method") == method:
-                code = sample.labels.get("code", "")
-                counts[code] = counts.get(code, 0) + int(sample.value)
-    return counts

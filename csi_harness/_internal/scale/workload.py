@@ -5,7 +5,8 @@ measurements (csi-driver-host-path docs/storage-capacity-tracking.md); or the sa
 pods without volumes, the baseline.
 
 Pure: the objects are plain manifests, and the same ``Burst`` with the same seed gives
-the same objects in the same order.
+the same objects in the same order; ``create_paced`` is handed the call that creates
+one.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from __future__ import annotations
 import enum
 import random
 import re
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -173,3 +177,38 @@ def creation_offsets(count: int, qps: float | None) -> list[float]:
 def fill_ratio(burst: Burst, pool_bytes: int, nodes: int) -> float:
     """The share of all node pools the burst asks for."""
     return burst.total_bytes() / (pool_bytes * nodes)
+
+
+CREATORS = 8
+"""Creations in flight at once at a paced rate, so that one slow answer of the API
+server does not hold back the ones due after it (clusterloader2 creates in parallel
+too)."""
+
+
+def create_paced(
+    create: Callable[[dict[str, Any]], object],
+    manifests: Sequence[dict[str, Any]],
+    offsets: Sequence[float],
+    start: float,
+) -> None:
+    """Create each manifest at ``start`` + its offset (``time.monotonic()``), or as soon
+    after as a creator is free; returns when all are created, raises the first
+    failure. All offsets 0 (no rate): one after the other, as fast as the API server
+    answers."""
+    if all(offset == 0 for offset in offsets):
+        for manifest in manifests:
+            create(manifest)
+        return
+    failed: list[Future[object]] = []
+    with ThreadPoolExecutor(max_workers=CREATORS, thread_name_prefix="create") as pool:
+        futures = []
+        for manifest, offset in zip(manifests, offsets, strict=True):
+            if failed:
+                break
+            if (wait := start + offset - time.monotonic()) > 0:
+                time.sleep(wait)
+            future = pool.submit(create, manifest)
+            future.add_done_callback(lambda f: failed.append(f) if f.exception() else None)
+            futures.append(future)
+        for future in futures:
+            future.result()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import pytest
 
 from csi_harness._internal.kube.objects import NODE_TYPE_LABEL
@@ -12,6 +15,7 @@ from csi_harness._internal.scale.workload import (
     SizeRange,
     WorkloadError,
     WorkloadKind,
+    create_paced,
     creation_offsets,
     fill_ratio,
 )
@@ -129,3 +133,39 @@ def test_objects_are_created_evenly_at_the_given_rate_or_all_at_once() -> None:
 def test_a_rate_that_is_not_positive_is_refused_naming_the_option() -> None:
     with pytest.raises(WorkloadError, match="--create-qps: 0"):
         creation_offsets(3, 0)
+
+
+def test_paced_creation_does_not_let_a_slow_answer_hold_back_the_next() -> None:
+    created: list[tuple[str, float]] = []
+
+    def slow_create(manifest: dict[str, Any]) -> None:
+        time.sleep(0.3)
+        created.append((manifest["name"], time.monotonic()))
+
+    manifests = [{"name": str(i)} for i in range(10)]
+    start = time.monotonic()
+    create_paced(slow_create, manifests, creation_offsets(10, 100.0), start)
+    # One after the other this takes 3 s; paced with parallel creators about 0.4 s.
+    assert time.monotonic() - start < 2.0
+    assert sorted(name for name, _ in created) == sorted(m["name"] for m in manifests)
+
+
+def test_paced_creation_raises_the_first_failure_and_stops_creating() -> None:
+    created: list[str] = []
+
+    def create(manifest: dict[str, Any]) -> None:
+        if manifest["name"] == "2":
+            raise RuntimeError("refused")
+        created.append(manifest["name"])
+
+    manifests = [{"name": str(i)} for i in range(50)]
+    with pytest.raises(RuntimeError, match="refused"):
+        create_paced(create, manifests, creation_offsets(50, 100.0), time.monotonic())
+    assert len(created) < 49
+
+
+def test_without_a_rate_objects_are_created_one_after_the_other_in_order() -> None:
+    created: list[str] = []
+    manifests = [{"name": str(i)} for i in range(5)]
+    create_paced(lambda m: created.append(m["name"]), manifests, creation_offsets(5, None), 0.0)
+    assert created == ["0", "1", "2", "3", "4"]

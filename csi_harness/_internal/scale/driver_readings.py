@@ -1,0 +1,64 @@
+"""What a scale run reads from the driver at its end: every CreateVolume answer from
+the journals of the instances that provision, checked against their counters, and
+each simulated node's pool."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from csi_harness._internal.deploy.local import LocalDriver
+from csi_harness._internal.deploy.spec import CONTROLLER, node_pool_name
+
+if TYPE_CHECKING:
+    from csi_harness._internal.scale.experiment import RunResult
+
+
+def read_driver(driver: LocalDriver, wall_start: float, result: RunResult) -> None:
+    """CreateVolume answers from the journals of the instances that provision (the
+    controller, or every node's with distributed provisioning), pool usage per node
+    (from the same instances)."""
+    records: list[Any] = []
+    counted: dict[str, int] = {}
+    pools: dict[str, Any] = {}
+    complete = True
+    provisioning = [n.name for n in driver.driver_nodes] if driver.distributed else [CONTROLLER]
+    for instance in provisioning:
+        with driver.admin(instance) as admin:
+            journal = admin.journal(method="CreateVolume")
+            calls = counted_calls(admin.metrics_text(), "CreateVolume")
+            pools |= {pool.name: pool for pool in admin.pools()}
+        complete = complete and len(journal) >= sum(calls.values())
+        records += journal
+        for code, n in calls.items():
+            counted[code] = counted.get(code, 0) + n
+    result.journal_complete = complete
+    codes: dict[str, int] = {}
+    for record in records:
+        codes[record.code] = codes.get(record.code, 0) + 1
+        if record.code == "RESOURCE_EXHAUSTED":
+            result.exhausted_times.append(record.time - wall_start)
+    if not result.journal_complete:
+        codes = counted
+    result.create_volume_calls = sum(codes.values())
+    result.create_volume_ok = codes.pop("OK", 0)
+    result.resource_exhausted = codes.pop("RESOURCE_EXHAUSTED", 0)
+    result.other_errors = codes
+    result.exhausted_times.sort()
+    for node in driver.nodes:
+        pool = pools.get(node_pool_name(node.name))
+        if pool is not None and not node.runs_pods:
+            result.pool_used[node.name] = pool.used
+            result.pool_total[node.name] = pool.total
+
+
+def counted_calls(metrics: str, method: str) -> dict[str, int]:
+    """csi_mock_rpc_total of ``method`` by code, from the Prometheus text."""
+    counts: dict[str, int] = {}
+    for family in text_string_to_metric_families(metrics):
+        for sample in family.samples:
+            if sample.name == "csi_mock_rpc_total" and sample.labels.get("method") == method:
+                code = sample.labels.get("code", "")
+                counts[code] = counts.get(code, 0) + int(sample.value)
+    return counts

@@ -1,0 +1,90 @@
+"""What a run reads from the driver: CreateVolume answers by code from the journals
+and counters of every provisioning instance, and the pools."""
+
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+from typing import Any, cast
+
+from csi_harness._internal.deploy.spec import node_pool_name
+from csi_harness._internal.scale.driver_readings import counted_calls, read_driver
+from csi_harness._internal.scale.experiment import RunResult
+
+
+def test_counted_calls_are_read_by_method_and_code_from_the_metrics_text() -> None:
+    text = "\n".join(
+        [
+            "# HELP csi_mock_rpc_total CSI RPCs handled, by method and status code",
+            'csi_mock_rpc_total{code="OK",method="CreateVolume"} 12.0',
+            'csi_mock_rpc_total{code="RESOURCE_EXHAUSTED",method="CreateVolume"} 3.0',
+            'csi_mock_rpc_total{code="OK",method="GetCapacity"} 99.0',
+            'csi_mock_rpc_created{code="OK",method="CreateVolume"} 1.7e9',
+        ]
+    )
+    assert counted_calls(text, "CreateVolume") == {"OK": 12, "RESOURCE_EXHAUSTED": 3}
+
+
+@dataclasses.dataclass
+class FakeRecord:
+    code: str
+    time: float
+
+
+@dataclasses.dataclass
+class FakeAdmin:
+    records: list[FakeRecord]
+    pool: Pool
+
+    def __enter__(self) -> FakeAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def journal(self, method: str) -> list[FakeRecord]:
+        assert method == "CreateVolume"
+        return self.records
+
+    def metrics_text(self) -> str:
+        counts: dict[str, int] = {}
+        for record in self.records:
+            counts[record.code] = counts.get(record.code, 0) + 1
+        return "\n".join(
+            f'csi_mock_rpc_total{{code="{code}",method="CreateVolume"}} {n}.0'
+            for code, n in counts.items()
+        )
+
+    def pools(self) -> list[Pool]:
+        return [self.pool]
+
+
+@dataclasses.dataclass
+class Pool:
+    name: str
+    used: int
+    total: int
+
+
+def test_distributed_counts_every_nodes_create_volume_answers_and_its_pool() -> None:
+    names = ["node-2", "node-3"]
+    admins = {
+        "node-2": FakeAdmin(
+            [FakeRecord("OK", 101.0), FakeRecord("RESOURCE_EXHAUSTED", 102.0)],
+            Pool(node_pool_name("node-2"), 1, 10),
+        ),
+        "node-3": FakeAdmin([FakeRecord("OK", 103.0)], Pool(node_pool_name("node-3"), 2, 10)),
+    }
+    driver = SimpleNamespace(
+        distributed=True,
+        driver_nodes=[SimpleNamespace(name=n) for n in names],
+        nodes=[SimpleNamespace(name=n, runs_pods=False) for n in names],
+        admin=lambda instance: admins[instance],
+    )
+    result = RunResult("v", "v", 2, 10, 3, "1Gi", 1, 3, True, {})
+    read_driver(cast(Any, driver), 100.0, result)
+    assert (result.create_volume_calls, result.create_volume_ok) == (3, 2)
+    assert result.resource_exhausted == 1
+    assert result.exhausted_times == [2.0]
+    assert result.journal_complete
+    assert result.pool_used == {"node-2": 1, "node-3": 2}
