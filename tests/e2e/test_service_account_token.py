@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 from lightkube import Client
 from lightkube.resources.storage_v1 import CSIDriver
-from lightkube.types import PatchType
 
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.deploy.csidriver import TOKEN_MIN_EXPIRATION_SECONDS, TokenRequest
@@ -112,7 +111,12 @@ def test_token_requests_put_the_token_in_volume_context_and_republish_repeats_it
         assert set(token_places(request)) == {"volume_context"}
 
 
-@pytest.mark.driver(token_requests=TEN_MINUTES, requires_republish=True, overrides=WHOLE_JOURNAL)
+@pytest.mark.driver(
+    token_requests=TEN_MINUTES,
+    requires_republish=True,
+    service_account_token_in_secrets=True,
+    overrides=WHOLE_JOURNAL,
+)
 @pytest.mark.upstream(
     "csi_service_account_token.go",
     "token should be plumbed down only in secrets when serviceAccountTokenInSecrets=true",
@@ -121,15 +125,6 @@ def test_token_requests_put_the_token_in_volume_context_and_republish_repeats_it
 def test_token_in_secrets_puts_the_token_in_node_publish_secrets_only(
     kube: Client, namespace: str, driver: Driver, pod_node: str
 ) -> None:
-    # DriverDeployment has no field for it: patch the CSIDriver (the field may change)
-    # before the pod exists. The kubelet reads the CSIDriver from its informer at the
-    # mount, long after the patch has reached it.
-    kube.patch(
-        CSIDriver,
-        driver.spec.name,
-        {"spec": {"serviceAccountTokenInSecrets": True}},
-        patch_type=PatchType.MERGE,
-    )
     spec = kube.get(CSIDriver, driver.spec.name).spec
     assert spec is not None and spec.serviceAccountTokenInSecrets is True, spec
 

@@ -70,6 +70,10 @@ class DriverDeployment(BaseModel):
     """CSIDriver.spec.tokenRequests (audience, expiration_seconds >= 600); None: unset."""
     requires_republish: bool | None = None
     """CSIDriver.spec.requiresRepublish; None: unset (false)."""
+    service_account_token_in_secrets: bool | None = None
+    """CSIDriver.spec.serviceAccountTokenInSecrets: the kubelet passes the tokens in
+    NodePublishVolume's secrets instead of its volume_context; None: unset. Kubernetes
+    allows it only with token_requests."""
     se_linux_mount: bool | None = None
     """CSIDriver.spec.seLinuxMount; None: unset (false)."""
     volume_lifecycle_modes: list[VolumeLifecycleMode] = Field(
@@ -138,6 +142,15 @@ class DriverDeployment(BaseModel):
     _token_audiences = field_validator("token_requests")(check_token_audiences)
     _lifecycle_modes = field_validator("volume_lifecycle_modes")(check_lifecycle_modes)
     _feature_gates = field_validator("sidecar_feature_gates")(check_feature_gates)
+
+    @model_validator(mode="after")
+    def _check_token_in_secrets(self) -> DriverDeployment:
+        # As the API server validates CSIDriverSpec (pkg/apis/storage/validation).
+        if self.service_account_token_in_secrets is not None and not self.token_requests:
+            raise ValueError(
+                "service_account_token_in_secrets is set but no token_requests are specified"
+            )
+        return self
 
     @model_validator(mode="after")
     def _check_distributed(self) -> DriverDeployment:
@@ -335,6 +348,7 @@ def csidriver_object(spec: DriverDeployment) -> dict[str, Any]:
         if spec.token_requests is None
         else [request.to_object() for request in spec.token_requests],
         "requiresRepublish": spec.requires_republish,
+        "serviceAccountTokenInSecrets": spec.service_account_token_in_secrets,
         "seLinuxMount": spec.se_linux_mount,
         "volumeLifecycleModes": [str(mode) for mode in spec.volume_lifecycle_modes],
     }

@@ -35,6 +35,7 @@ def test_every_field_is_rendered_under_its_kubernetes_name() -> None:
         fs_group_policy="ReadWriteOnceWithFSType",
         token_requests=[{"audience": "vault", "expiration_seconds": 3600}, {"audience": ""}],
         requires_republish=True,
+        service_account_token_in_secrets=True,
         se_linux_mount=True,
         volume_lifecycle_modes=["Ephemeral"],
     )
@@ -46,6 +47,7 @@ def test_every_field_is_rendered_under_its_kubernetes_name() -> None:
         "fsGroupPolicy": "ReadWriteOnceWithFSType",
         "tokenRequests": [{"audience": "vault", "expirationSeconds": 3600}, {"audience": ""}],
         "requiresRepublish": True,
+        "serviceAccountTokenInSecrets": True,
         "seLinuxMount": True,
         "volumeLifecycleModes": ["Ephemeral"],
     }
@@ -99,3 +101,8 @@ def test_a_bad_csidriver_field_is_refused_naming_it(fields: dict[str, Any], fiel
         DriverDeployment(**fields)
 
     assert raised.value.errors()[0]["loc"][0] == field
+
+
+def test_token_in_secrets_without_token_requests_is_refused_as_kubernetes_does() -> None:
+    with pytest.raises(ValidationError, match="service_account_token_in_secrets is set but no"):
+        DriverDeployment(service_account_token_in_secrets=False)
