@@ -70,6 +70,10 @@ class DriverDeployment(BaseModel):
     """CSIDriver.spec.tokenRequests (audience, expiration_seconds >= 600); None: unset."""
     requires_republish: bool | None = None
     """CSIDriver.spec.requiresRepublish; None: unset (false)."""
+    journal_requests: Literal["keys", "whole"] = "keys"
+    """csi-mock ``admin.journal_requests`` of every instance: ``whole`` keeps each
+    request and reply whole in the journal (secrets hashed), for tests that assert on
+    ``volume_context``, tokens or mount flags (``where=PATH=GLOB`` queries)."""
     service_account_token_in_secrets: bool | None = None
     """CSIDriver.spec.serviceAccountTokenInSecrets: the kubelet passes the tokens in
     NodePublishVolume's secrets instead of its volume_context; None: unset. Kubernetes
@@ -269,6 +273,8 @@ def driver_config_for(
     }
     if spec.online_expansion is not True:
         config["online_expansion"] = spec.online_expansion
+    if spec.journal_requests != "keys":
+        config["admin"] = {**config.get("admin", {}), "journal_requests": spec.journal_requests}
     # The node's switches go to every process: the plugin's VolumeExpansion capability,
     # which the controller's socket answers too, depends on node expansion.
     node_section = node_switches(spec)

@@ -17,7 +17,7 @@ from csi_harness._internal.deploy.spec import (
     driver_config_for,
     storage_class_objects,
 )
-from csi_mock.config import Mode, validate_config
+from csi_mock.config import DriverConfig, Mode, validate_config
 
 NODES: list[tuple[str, str | None]] = [
     ("node-1", "zone-a"),
@@ -183,6 +183,16 @@ def test_overrides_are_merged_into_the_node_section_too() -> None:
     node = node_config(spec, ("node-1", "zone-a"))["node"]
     assert node["stage_unstage"] is False
     assert node["id"] == "node-1"
+
+
+def test_journal_requests_whole_goes_to_every_instance_beside_its_admin_socket() -> None:
+    spec = DriverDeployment(journal_requests="whole")
+    config = controller_config(spec, admin={"socket": "/run/test/admin.sock"})
+    assert config["admin"] == {"socket": "/run/test/admin.sock", "journal_requests": "whole"}
+    assert node_config(spec, ("node-1", "zone-a"))["admin"] == {"journal_requests": "whole"}
+    assert "admin" not in controller_config(DriverDeployment())
+    validated = DriverConfig.model_validate(config)
+    assert validated.admin.journal_requests.value == "whole"
 
 
 def test_deep_merge_leaves_both_inputs_unchanged() -> None:
