@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Generate docs/upstream-coverage.md: each case of Kubernetes' CSI mock e2e suites for
 capacity tracking, capacity scoring, skip attach, volume limits, workload information,
-service account tokens and fsGroup policies, and the tests that cover it.
+service account tokens, fsGroup policies, NodeStage/NodeUnstage errors and honouring
+the PV reclaim policy, and the tests that cover it.
 
 The cases are ``CASES`` below, as upstream names them (``test/e2e/storage/csimock``:
 the file and the ginkgo title, with the Describe and Context around it). A test says
@@ -59,6 +60,8 @@ _CAPACITY = ("csi_storage_capacity.go", "CSI Mock volume storage capacity")
 _ATTACH = ("csi_attach_volume.go", "CSI Mock volume attach")
 _WORKLOAD = ("csi_workload.go", "CSI Mock workload info")
 _FSGROUP = ("csi_fsgroup_policy.go", "CSI Mock volume fsgroup policies")
+_NODE_STAGE = ("csi_node_stage_error_cases.go", "CSI Mock volume node stage")
+_RECLAIM = ("csi_honor_pv_reclaim_policy.go", "CSI Mock honor pv reclaim policy")
 
 CASES: tuple[Case, ...] = (
     *_cases(
@@ -170,6 +173,40 @@ CASES: tuple[Case, ...] = (
         # Upstream's spelling.
         "should not update fsGroup if update from detault to None",
         "should update fsGroup if update from detault to File",
+    ),
+    *_cases(
+        *_NODE_STAGE,
+        "CSI NodeStage error cases [Slow]",
+        "should call NodeUnstage after NodeStage success",
+        "should retry NodeStage after NodeStage final error",
+        "should retry NodeStage after NodeStage ephemeral error",
+        "should call NodeUnstage after NodeStage ephemeral error",
+        "should not call NodeUnstage after NodeStage final error",
+    ),
+    *_cases(
+        *_NODE_STAGE,
+        "CSI NodeUnstage error cases [Slow]",
+        "should call NodeStage after NodeUnstage success",
+        "two pods: should call NodeStage after previous NodeUnstage final error",
+        "two pods: should call NodeStage after previous NodeUnstage transient error",
+    ),
+    *_cases(
+        *_RECLAIM,
+        "CSI honor pv reclaim policy using mock driver",
+        "Dynamic provisioning should honor pv delete reclaim policy when deleting pvc",
+        "Dynamic provisioning should honor pv delete reclaim policy when deleting pv then pvc",
+        "Dynamic provisioning should honor pv retain reclaim policy when deleting pvc then pv",
+        "Dynamic provisioning should honor pv retain reclaim policy when deleting pv then pvc",
+        "Static provisioning should honor pv delete reclaim policy when deleting pvc",
+        "Static provisioning should honor pv delete reclaim policy when deleting pv then pvc",
+        "Static provisioning should honor pv retain reclaim policy when deleting pvc then pv",
+        "Static provisioning should honor pv retain reclaim policy when deleting pv then pvc",
+    ),
+    *_cases(
+        *_RECLAIM,
+        "CSI honor pv reclaim policy changes using mock driver",
+        "should honor pv reclaim policy after it is changed from retain to deleted",
+        "should honor pv reclaim policy after it is changed from deleted to retain",
     ),
 )
 
