@@ -20,7 +20,7 @@ from lightkube.resources.storage_v1 import CSIDriver
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.deploy.csidriver import TOKEN_MIN_EXPIRATION_SECONDS, TokenRequest
 from csi_harness._internal.providers.base import Driver
-from tests.e2e.test_workload_info import WHOLE_JOURNAL, node_publish_requests, run_pod
+from tests.e2e.test_workload_info import node_publish_requests, run_pod
 
 pytestmark = [pytest.mark.e2e]
 
@@ -44,7 +44,7 @@ def token_places(request: dict[str, Any]) -> dict[str, str]:
     return places
 
 
-@pytest.mark.driver(token_requests=None, requires_republish=False, overrides=WHOLE_JOURNAL)
+@pytest.mark.driver(token_requests=None, requires_republish=False, journal_requests="whole")
 @pytest.mark.upstream(
     "csi_service_account_token.go",
     "token should not be plumbed down when csiServiceAccountTokenEnabled=false",
@@ -62,7 +62,7 @@ def test_without_token_requests_node_publish_gets_no_token(
     csidriver=False,
     token_requests=[TokenRequest()],
     requires_republish=True,
-    overrides=WHOLE_JOURNAL,
+    journal_requests="whole",
 )
 @pytest.mark.upstream(
     "csi_service_account_token.go",
@@ -79,7 +79,7 @@ def test_without_a_csidriver_object_node_publish_gets_no_token(
         assert token_places(request) == {}
 
 
-@pytest.mark.driver(token_requests=TEN_MINUTES, requires_republish=True, overrides=WHOLE_JOURNAL)
+@pytest.mark.driver(token_requests=TEN_MINUTES, requires_republish=True, journal_requests="whole")
 @pytest.mark.upstream(
     "csi_service_account_token.go",
     "token should be plumbed down when csiServiceAccountTokenEnabled=true",
@@ -115,7 +115,7 @@ def test_token_requests_put_the_token_in_volume_context_and_republish_repeats_it
     token_requests=TEN_MINUTES,
     requires_republish=True,
     service_account_token_in_secrets=True,
-    overrides=WHOLE_JOURNAL,
+    journal_requests="whole",
 )
 @pytest.mark.upstream(
     "csi_service_account_token.go",

@@ -26,8 +26,6 @@ pytestmark = [pytest.mark.e2e]
 
 FEATURE = "workload information"
 
-WHOLE_JOURNAL = {"admin": {"journal_requests": "whole"}}
-"""csi-mock keeps every request whole, volume_context included (secrets hashed)."""
 
 POD_NAME = "csi.storage.k8s.io/pod.name"
 POD_NAMESPACE = "csi.storage.k8s.io/pod.namespace"
@@ -110,7 +108,7 @@ def set_pod_info_on_mount(kube: Client, driver: Driver, value: bool) -> None:
     assert spec is not None and spec.podInfoOnMount is value, spec
 
 
-@pytest.mark.driver(pod_info_on_mount=True, overrides=WHOLE_JOURNAL)
+@pytest.mark.driver(pod_info_on_mount=True, journal_requests="whole")
 @pytest.mark.upstream("csi_workload.go", "should be passed when podInfoOnMount=true")
 @pytest.mark.scenario(FEATURE, "podInfoOnMount true: the pod in NodePublishVolume's context")
 def test_pod_info_on_mount_passes_the_pod_to_node_publish(
@@ -120,7 +118,7 @@ def test_pod_info_on_mount_passes_the_pod_to_node_publish(
     assert_workload_info(driver, pod_node, pod, ephemeral=False)
 
 
-@pytest.mark.driver(pod_info_on_mount=True, overrides=WHOLE_JOURNAL)
+@pytest.mark.driver(pod_info_on_mount=True, journal_requests="whole")
 @pytest.mark.upstream("csi_workload.go", "contain ephemeral=true when using inline volume")
 @pytest.mark.scenario(FEATURE, "podInfoOnMount true, CSI inline volume: ephemeral=true too")
 def test_pod_info_on_mount_marks_an_inline_volume_ephemeral(
@@ -130,7 +128,7 @@ def test_pod_info_on_mount_marks_an_inline_volume_ephemeral(
     assert_workload_info(driver, pod_node, pod, ephemeral=True)
 
 
-@pytest.mark.driver(pod_info_on_mount=False, overrides=WHOLE_JOURNAL)
+@pytest.mark.driver(pod_info_on_mount=False, journal_requests="whole")
 @pytest.mark.upstream("csi_workload.go", "should not be passed when podInfoOnMount=false")
 @pytest.mark.scenario(FEATURE, "podInfoOnMount false: no pod in NodePublishVolume's context")
 def test_without_pod_info_on_mount_node_publish_has_no_pod(
@@ -140,7 +138,7 @@ def test_without_pod_info_on_mount_node_publish_has_no_pod(
     assert_no_workload_info(driver, pod_node, pod)
 
 
-@pytest.mark.driver(csidriver=False, overrides=WHOLE_JOURNAL)
+@pytest.mark.driver(csidriver=False, journal_requests="whole")
 @pytest.mark.upstream("csi_workload.go", "should not be passed when CSIDriver does not exist")
 @pytest.mark.scenario(FEATURE, "no CSIDriver object: no pod in NodePublishVolume's context")
 def test_without_a_csidriver_object_node_publish_has_no_pod(
@@ -159,7 +157,7 @@ def test_without_a_csidriver_object_node_publish_has_no_pod(
             True,
             False,
             marks=[
-                pytest.mark.driver(pod_info_on_mount=True, overrides=WHOLE_JOURNAL),
+                pytest.mark.driver(pod_info_on_mount=True, journal_requests="whole"),
                 pytest.mark.upstream(
                     "csi_workload.go", "should not be passed when update from true to false"
                 ),
@@ -170,7 +168,7 @@ def test_without_a_csidriver_object_node_publish_has_no_pod(
             False,
             True,
             marks=[
-                pytest.mark.driver(pod_info_on_mount=False, overrides=WHOLE_JOURNAL),
+                pytest.mark.driver(pod_info_on_mount=False, journal_requests="whole"),
                 pytest.mark.upstream(
                     "csi_workload.go", "should be passed when update from false to true"
                 ),
