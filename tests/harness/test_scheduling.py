@@ -53,14 +53,14 @@ def worker_tests(tmp_path: Path, workers: int) -> dict[str, set[str]]:
 
 
 def test_an_alone_test_gets_a_worker_that_runs_nothing_else(tmp_path: Path) -> None:
-    by_worker = worker_tests(tmp_path, workers=3)
+    by_worker = worker_tests(tmp_path, workers=5)
     (long_worker,) = [worker for worker, tests in by_worker.items() if "long" in tests]
     assert by_worker[long_worker] == {"long"}
     assert sum(len(tests) for tests in by_worker.values()) == 13
 
 
 def test_an_alone_test_shares_its_worker_when_too_few_would_be_left(tmp_path: Path) -> None:
-    by_worker = worker_tests(tmp_path, workers=2)
+    by_worker = worker_tests(tmp_path, workers=4)
     (long_worker,) = [worker for worker, tests in by_worker.items() if "long" in tests]
     assert len(by_worker[long_worker]) > 1
 
