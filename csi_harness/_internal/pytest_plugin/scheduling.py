@@ -39,8 +39,7 @@ ALONE_INPUT = "csi_harness_alone_dir"
 MIN_SHARED_WORKERS = 4
 """Workers left for all the other tests: with fewer, ``alone`` is not honoured (its
 tests count as ``slow``). A worker given to one test is a sixth of six workers but a
-third of three: on kind (3 workers, about 20 s of redeploy per test) the other tests
-on 2 workers took 150 s longer than the 10 s the alone test saves."""
+third of three, where the others' extra share can outweigh the 10 s it saves."""
 
 _ALONE_DIR = pytest.StashKey[Path]()
 
