@@ -56,12 +56,30 @@ def _cases(file: str, describe: str, context: str, *titles: str) -> tuple[Case, 
     return tuple(Case(file, describe, context, title) for title in titles)
 
 
+def _cases_that_do_not_apply(
+    reason: str, file: str, describe: str, context: str, *titles: str
+) -> tuple[Case, ...]:
+    return tuple(Case(file, describe, context, title, reason) for title in titles)
+
+
 _CAPACITY = ("csi_storage_capacity.go", "CSI Mock volume storage capacity")
 _ATTACH = ("csi_attach_volume.go", "CSI Mock volume attach")
 _WORKLOAD = ("csi_workload.go", "CSI Mock workload info")
 _FSGROUP = ("csi_fsgroup_policy.go", "CSI Mock volume fsgroup policies")
 _NODE_STAGE = ("csi_node_stage_error_cases.go", "CSI Mock volume node stage")
 _RECLAIM = ("csi_honor_pv_reclaim_policy.go", "CSI Mock honor pv reclaim policy")
+_EXPANSION = ("csi_volume_expansion.go", "CSI Mock volume expansion")
+_SNAPSHOT = ("csi_snapshot.go", "CSI Mock volume snapshot")
+_HEALTH = ("csi_node_volume_health.go", "CSI Mock Node Volume Health")
+_MUTABLE_LIMIT = ("mutable_csinode_allocatable.go", "MutableCSINodeAllocatableCount")
+_SELINUX_FILE = "csi_selinux_mount.go"
+NO_SELINUX = (
+    "needs SELinux enabled on the nodes, as upstream's file says of itself: kubelet "
+    "passes the context mount option and counts label conflicts only where "
+    "selinux.GetEnabled() is true (pkg/volume/util/selinux.go), and the host these "
+    "suites run on has no SELinux in its kernel (/sys/kernel/security/lsm lists none, "
+    "no selinuxfs), on the local provider and on kind alike"
+)
 
 CASES: tuple[Case, ...] = (
     *_cases(
@@ -128,10 +146,14 @@ CASES: tuple[Case, ...] = (
         "allows scheduling when driver not installed and CSIDriver does not opt in",
     ),
     *_cases(
-        "mutable_csinode_allocatable.go",
-        "MutableCSINodeAllocatableCount",
-        "",
+        *_MUTABLE_LIMIT,
+        "Dynamic Allocatable Count",
         "should observe dynamic changes in CSINode allocatable count",
+    ),
+    *_cases(
+        *_MUTABLE_LIMIT,
+        "Attach Limit Exceeded",
+        "should transition pod to failed state when attachment limit exceeded",
     ),
     *_cases(
         *_WORKLOAD,
@@ -207,6 +229,178 @@ CASES: tuple[Case, ...] = (
         "CSI honor pv reclaim policy changes using mock driver",
         "should honor pv reclaim policy after it is changed from retain to deleted",
         "should honor pv reclaim policy after it is changed from deleted to retain",
+    ),
+    *_cases(
+        "csi_fsgroup_mount.go",
+        "CSI Mock fsgroup as mount option",
+        "Delegate FSGroup to CSI driver [LinuxOnly]",
+        "should pass FSGroup to CSI driver if it is set in pod and driver supports "
+        "VOLUME_MOUNT_GROUP",
+        # Upstream's title: the case is the driver *without* VOLUME_MOUNT_GROUP.
+        "should not pass FSGroup to CSI driver if it is set in pod and driver supports "
+        "VOLUME_MOUNT_GROUP",
+    ),
+    *_cases(
+        "csi_kubelet_restart.go",
+        "CSI Mock when kubelet restart",
+        "",
+        "should not umount volume when the pvc is terminating but still used by a running pod",
+    ),
+    *_cases(
+        *_EXPANSION,
+        "CSI Volume expansion",
+        "should expand volume without restarting pod if nodeExpansion=off",
+        "should expand volume by restarting pod if attach=on, nodeExpansion=on",
+        "should not have staging_path missing in node expand volume pod if attach=on, "
+        "nodeExpansion=on",
+        "should expand volume by restarting pod if attach=off, nodeExpansion=on",
+        "should not expand volume if resizingOnDriver=off, resizingOnSC=on",
+    ),
+    *_cases(
+        *_EXPANSION,
+        "CSI online volume expansion with secret",
+        "should expand volume without restarting pod if attach=on, nodeExpansion=on, "
+        "csiNodeExpandSecret=on",
+    ),
+    *_cases(
+        *_EXPANSION,
+        "CSI online volume expansion",
+        "should expand volume without restarting pod if attach=on, nodeExpansion=on",
+        "should expand volume without restarting pod if attach=off, nodeExpansion=on",
+    ),
+    *_cases(
+        *_EXPANSION,
+        "Expansion with recovery",
+        "should record target size in allocated resources",
+        "should allow recovery if controller expansion fails with infeasible error",
+        "should allow recovery if controller expansion fails with final error",
+        "recovery should not be possible in partially expanded volumes",
+        "recovery should be possible for node-only expanded volumes with infeasible error",
+        "recovery should be possible for node-only expanded volumes with final error",
+    ),
+    *_cases(
+        *_EXPANSION,
+        "CSI offline volume expansion after PVC deletion",
+        "should complete filesystem resize after PVC is deleted and new PVC binds to retained PV",
+    ),
+    *_cases(
+        *_HEALTH,
+        "CSI Mock Node Volume Health",
+        "return normal volume health",
+        "return normal volume stats without volume health",
+        "return abnormal volume health",
+    ),
+    *_cases(
+        *_HEALTH,
+        "CSI Mock Node Storage Health",
+        "should mark CSINode unhealthy and then healthy",
+    ),
+    *_cases(
+        "csi_pvc_unused_condition.go",
+        "CSI Mock PVC Unused Condition",
+        "",
+        "should set Unused=True condition when PVC has no referencing pods",
+        "should set Unused=False when a running pod references the PVC",
+        "should transition Unused from False to True when pod is deleted",
+        "should transition Unused from True to False when new pod starts",
+        "should show Unused=True when only terminated pods reference the PVC",
+        "should show Unused=False for pending unscheduled pod",
+        "should track Unused correctly with multiple pods",
+    ),
+    *_cases(
+        *_SNAPSHOT,
+        "CSI Volume Snapshots",
+        "volumesnapshotcontent and pvc in Bound state with deletion timestamp set should "
+        "not get deleted while snapshot finalizer exists",
+    ),
+    *_cases(
+        *_SNAPSHOT,
+        "CSI Volume Snapshots secrets",
+        "volume snapshot create/delete with secrets",
+    ),
+    *_cases(
+        *_SNAPSHOT,
+        "CSI Snapshot Controller metrics",
+        "snapshot controller should emit dynamic CreateSnapshot, CreateSnapshotAndReady, "
+        "and DeleteSnapshot metrics",
+        "snapshot controller should emit pre-provisioned CreateSnapshot, "
+        "CreateSnapshotAndReady, and DeleteSnapshot metrics",
+    ),
+    *_cases_that_do_not_apply(
+        NO_SELINUX,
+        _SELINUX_FILE,
+        "CSI Mock selinux on mount",
+        "SELinuxMount [LinuxOnly]",
+        "should pass SELinux mount option for RWOP volume and Pod with SELinux context set",
+        "should add SELinux mount option to existing mount options",
+        "should not pass SELinux mount option for RWO volume with SELinuxMount disabled",
+        "should not pass SELinux mount option for RWO volume with only SELinuxChangePolicy enabled",
+        "should pass SELinux mount option for RWO volume with SELinuxMount enabled and nil policy",
+        "should pass SELinux mount option for RWO volume with SELinuxMount enabled and "
+        "MountOption policy",
+        "should not pass SELinux mount option for RWO volume with SELinuxMount disabled and "
+        "Recursive policy",
+        "should not pass SELinux mount option for Pod without SELinux context",
+        "should not pass SELinux mount option for CSI driver that does not support SELinux mount",
+        "should not unstage RWOP volume when starting a second pod with the same SELinux context",
+        "should unstage RWOP volume when starting a second pod with different SELinux context",
+        "should not unstage RWO volume when starting a second pod with the same SELinux context",
+        "should unstage RWO volume when starting a second pod with different SELinux context",
+        "should unstage RWO volume when starting a second pod with different policy "
+        "(MountOption -> Recursive)",
+        "should unstage RWO volume when starting a second pod with different policy "
+        "(Recursive -> MountOption)",
+    ),
+    *_cases_that_do_not_apply(
+        NO_SELINUX,
+        _SELINUX_FILE,
+        "CSI Mock selinux on mount metrics and SELinuxWarningController",
+        "SELinuxMount metrics [LinuxOnly]",
+        "warning is not bumped on two Pods with the same context on RWO volume",
+        "warning is bumped on two Pods with a different context on RWO volume",
+        "warning is bumped on two Pods with different policies on RWO volume",
+        "warning is not bumped on two Pods with Recursive policy and a different context on "
+        "RWO volume",
+        "error is not bumped on two Pods with the same context on RWO volume and SELinuxMount "
+        "enabled",
+        "error is bumped on two Pods with a different context on RWO volume and SELinuxMount "
+        "enabled",
+        "error is bumped on two Pods with a different policy on RWO volume and SELinuxMount "
+        "enabled (nil + Recursive)",
+        "error is bumped on two Pods with a different policy on RWO volume and SELinuxMount "
+        "enabled (Recursive + nil)",
+        "error is bumped on two Pods with a different policy on RWO volume and SELinuxMount "
+        "enabled (Recursive + MountOption)",
+        "error is bumped on two Pods with a different context on RWX volume and SELinuxMount "
+        "enabled",
+        "error is not bumped on two Pods with Recursive policy and a different context on RWX "
+        "volume",
+        "error is not bumped on two Pods with the same policy RWX volume (nil + MountOption)",
+        "error is not bumped on two Pods with the same policy RWX volume "
+        "(MountOption + MountOption)",
+        "error is bumped on two Pods with a different context on RWOP volume",
+        "error is bumped on two Pods with MountOption policy and a different context on RWOP "
+        "volume",
+        "error is not bumped on two privileged Pods with mount policy RWO volume",
+        "error is not bumped on two privileged Pods with recursive policy RWO volume",
+        "error is not bumped on a privileged and unprivileged Pod with given SELinux context "
+        "and recursive policy",
+        "error is bumped on a privileged and unprivileged Pod with given SELinux with "
+        "MountOption policy",
+        "error is bumped on an unprivileged and privileged Pod with given SELinux with "
+        "MountOption policy",
+        "error is not bumped on a finished Pod with a different context on RWO volume and "
+        "SELinuxMount enabled",
+        "error is not bumped on a failed Pod with a different context on RWO volume and "
+        "SELinuxMount enabled",
+        "warning is not bumped on RWO volume with CSIDriver.SELinuxMount disabled and "
+        "mismatched labels",
+        "warning is not bumped on RWX volume with CSIDriver.SELinuxMount disabled and "
+        "mismatched labels",
+        "warning is not bumped on RWO volume with CSIDriver.SELinuxMount disabled and "
+        "mismatched policies",
+        "warning is not bumped on RWX volume with CSIDriver.SELinuxMount disabled and "
+        "mismatched policies",
     ),
 )
 
