@@ -32,6 +32,7 @@ from csi_mock.host.backing import BackingStore
 from csi_mock.host.loop import KernelLoopDevices, LoopDevices
 from csi_mock.host.mounts import BindMounter, DirectoryMounter, Mounter
 from csi_mock.host.state_lock import StateLock
+from csi_mock.model.errors import FailedPrecondition
 from csi_mock.services.readiness import Readiness
 from csi_mock.services.registration import KubeletRegistration
 from csi_mock.startup import check_saved_pools, claim_state_dir, open_store, unreadable_store
@@ -164,6 +165,33 @@ class Driver:
                 raise unreadable_store(self.store.path, error) from None
             raise
         self.readiness.ready = True
+
+    def reset(self) -> None:
+        """Back to how it started, for the next user of a running driver: fault rules
+        as configured, pools at their configured sizes without drift, capacity live,
+        limits and switches as configured, no volume conditions, an empty journal.
+
+        Only an empty driver is reset: a FailedPrecondition names what it still holds
+        (volumes, snapshots, attachments, stagings, publications) and nothing changes.
+        Volumes are never deleted here; they go through DeleteVolume as always.
+        """
+        left = self.store.leftovers()
+        if left:
+            held = ", ".join(f"{count} {kind}" for kind, count in left.items())
+            raise FailedPrecondition(
+                f"a reset needs a driver without volumes; this one holds {held}: delete "
+                "them first (nothing was reset)"
+            )
+        if self.controller is not None:
+            self.controller.reset()
+        if self.node is not None:
+            self.node.reset()
+        self.switches.restore(self.config)
+        self.conditions.clear_all()
+        self.faults.clear()
+        for spec in self.config.faults:
+            self.faults.add(spec)
+        self.journal.clear()
 
     def close(self) -> None:
         """Close the store and release the state directory (once; later calls do nothing)."""

@@ -202,6 +202,10 @@ class Api:
         return Call("DELETE", "/v1/faults", lambda r: int(r.json()["removed"]))
 
     @staticmethod
+    def reset() -> Call[None]:
+        return Call("POST", "/v1/reset", lambda r: None)
+
+    @staticmethod
     def pools() -> Call[list[PoolView]]:
         return Call(
             "GET", "/v1/pools", lambda r: [PoolView.from_json(x) for x in r.json()["pools"]]

@@ -183,6 +183,12 @@ class AsyncAdminClient:
         """Remove every rule; returns how many there were."""
         return await self._send(Api.clear_faults())
 
+    async def reset(self) -> None:
+        """Back to how the driver started (faults, pools, capacity, limits, switches,
+        conditions, journal); a 409 AdminError names what it still holds, if anything,
+        and then nothing is reset."""
+        await self._send(Api.reset())
+
     async def pools(self) -> list[PoolView]:
         return await self._send(Api.pools())
 
@@ -353,6 +359,7 @@ class AdminClient:
     add_fault = _Blocking(AsyncAdminClient.add_fault)
     remove_fault = _Blocking(AsyncAdminClient.remove_fault)
     clear_faults = _Blocking(AsyncAdminClient.clear_faults)
+    reset = _Blocking(AsyncAdminClient.reset)
     pools = _Blocking(AsyncAdminClient.pools)
     pool = _Blocking(AsyncAdminClient.pool)
     resize_pool = _Blocking(AsyncAdminClient.resize_pool)

@@ -109,6 +109,19 @@ class Capacity:
             )
         return self._set_external(pool, pool.external - amount)
 
+    def reset(self) -> None:
+        """Every pool back to its configured size with no drift, GetCapacity live again.
+        Only for pools that hold nothing (``Driver.reset`` checks)."""
+        with self._store.transaction():
+            for pool in self.pools:
+                self._store.set_pool_total(pool.name, None)
+                self._store.set_pool_external(pool.name, 0)
+                self._store.set_pool_used(pool.name, 0)
+        for pool in self.pools:
+            pool.total = pool.spec.size
+            pool.load([], 0)
+        self._frozen = None
+
     def _set_external(self, pool: Pool, external: int) -> Pool:
         with self._store.transaction():
             self._store.set_pool_external(pool.name, external)

@@ -43,3 +43,6 @@ class VolumeConditions:
 
     def all(self) -> dict[str, VolumeCondition]:
         return dict(self._conditions)
+
+    def clear_all(self) -> None:
+        self._conditions.clear()

@@ -400,6 +400,11 @@ class Controller:
     def set_attach_limit(self, limit: int) -> None:
         self.attachments.set_limit(limit)
 
+    def reset(self) -> None:
+        """Pools, capacity and the attach limit as configured (``Driver.reset``)."""
+        self.accounting.reset()
+        self.attachments.set_limit(self.config.controller.attach_limit)
+
     # -- helpers -----------------------------------------------------------------------
 
     def _published_nodes(self, volume_id: str) -> tuple[str, ...]:

@@ -106,6 +106,10 @@ class Node:
             raise InvalidArgument(f"max_volumes_per_node {limit} is negative")
         self.max_volumes_per_node = limit
 
+    def reset(self) -> None:
+        """NodeGetInfo's limit as configured (``Driver.reset``)."""
+        self.max_volumes_per_node = self.config.node.max_volumes_per_node
+
     def load(self) -> list[str]:
         """Make the host agree with the recorded block publications after a restart.
 

@@ -36,6 +36,11 @@ class Switches:
             volume_stats=config.node.volume_stats,
         )
 
+    def restore(self, config: DriverConfig) -> None:
+        """Back to the start-up values, in place (the services hold this object)."""
+        for name, value in asdict(Switches.from_config(config)).items():
+            setattr(self, name, value)
+
     @property
     def expansion(self) -> bool:
         """Whether the plugin can expand volumes at all (the VolumeExpansion capability)."""

@@ -97,6 +97,11 @@ class Journal:
                 oldest.whole_request = oldest.whole_reply = None
             self._whole.append(record)
 
+    def clear(self) -> None:
+        """Forget every record; sequence numbers go on from where they were."""
+        self._records.clear()
+        self._whole.clear()
+
     @property
     def capacity(self) -> int:
         return self._records.maxlen or 0

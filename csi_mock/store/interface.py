@@ -62,6 +62,11 @@ class Store(Protocol):
         """Group writes atomically; nested uses join the outer transaction."""
         ...
 
+    def leftovers(self) -> dict[str, int]:
+        """What ties the driver to volumes: the rows of each kind it holds (volumes,
+        snapshots, attachments, stagings, publications), kinds without rows left out."""
+        ...
+
     # -- volumes
     def insert_volume(self, volume: Volume) -> Volume:
         """Store a new volume; returns it with its creation sequence number."""

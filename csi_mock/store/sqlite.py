@@ -37,6 +37,9 @@ pages (5-6 per commit), as often as SQLite's own default of 1000 pages would."""
 BACKSTOP_CHECKPOINT_PAGES = 4000
 """SQLite checkpoints inline at this WAL size should the checkpoint thread fall behind."""
 
+_VOLUME_TABLES = ("volumes", "snapshots", "attachments", "stagings", "publications")
+"""The tables whose rows stand for volumes and their uses (``leftovers``)."""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
@@ -270,6 +273,13 @@ class StateStore:
         for row in rows:
             result.setdefault(row["pool"], []).append((row["extent_offset"], row["allocation"]))
         return result
+
+    def leftovers(self) -> dict[str, int]:
+        counts = {
+            table: self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+            for table in _VOLUME_TABLES
+        }
+        return {table: count for table, count in counts.items() if count}
 
     def all_volume_ids(self) -> set[str]:
         return {row["id"] for row in self._db.execute("SELECT id FROM volumes")}

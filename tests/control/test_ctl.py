@@ -648,3 +648,26 @@ def test_tables_align_every_column_on_its_widest_cell() -> None:
     assert table(["A", "BB", "C"], [["xxx", "y", "z"], ["", "", ""]]) == (
         "A    BB  C\nxxx  y   z\n"
     )
+
+
+def test_reset_restores_the_limits_and_refuses_while_a_volume_exists(served: ServedDriver) -> None:
+    ok(served.run("limits", "--max-volumes-per-node", "3"))
+
+    assert "reset:" in ok(served.run("reset"))
+    assert json.loads(ok(served.run("--json", "limits")))["max_volumes_per_node"] == 0
+
+    served.controller.CreateVolume(
+        pb.CreateVolumeRequest(
+            name="pvc-left",
+            volume_capabilities=[
+                pb.VolumeCapability(
+                    mount=pb.VolumeCapability.MountVolume(),
+                    access_mode=pb.VolumeCapability.AccessMode(
+                        mode=pb.VolumeCapability.AccessMode.SINGLE_NODE_WRITER
+                    ),
+                )
+            ],
+        )
+    )
+    refused = served.run("reset")
+    assert refused.code == 1 and "holds 1 volumes" in refused.err

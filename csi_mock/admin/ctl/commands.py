@@ -80,6 +80,14 @@ def fault_clear(client: AdminClient, args: argparse.Namespace) -> Output:
     return Output({"removed": removed}, f"removed {removed} rule{'' if removed == 1 else 's'}")
 
 
+def reset_command(client: AdminClient, args: argparse.Namespace) -> Output:
+    client.reset()
+    return Output(
+        {"reset": True},
+        "reset: faults, pools, capacity, limits, switches, conditions and journal as at start-up",
+    )
+
+
 def pool_list(client: AdminClient, args: argparse.Namespace) -> Output:
     pools = client.pools()
     text = pools_table(pools) if pools else "no pools (the controller does not run here)"

@@ -28,6 +28,7 @@ from csi_mock.admin.ctl.commands import (
     pool_release,
     pool_resize,
     pool_show,
+    reset_command,
     switches_command,
     volumes_command,
 )
@@ -319,6 +320,8 @@ def add_ctl_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     condition.add_argument("--abnormal", action="store_true", help="report it abnormal")
     condition.add_argument("--message", help="the condition's message")
     condition.add_argument("--clear", action="store_true", help="healthy again")
+
+    leaf(verbs, "reset", reset_command, "back to how the driver started (an empty one only)")
 
     volumes = leaf(verbs, "volumes", volumes_command, "list volumes (all pages)")
     volumes.add_argument("--limit", type=int, help="one page of at most N volumes")

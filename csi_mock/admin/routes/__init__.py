@@ -13,6 +13,7 @@ from csi_mock.admin.routes.health import HealthRoutes
 from csi_mock.admin.routes.journal import JournalRoutes
 from csi_mock.admin.routes.limits import LimitsRoutes
 from csi_mock.admin.routes.pools import PoolRoutes
+from csi_mock.admin.routes.reset import ResetRoutes
 from csi_mock.admin.routes.snapshots import SnapshotRoutes
 from csi_mock.admin.routes.switches import SwitchRoutes
 from csi_mock.admin.routes.volumes import VolumeRoutes
@@ -37,4 +38,5 @@ def all_routes(driver: Driver) -> list[Routes]:
         ConditionRoutes(driver),
         SnapshotRoutes(driver),
         JournalRoutes(driver),
+        ResetRoutes(driver),
     ]
