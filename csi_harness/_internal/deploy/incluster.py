@@ -191,6 +191,17 @@ class InClusterDriver:
             self.kube.log(self._pod(found), namespace=self.namespace, container=found.container)
         )
 
+    def failed_component(self) -> str | None:
+        if self._stopped:
+            return "stopped: " + ", ".join(sorted(self._stopped))
+        restarted = sorted(
+            f"{pod_name(pod)}/{status.name}"
+            for pod in self.kube.list(Pod, namespace=self.namespace)
+            for status in (pod.status.containerStatuses or [] if pod.status else [])
+            if status.restartCount
+        )
+        return "restarted: " + ", ".join(restarted) if restarted else None
+
     def stop_component(self, component: str) -> None:
         """Stop one component for the rest of the deployment and wait until its pod is
         gone: a Deployment is scaled to zero, a DaemonSet's pod is taken off its node.

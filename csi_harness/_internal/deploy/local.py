@@ -37,7 +37,7 @@ from lightkube.resources.core_v1 import Namespace
 from lightkube.resources.storage_v1 import CSIDriver, CSIStorageCapacity, StorageClass
 from lightkube.types import CascadeType
 
-from csi_harness._internal.core.processes import Supervisor
+from csi_harness._internal.core.processes import ComponentFailed, Supervisor
 from csi_harness._internal.core.tools import Tools
 from csi_harness._internal.core.waiting import socket_probe, wait_for
 from csi_harness._internal.core.zygote import Zygote
@@ -128,6 +128,8 @@ class LocalDriver:
         self.driver_nodes = sorted(nodes, key=lambda n: n.name)
         self.kubeconfig = kubeconfig
         self.kube = kube
+        self._stopped: set[str] = set()
+        """Components ``stop_component`` stopped."""
         self.progress = progress
         self._log_starts: dict[str, int] = {}
         """Component -> the size its log had when this deployment started it."""
@@ -194,7 +196,17 @@ class LocalDriver:
 
     def stop_component(self, component: str) -> None:
         self._check_component(component)
+        self._stopped.add(component)
         self.supervisor.stop(self.process(component))
+
+    def failed_component(self) -> str | None:
+        if self._stopped:
+            return "stopped: " + ", ".join(sorted(self._stopped))
+        try:
+            self.check_alive()
+        except ComponentFailed as failed:
+            return str(failed)
+        return None
 
     def process(self, component: str) -> str:
         """The supervisor's name of one of ``components()``: the component's name with

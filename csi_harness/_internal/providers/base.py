@@ -89,6 +89,11 @@ class Driver(Protocol):
         """Stop one sidecar for the rest of the test (e.g. "csi-attacher")."""
         ...
 
+    def failed_component(self) -> str | None:
+        """Which components were stopped, exited or restarted since the deployment,
+        or None while every one runs as deployed."""
+        ...
+
 
 class Cluster(Protocol):
     """A running Kubernetes cluster the suites can deploy csi-mock into."""

@@ -26,9 +26,11 @@ from csi_mock.admin.client import AdminClient
 
 if TYPE_CHECKING:
     pass
+from csi_harness._internal.pytest_plugin.driver_pool import DriverPool, log_pool_stats
 from csi_harness._internal.pytest_plugin.session import (
     _SESSION_CLUSTER,
     CLUSTER_WIDE,
+    FRESH_DRIVER,
     REAL_NODES_ONLY,
     TEST_DRIVER_DOMAIN,
 )
@@ -91,32 +93,64 @@ def access_mode(
     return "shared"
 
 
+@pytest.fixture(scope="session")
+def driver_pool(
+    pytestconfig: pytest.Config, cluster: Cluster, kube: Client
+) -> Iterator[DriverPool | None]:
+    """This process's idle drivers (``driver_pool``), where drivers run side by side
+    and ``--csi-no-driver-pool`` is not given; removed at the end of the session."""
+    if not cluster.concurrent_drivers or pytestconfig.getoption("--csi-no-driver-pool"):
+        yield None
+        return
+    pool = DriverPool.for_cluster(cluster, kube, domain=TEST_DRIVER_DOMAIN)
+    try:
+        yield pool
+    finally:
+        pool.close()
+        log_pool_stats(pool.stats)
+
+
 @pytest.fixture
 def driver(
-    request: pytest.FixtureRequest, cluster: Cluster, cluster_access: None
+    request: pytest.FixtureRequest,
+    cluster: Cluster,
+    cluster_access: None,
+    driver_pool: DriverPool | None,
 ) -> Iterator[Driver]:
-    """A fresh driver for every test: nothing a previous test changed (knobs, faults,
-    pools, volumes) carries over. Where the cluster runs drivers side by side, it has
-    a name, StorageClasses, namespace and topology keys of its own and is removed
-    after the test; elsewhere it replaces the previous test's driver."""
+    """A driver for every test as if deployed for it: nothing a previous test changed
+    (knobs, faults, pools, volumes) carries over. Where the cluster runs drivers side
+    by side, it has a name, StorageClasses, namespace and topology keys of its own:
+    a reset one from the pool when an earlier test of this process used the same
+    fields and left nothing behind (``driver_pool``), else a new one; a
+    ``fresh_driver`` test always gets a new one. Elsewhere it replaces the previous
+    test's driver."""
     marker = request.node.get_closest_marker("driver")
     fields: dict[str, Any] = cluster.default_driver.model_dump()
     fields.update(marker.kwargs if marker else {})
+    pool = driver_pool if request.node.get_closest_marker(FRESH_DRIVER) is None else None
     try:
         if not cluster.concurrent_drivers:
             yield cluster.redeploy_driver(DriverDeployment.model_validate(fields))
             return
-        tag = "d" + secrets.token_hex(3)
-        fields.update(name=f"{tag}.{TEST_DRIVER_DOMAIN}", suffix=f"-{tag}")
-        deployed = cluster.deploy_driver(DriverDeployment.model_validate(fields))
+        if pool is not None:
+            deployed, reused = pool.acquire(fields)
+        else:
+            tag = "d" + secrets.token_hex(3)
+            fields.update(name=f"{tag}.{TEST_DRIVER_DOMAIN}", suffix=f"-{tag}")
+            deployed, reused = cluster.deploy_driver(DriverDeployment.model_validate(fields)), False
     except Unsupported as unsupported:
         # This cluster cannot run the test's driver (e.g. no snapshot API).
         pytest.skip(str(unsupported))
     request.node.user_properties.append(("driver", deployed.spec.name))
+    request.node.user_properties.append(("driver_reused", reused))
+    failed_before = request.session.testsfailed
     try:
         yield deployed
     finally:
-        cluster.remove_driver(deployed)
+        if pool is not None:
+            pool.release(deployed, test_failed=request.session.testsfailed > failed_before)
+        else:
+            cluster.remove_driver(deployed)
 
 
 @pytest.fixture

@@ -32,3 +32,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--csi-feature-gates", default="", help="NAME=true|false,... for every component"
     )
+    group.addoption(
+        "--csi-no-driver-pool",
+        action="store_true",
+        help="deploy a new driver for every test instead of reusing reset ones",
+    )

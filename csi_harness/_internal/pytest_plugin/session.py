@@ -22,6 +22,7 @@ _SESSION_TOKEN = pytest.StashKey[str]()
 SESSION_INPUT = "csi_harness_session"
 CLUSTER_WIDE = scheduling.CLUSTER_WIDE
 REAL_NODES_ONLY = "real_nodes_only"
+FRESH_DRIVER = "fresh_driver"
 TEST_DRIVER_DOMAIN = "csi-mock"
 """Each test's driver is named "<7 characters>.csi-mock": no longer than the default
 "csi-mock.example", whose registration socket path the run directory was sized for."""
@@ -46,6 +47,11 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{REAL_NODES_ONLY}: places pods only on nodes with a real kubelet and changes "
         f"nothing other tests see; where the cluster has simulated nodes (which "
         f"{CLUSTER_WIDE} tests compare), it runs beside {CLUSTER_WIDE} tests",
+    )
+    config.addinivalue_line(
+        "markers",
+        f"{FRESH_DRIVER}: the test's driver is deployed for it, never one reset from the "
+        "pool (e.g. a test of the deployment itself)",
     )
     # Here rather than in the fixture, so that a wrong option is a usage error.
     if _is_xdist_worker(config):

@@ -1,0 +1,315 @@
+"""Drivers kept between the tests of one pytest process, so that a test whose driver
+is the same as an earlier one's gets that one reset instead of a new deployment.
+
+A driver goes back to the pool after its test only if nothing of the test is left:
+  - the test passed, and no component of the driver was stopped or has died;
+  - no PersistentVolume or VolumeAttachment of the driver is left in the cluster;
+  - every csi-mock instance accepts ``POST /v1/reset``, which it refuses while it holds
+    a volume, snapshot, attachment, staging or publication, and which puts its fault
+    rules, pools, capacity, limits, switches, conditions and journal back to start-up;
+  - what the cluster shows of the driver is again what it showed right after the
+    deployment: its CSIDriver, its StorageClasses, its CSINode entries (node ID,
+    topology keys, allocatable count), the nodes' topology labels and every
+    CSIStorageCapacity it published (waited for: external-provisioner polls).
+Otherwise it is removed, as every driver was before the pool, and the reason is kept.
+
+Drivers are pooled by their deployment without name and suffix, so a test only ever
+gets a driver deployed from exactly the fields it asked for. Drivers with snapshots
+are not pooled (their VolumeSnapshotContents and classes are outside these checks).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from lightkube import Client
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.core_v1 import Node, PersistentVolume
+from lightkube.resources.storage_v1 import (
+    CSIDriver,
+    CSIStorageCapacity,
+    StorageClass,
+    VolumeAttachment,
+)
+
+from csi_harness._internal.core.waiting import WaitTimeout, wait_for
+from csi_harness._internal.deploy.spec import DriverDeployment, storage_class_objects
+from csi_harness._internal.kube.resources import CSINodeResource, csinode_drivers
+from csi_harness._internal.kube.waits.capacity import DRIVER_NAME_LABEL
+from csi_harness._internal.providers.base import Cluster, Driver
+from csi_mock.admin import AdminError
+from csi_mock.model.duration import parse_duration
+
+log = logging.getLogger("csi_harness.driver_pool")
+
+MAX_IDLE = 2
+"""Idle drivers one pytest process keeps; the least recently used goes beyond that."""
+SETTLE_SECONDS = 20.0
+"""How long a driver's volumes and attachments may take to go after its test."""
+
+
+class NotReusable(Exception):
+    """Why a driver cannot be handed to another test."""
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """What the cluster shows of one driver: compared before and after a test."""
+
+    csidriver: Mapping[str, Any] | None
+    storage_classes: Mapping[str, Mapping[str, Any]]
+    csinode_entries: Mapping[str, Mapping[str, Any]]
+    topology_labels: Mapping[str, Mapping[str, str]]
+    capacity: Mapping[tuple[str, str], tuple[str | None, str | None]]
+
+    def differences(self, other: ClusterView) -> list[str]:
+        """What differs from ``other``, one line per part (empty: nothing)."""
+        return [
+            f"{part}: {getattr(self, part)!r}, was {getattr(other, part)!r}"
+            for part in (
+                "csidriver",
+                "storage_classes",
+                "csinode_entries",
+                "topology_labels",
+                "capacity",
+            )
+            if getattr(self, part) != getattr(other, part)
+        ]
+
+
+def observe(kube: Client, driver: Driver) -> ClusterView:
+    """What the cluster shows of ``driver`` now."""
+    spec = driver.spec
+    nodes = {node.name for node in driver.nodes}
+    try:
+        csidriver_obj = kube.get(CSIDriver, spec.name)
+        csidriver: Mapping[str, Any] | None = (
+            csidriver_obj.spec.to_dict() if csidriver_obj.spec else {}
+        )
+    except ApiError:
+        csidriver = None
+    classes: dict[str, Mapping[str, Any]] = {}
+    for wanted in storage_class_objects(spec):
+        name = str(wanted["metadata"]["name"])
+        try:
+            live = kube.get(StorageClass, name).to_dict()
+        except ApiError:
+            continue
+        live.pop("metadata", None)
+        classes[name] = live
+    entries = {
+        str(csinode.metadata.name): entry
+        for csinode in kube.list(CSINodeResource)
+        if csinode.metadata and str(csinode.metadata.name) in nodes
+        for entry in csinode_drivers(csinode)
+        if entry.get("name") == spec.name
+    }
+    keys = (spec.node_topology_key, spec.zone_topology_key)
+    labels = {
+        str(node.metadata.name): {
+            key: value for key, value in (node.metadata.labels or {}).items() if key in keys
+        }
+        for node in kube.list(Node)
+        if node.metadata and str(node.metadata.name) in nodes
+    }
+    capacity = {
+        (
+            str(obj.storageClassName),
+            repr(sorted(((obj.nodeTopology and obj.nodeTopology.matchLabels) or {}).items())),
+        ): (
+            str(obj.capacity) if obj.capacity is not None else None,
+            str(obj.maximumVolumeSize) if obj.maximumVolumeSize is not None else None,
+        )
+        for obj in kube.list(
+            CSIStorageCapacity, namespace=spec.namespace, labels={DRIVER_NAME_LABEL: spec.name}
+        )
+    }
+    return ClusterView(csidriver, classes, entries, labels, capacity)
+
+
+def pool_key(fields: Mapping[str, Any]) -> str:
+    """Drivers deployed from equal fields, name and suffix aside, are interchangeable."""
+    spec = DriverDeployment.model_validate(dict(fields))
+    return spec.model_dump_json(exclude={"name", "suffix"})
+
+
+@dataclass
+class _Pooled:
+    driver: Driver
+    baseline: ClusterView
+
+
+@dataclass
+class PoolStats:
+    """What the pool did in this process, for the session's summary and benchmarks."""
+
+    deployed: int = 0
+    reused: int = 0
+    deploy_seconds: float = 0.0
+    reset_seconds: float = 0.0
+    resets: int = 0
+    not_reused: Counter[str] = field(default_factory=Counter)
+    """Why drivers were removed instead of pooled, by the first words of the reason."""
+
+
+class DriverPool:
+    """The idle drivers of one pytest process, by ``pool_key``.
+
+    ``deploy`` deploys a driver from a spec (beside the others) and ``remove`` removes
+    one: the cluster's own, or a test's stand-ins."""
+
+    def __init__(
+        self,
+        kube: Client,
+        deploy: Callable[[DriverDeployment], Driver],
+        remove: Callable[[Driver], None],
+        *,
+        domain: str,
+        max_idle: int = MAX_IDLE,
+        settle_seconds: float = SETTLE_SECONDS,
+    ) -> None:
+        self._kube = kube
+        self._deploy = deploy
+        self._remove = remove
+        self._domain = domain
+        self._max_idle = max_idle
+        self._settle = settle_seconds
+        self._idle: dict[str, list[_Pooled]] = {}
+        self._order: list[_Pooled] = []
+        """Idle drivers, least recently returned first."""
+        self._baselines: dict[int, tuple[str, ClusterView]] = {}
+        """For each driver handed out (by id): its key and how the cluster showed it."""
+        self.stats = PoolStats()
+
+    @classmethod
+    def for_cluster(cls, cluster: Cluster, kube: Client, *, domain: str) -> DriverPool:
+        return cls(kube, cluster.deploy_driver, cluster.remove_driver, domain=domain)
+
+    def acquire(self, fields: Mapping[str, Any]) -> tuple[Driver, bool]:
+        """A driver deployed from ``fields`` (its own name and suffix added): an idle one
+        if there is one, else a new one. Also says whether it was reused."""
+        key = pool_key(fields)
+        idle = self._idle.get(key)
+        if idle:
+            pooled = idle.pop()
+            self._order.remove(pooled)
+            self._baselines[id(pooled.driver)] = (key, pooled.baseline)
+            self.stats.reused += 1
+            return pooled.driver, True
+        tag = "d" + secrets.token_hex(3)
+        spec = DriverDeployment.model_validate(
+            {**fields, "name": f"{tag}.{self._domain}", "suffix": f"-{tag}"}
+        )
+        started = time.monotonic()
+        driver = self._deploy(spec)
+        self.stats.deploy_seconds += time.monotonic() - started
+        self.stats.deployed += 1
+        if spec.snapshots is None:
+            self._baselines[id(driver)] = (key, observe(self._kube, driver))
+        return driver, False
+
+    def release(self, driver: Driver, *, test_failed: bool) -> None:
+        """After the test: reset the driver and keep it, or remove it saying why."""
+        entry = self._baselines.pop(id(driver), None)
+        try:
+            if entry is None:
+                raise NotReusable("not pooled (snapshots)")
+            if test_failed:
+                raise NotReusable("its test failed")
+            started = time.monotonic()
+            self._reset(driver, entry[1])
+            self.stats.reset_seconds += time.monotonic() - started
+            self.stats.resets += 1
+        except NotReusable as why:
+            self.stats.not_reused[str(why).split(":")[0]] += 1
+            log.info("driver %s removed, not pooled: %s", driver.spec.name, why)
+            self._remove(driver)
+            return
+        pooled = _Pooled(driver, entry[1])
+        self._idle.setdefault(entry[0], []).append(pooled)
+        self._order.append(pooled)
+        while len(self._order) > self._max_idle:
+            oldest = self._order.pop(0)
+            self._idle[pool_key(oldest.driver.spec.model_dump())].remove(oldest)
+            self._remove(oldest.driver)
+
+    def close(self) -> None:
+        """Remove every idle driver (at the end of the session)."""
+        for pooled in self._order:
+            self._remove(pooled.driver)
+        self._order.clear()
+        self._idle.clear()
+
+    # -- the reset ---------------------------------------------------------------------
+
+    def _reset(self, driver: Driver, baseline: ClusterView) -> None:
+        problem = driver.failed_component()
+        if problem is not None:
+            raise NotReusable(f"a component stopped: {problem}")
+        self._wait_volumes_gone(driver)
+        for instance in driver.instances():
+            try:
+                with driver.admin(instance) as admin:
+                    admin.reset()
+            except AdminError as error:
+                raise NotReusable(f"reset refused by {instance}: {error}") from None
+        self._wait_cluster_view(driver, baseline)
+
+    def _wait_volumes_gone(self, driver: Driver) -> None:
+        name = driver.spec.name
+
+        def probe() -> tuple[bool, list[str]]:
+            left = [
+                f"pv/{pv.metadata.name if pv.metadata else '?'}"
+                for pv in self._kube.list(PersistentVolume)
+                if pv.spec and pv.spec.csi and pv.spec.csi.driver == name
+            ]
+            left += [
+                f"volumeattachment/{va.metadata.name if va.metadata else '?'}"
+                for va in self._kube.list(VolumeAttachment)
+                if va.spec.attacher == name
+            ]
+            return not left, left
+
+        try:
+            wait_for(f"the volumes of {name} to go", probe, timeout=self._settle, interval=0.5)
+        except WaitTimeout as left:
+            raise NotReusable(f"volumes left: {left}") from None
+
+    def _wait_cluster_view(self, driver: Driver, baseline: ClusterView) -> None:
+        """Until the cluster shows the driver as after its deployment: at most a few
+        capacity polls (its capacity is the part that takes time)."""
+        poll = parse_duration(driver.spec.capacity_poll_interval)
+
+        def probe() -> tuple[bool, list[str]]:
+            differences = observe(self._kube, driver).differences(baseline)
+            return not differences, differences
+
+        try:
+            wait_for(
+                f"{driver.spec.name} to look as deployed",
+                probe,
+                timeout=3 * poll + 5,
+                interval=0.5,
+            )
+        except WaitTimeout as error:
+            raise NotReusable(f"changed in the cluster: {error}") from None
+
+
+def log_pool_stats(stats: PoolStats) -> None:
+    """One line of what the pool did, in the session's log."""
+    log.info(
+        "driver pool: %d deployed in %.1f s, %d reused, %d resets in %.1f s, not pooled: %s",
+        stats.deployed,
+        stats.deploy_seconds,
+        stats.reused,
+        stats.resets,
+        stats.reset_seconds,
+        dict(stats.not_reused) or "none",
+    )

@@ -1,0 +1,120 @@
+"""The driver pool: a driver handed to the next test after a reset carries nothing of
+the test before it over, and a driver a test broke is never handed on.
+
+Each test runs a pool of its own (not the session's), so what it hands out and takes
+back is known: a driver is left with a fault rule, a drained pool and a changed limit,
+taken back, and given out again to the same fields; the next "test" then provisions
+and runs a pod on it as on a new driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from lightkube import Client
+from lightkube.resources.core_v1 import Namespace, Pod
+
+from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.kube import objects
+from csi_harness._internal.kube.namespaces import empty_namespace
+from csi_harness._internal.kube.nodes import pick_nodes
+from csi_harness._internal.kube.waits import wait_pod_running
+from csi_harness._internal.providers.base import Cluster, Driver
+from csi_harness._internal.pytest_plugin.driver_pool import DriverPool, observe
+from csi_harness._internal.pytest_plugin.session import TEST_DRIVER_DOMAIN
+
+pytestmark = [pytest.mark.e2e]
+
+FEATURE = "driver pool"
+
+
+@pytest.fixture
+def pool(cluster: Cluster, kube: Client, cluster_access: None) -> Iterator[DriverPool]:
+    if not cluster.concurrent_drivers:
+        pytest.skip(f"cluster {cluster.name!r} runs one driver at a time: nothing is pooled")
+    pool = DriverPool.for_cluster(cluster, kube, domain=TEST_DRIVER_DOMAIN)
+    yield pool
+    pool.close()
+
+
+def fields_of(cluster: Cluster) -> dict[str, object]:
+    return cluster.default_driver.model_dump()
+
+
+def run_pod(kube: Client, driver: Driver, namespace: str, node: str) -> None:
+    objects.create(
+        kube,
+        objects.claim("data", namespace, "1Gi", driver.spec.storage_class()),
+        objects.pod("app", namespace, claims=["data"], nodes=[node]),
+    )
+    wait_pod_running(kube, "app", namespace)
+
+
+def leave_everything_behind(driver: Driver, node: str) -> None:
+    """What a careless test leaves: a fault that fails every CreateVolume, its pod's
+    node pool drained from outside CSI, and the node's volume limit at 1."""
+    with driver.admin() as admin:
+        admin.add_fault("CreateVolume", code="RESOURCE_EXHAUSTED", message="left behind")
+        pool = next(
+            p for p in admin.pools() if p.segment.get(driver.spec.node_topology_key) == node
+        )
+        admin.consume(pool.name, pool.free)
+        admin.set_limits(attach_limit=1)
+    with driver.admin(node) as node_admin:
+        node_admin.set_limits(max_volumes_per_node=1)
+
+
+@pytest.mark.scenario(FEATURE, "a reset driver carries no fault, drained pool or limit over")
+def test_a_reset_driver_carries_nothing_of_the_test_before_over(
+    pool: DriverPool, cluster: Cluster, kube: Client
+) -> None:
+    fields = fields_of(cluster)
+    first, reused = pool.acquire(fields)
+    assert not reused
+    node = pick_nodes(first.nodes, 1, runs_pods=True)[0].name
+    baseline = observe(kube, first)
+    leave_everything_behind(first, node)
+
+    pool.release(first, test_failed=False)
+    second, reused = pool.acquire(fields)
+
+    assert reused and second is first, pool.stats
+    with second.admin() as admin:
+        assert admin.faults() == []
+        assert all(p.external == 0 and p.free == p.total for p in admin.pools())
+        assert admin.limits().attach_limit == DriverDeployment.model_validate(fields).attach_limit
+        assert admin.journal(method="CreateVolume") == []
+    with second.admin(node) as node_admin:
+        expected = DriverDeployment.model_validate(fields).max_volumes_per_node
+        assert node_admin.limits().max_volumes_per_node == expected
+    assert observe(kube, second) == baseline
+    namespace = "t-pool-reuse"
+    kube.create(Namespace.from_dict({"metadata": {"name": namespace}}))
+    try:
+        run_pod(kube, second, namespace, node)
+        assert kube.get(Pod, "app", namespace=namespace).spec.nodeName == node  # type: ignore[union-attr]
+    finally:
+        empty_namespace(kube, namespace)
+        kube.delete(Namespace, namespace)
+    pool.release(second, test_failed=False)
+    assert pool.stats.resets == 2 and pool.stats.reused == 1 and pool.stats.deployed == 1
+
+
+@pytest.mark.scenario(FEATURE, "a driver with a stopped sidecar or a failed test is replaced")
+def test_a_driver_a_test_broke_or_failed_with_is_replaced(
+    pool: DriverPool, cluster: Cluster
+) -> None:
+    fields = fields_of(cluster)
+    broken, _ = pool.acquire(fields)
+    broken.stop_component("csi-resizer")
+    pool.release(broken, test_failed=False)
+
+    failed_with, reused = pool.acquire(fields)
+    assert not reused and failed_with is not broken
+    pool.release(failed_with, test_failed=True)
+
+    third, reused = pool.acquire(fields)
+    assert not reused and third not in (broken, failed_with)
+    assert pool.stats.not_reused == {"a component stopped": 1, "its test failed": 1}
+    pool.release(third, test_failed=False)
