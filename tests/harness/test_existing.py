@@ -88,6 +88,11 @@ def test_restarting_the_scheduler_of_a_foreign_cluster_is_unsupported() -> None:
         cluster(FakeKube([])).restart_scheduler({"profiles": []})
 
 
+def test_restarting_a_kubelet_of_a_foreign_cluster_is_unsupported() -> None:
+    with pytest.raises(Unsupported, match="only on the local provider"):
+        cluster(FakeKube([])).restart_kubelet("w1")
+
+
 def test_a_cluster_without_nodes_that_take_pods_is_refused() -> None:
     kube = FakeKube([node("cp", control_plane=True, taint="NoSchedule")])
     with pytest.raises(Unsupported, match="no node that takes pods"):

@@ -163,6 +163,11 @@ class Cluster(Protocol):
         """What ``restart_scheduler`` last applied (empty: as brought up)."""
         ...
 
+    def restart_kubelet(self, node: str) -> None:
+        """Stop ``node``'s kubelet and start it again (its pods keep running), and wait
+        until it is back; or raise Unsupported saying why this cluster cannot."""
+        ...
+
     def admin_instances(self) -> Mapping[str, AdminClient]:
         """For failure diagnostics: a client per instance of the current driver (the
         caller closes them); empty without a driver."""
