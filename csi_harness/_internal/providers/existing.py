@@ -114,6 +114,12 @@ class ExistingCluster:
             progress=self.progress,
         )
 
+    def snapshot_controller_metrics(self) -> str:
+        raise Unsupported(
+            "the snapshot-controller's metrics are read on the local provider only (it "
+            "serves them on loopback there); in a cluster the harness does not scrape them"
+        )
+
     def scheduler_feature_gate(self, gate: str) -> bool | None:
         """From the kube-scheduler pod's ``--feature-gates`` (kubeadm-style clusters);
         None when it is not set there or the pod is not visible."""
@@ -134,11 +140,6 @@ class ExistingCluster:
     def restart_scheduler(self, scheduler: Mapping[str, object]) -> None:
         raise Unsupported(
             "the harness cannot reconfigure the scheduler of a cluster it did not make"
-        )
-
-    def restart_kubelet(self, node: str) -> None:
-        raise Unsupported(
-            "the harness restarts kubelets only on the local provider, where it runs them"
         )
 
     @property

@@ -16,6 +16,7 @@ from csi_harness._internal.providers.local.components import (
     kubelet_configuration,
     scheduler_argv,
     scheduler_configuration,
+    snapshot_controller_argv,
 )
 from csi_harness._internal.providers.local.config import Component, LocalClusterConfig
 from csi_harness._internal.providers.local.pki import ClusterPKI, KeyPair
@@ -26,6 +27,7 @@ PORTS = {
     "apiserver": 6443,
     "controller-manager": 10257,
     "scheduler": 10259,
+    "snapshot-controller": 10260,
     "kubelet-node-1": 10250,
     "kubelet-healthz-node-1": 10248,
 }
@@ -110,6 +112,11 @@ def test_controller_manager_and_scheduler_bind_loopback(
 ) -> None:
     argv = control_plane_argvs(LocalClusterConfig(), tools, layout, pki)[component]
     assert flag(argv, "bind-address") == ["127.0.0.1"]
+
+
+def test_snapshot_controller_serves_its_metrics_on_loopback(tools: Tools, layout: Layout) -> None:
+    argv = snapshot_controller_argv(tools, layout, PORTS)
+    assert flag(argv, "http-endpoint") == ["127.0.0.1:10260"]
 
 
 # -- feature gates ------------------------------------------------------------------

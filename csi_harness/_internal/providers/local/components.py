@@ -257,13 +257,16 @@ def scheduler_argv(
     ]
 
 
-def snapshot_controller_argv(tools: Tools, layout: Layout) -> list[str]:
+def snapshot_controller_argv(tools: Tools, layout: Layout, ports: dict[str, int]) -> list[str]:
     """external-snapshotter's snapshot-controller: one for the cluster, whatever the
     drivers (it binds VolumeSnapshots to VolumeSnapshotContents, which each driver's
-    csi-snapshotter then cuts)."""
+    csi-snapshotter then cuts). Its Prometheus metrics (``/metrics``, the
+    ``snapshot_controller_operation_total_seconds`` histogram per driver and operation)
+    are served on loopback, for ``LocalCluster.snapshot_controller_metrics``."""
     return [
         tools["snapshot-controller"],
         f"--kubeconfig={layout.component_kubeconfig('csi-sidecars')}",
+        f"--http-endpoint={LOOPBACK}:{ports['snapshot-controller']}",
         *snapshot_controller_flags(),
     ]
 

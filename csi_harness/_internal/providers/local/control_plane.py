@@ -101,7 +101,7 @@ def start_control_plane(
 
     kube = Client(KubeConfig.from_file(layout.kubeconfig), field_manager="csi-harness")
     install_crds(kube, tools.snapshot_crds(), timeout=config.timeout_seconds)
-    supervisor.start("snapshot-controller", c.snapshot_controller_argv(tools, layout))
+    supervisor.start("snapshot-controller", c.snapshot_controller_argv(tools, layout, ports))
     phase("snapshot CRDs established")
 
     (layout.configs / "kube-scheduler.yaml").write_text(
