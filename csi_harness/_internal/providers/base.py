@@ -163,6 +163,11 @@ class Cluster(Protocol):
         """What ``restart_scheduler`` last applied (empty: as brought up)."""
         ...
 
+    def restart_kubelet(self, node: str) -> None:
+        """Stop ``node``'s kubelet and start it again (its pods keep running), and wait
+        until it is back; or raise Unsupported saying why this cluster cannot."""
+        ...
+
     def snapshot_controller_metrics(self) -> str:
         """The Prometheus text of the cluster's snapshot-controller (its
         ``snapshot_controller_operation_total_seconds`` histogram), or raise Unsupported

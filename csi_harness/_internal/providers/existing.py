@@ -142,6 +142,11 @@ class ExistingCluster:
             "the harness cannot reconfigure the scheduler of a cluster it did not make"
         )
 
+    def restart_kubelet(self, node: str) -> None:
+        raise Unsupported(
+            "the harness restarts kubelets only on the local provider, where it runs them"
+        )
+
     @property
     def scheduler_config(self) -> dict[str, object]:
         return {}

@@ -10,12 +10,14 @@ attached), it is a ``csi_harness._internal.providers.base.Cluster``.
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 import time
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
@@ -42,6 +44,8 @@ from csi_harness._internal.providers.local.config import (
 )
 from csi_harness._internal.providers.local.control_plane import ClusterUpFailed, start_control_plane
 from csi_harness._internal.providers.local.host import (
+    heartbeat_since,
+    http_ok,
     https_ok,
     service_account_exists,
 )
@@ -335,6 +339,40 @@ class LocalCluster:
             timeout=self.config.timeout_seconds,
             interval=0.2,
             check=partial(self._supervisor.check_alive, ["kube-scheduler"]),
+        )
+
+    def restart_kubelet(self, node: str) -> None:
+        """Stop ``node``'s kubelet and start it again with the same arguments, as a
+        node's service manager would; wait until it serves /healthz and has posted the
+        node's status again. Its pods' containers keep running under containerd
+        meanwhile. A simulated node has no kubelet: Unsupported."""
+        if self._supervisor is None or self.kube is None:
+            raise RuntimeError(
+                "restart_kubelet needs a cluster brought up or attached by this object"
+            )
+        name = f"kubelet-{node}"
+        record = self._supervisor.state.processes.get(name)
+        if record is None:
+            raise Unsupported(f"node {node!r} of cluster {self.name!r} runs no kubelet")
+        stopped = datetime.now(UTC).replace(microsecond=0)
+        self._supervisor.stop(name)
+        path = os.environ.get("PATH", "/usr/bin:/bin")
+        self._supervisor.start(name, record.argv, env={"PATH": f"{self._tools.bin_dir}:{path}"})
+        check = partial(self._supervisor.check_alive, [name])
+        port = self._supervisor.state.ports[f"kubelet-healthz-{node}"]
+        wait_for(
+            f"the kubelet of {node} to serve /healthz",
+            partial(http_ok, port, "/healthz"),
+            timeout=self.config.timeout_seconds,
+            interval=0.2,
+            check=check,
+        )
+        wait_for(
+            f"the kubelet of {node} to post the node's status after {stopped:%H:%M:%S}",
+            partial(heartbeat_since, self.kube, node, stopped),
+            timeout=self.config.timeout_seconds,
+            interval=0.2,
+            check=check,
         )
 
     def _set_config(self, config: LocalClusterConfig) -> None:
