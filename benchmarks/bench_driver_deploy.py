@@ -1,7 +1,10 @@
 """What a test's driver costs on the local provider: wall time and CPU seconds of one
 deployment (``LocalDriver.deploy``: every csi-mock instance and sidecar started, the
 driver registered on every node, its capacity published), with each csi-mock
-instance a new interpreter or forked from the cluster's zygote.
+instance a new interpreter or forked from the cluster's zygote, and its removal; and
+against that, what handing a used driver to the next test costs instead (``reset``:
+the driver pool's reset after a test that left a fault rule and 1Gi consumed from
+outside CSI behind, so that its capacity must be published again).
 
     python benchmarks/bench_driver_deploy.py --runs 5 [--simulated-nodes 2] [--out DIR]
 
@@ -25,11 +28,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from csi_harness._internal.core.procfs import read_stat
+from csi_harness._internal.deploy.local import LocalDriver
 from csi_harness._internal.providers.local.cluster import LocalCluster
 from csi_harness._internal.providers.local.config import LocalClusterConfig
 from csi_harness._internal.providers.local.provider import LocalProvider
+from csi_harness._internal.pytest_plugin.driver_pool import DriverPool
 
 MODES = ("interpreter", "zygote")
+RESET = "reset"
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,8 @@ class Deployment:
     driver_cpu_seconds: float
     harness_cpu_seconds: float
     processes: int
+    remove_seconds: float = 0.0
+    """The removal's wall time (a reset removes nothing: 0)."""
 
     @property
     def cpu_seconds(self) -> float:
@@ -70,8 +78,32 @@ def deploy_once(cluster: LocalCluster, mode: str, index: int) -> Deployment:
     records = driver.supervisor.state.processes
     stats = [read_stat(records[name].pid) for name in driver.processes() if name in records]
     cpu = sum(stat.cpu_seconds for stat in stats if stat is not None)
+    started = time.monotonic()
     driver.remove()
-    return Deployment(mode, wall, cpu, harness, len(stats))
+    return Deployment(mode, wall, cpu, harness, len(stats), time.monotonic() - started)
+
+
+def _driver_cpu(driver: LocalDriver) -> tuple[float, int]:
+    records = driver.supervisor.state.processes
+    stats = [read_stat(records[name].pid) for name in driver.processes() if name in records]
+    return sum(stat.cpu_seconds for stat in stats if stat is not None), len(stats)
+
+
+def reset_once(pool: DriverPool, fields: dict[str, object]) -> Deployment:
+    """Take the pooled driver, leave a fault and drift behind, and time its reset."""
+    driver, reused = pool.acquire(fields)
+    assert reused and isinstance(driver, LocalDriver), "the pool had no driver to reuse"
+    with driver.admin() as admin:
+        admin.add_fault("CreateVolume", code="RESOURCE_EXHAUSTED")
+        admin.consume(admin.pools()[0].name, "1Gi")
+    before, processes = _driver_cpu(driver)
+    own = _own_cpu()
+    started = time.monotonic()
+    pool.release(driver, test_failed=False)
+    wall = time.monotonic() - started
+    after, _ = _driver_cpu(driver)
+    assert pool.stats.resets and not pool.stats.not_reused, pool.stats
+    return Deployment(RESET, wall, after - before, _own_cpu() - own, processes)
 
 
 def main() -> int:
@@ -88,9 +120,16 @@ def main() -> int:
         # One unmeasured deployment of each mode first: page cache, the first fork.
         for mode in MODES:
             deploy_once(cluster, mode, 99)
+        assert cluster.kube is not None
+        pool = DriverPool.for_cluster(cluster, cluster.kube, domain="csi-mock")
+        fields = cluster.default_driver.model_dump()
+        driver, _ = pool.acquire(fields)  # deployed, then reset once unmeasured
+        pool.release(driver, test_failed=False)
         for index in range(args.runs):
-            for mode in MODES:  # interleaved, so that drift hits both alike
+            for mode in MODES:  # interleaved, so that drift hits all alike
                 results.append(deploy_once(cluster, mode, index))
+            results.append(reset_once(pool, fields))
+        pool.close()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(
         json.dumps([asdict(r) | {"cpu_seconds": r.cpu_seconds} for r in results], indent=2)
@@ -98,8 +137,9 @@ def main() -> int:
     print(f"{args.runs} deployments per mode, {args.simulated_nodes} simulated nodes + 1 kubelet")
     print(
         f"{'mode':<12} {'wall median (range)':<24} {'CPU median (range)':<24} {'of it harness':>14}"
+        f" {'removal':>8}"
     )
-    for mode in MODES:
+    for mode in (*MODES, RESET):
         runs = [r for r in results if r.mode == mode]
         wall = [r.wall_seconds for r in runs]
         cpu = [r.cpu_seconds for r in runs]
@@ -108,6 +148,7 @@ def main() -> int:
             f"{mode:<12} {statistics.median(wall):5.2f}s ({min(wall):.2f}-{max(wall):.2f})"
             f"{'':<7} {statistics.median(cpu):5.2f}s ({min(cpu):.2f}-{max(cpu):.2f})"
             f"{'':<7} {harness:8.2f}s"
+            f" {statistics.median(r.remove_seconds for r in runs):7.2f}s"
         )
     return 0
 

@@ -62,21 +62,14 @@ def static_volume(
     """A PV made by hand for a volume handle csi-mock does not know (as upstream's),
     and a claim ``app`` bound to it."""
     name = f"{namespace}-static"
-    pv = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": name},
-        "spec": {
-            "capacity": {"storage": "1Gi"},
-            "accessModes": ["ReadWriteOnce"],
-            "persistentVolumeReclaimPolicy": policy,
-            "storageClassName": storage_class,
-            "claimRef": {"namespace": namespace, "name": "app"},
-            "csi": {"driver": driver.spec.name, "volumeHandle": name},
-        },
-    }
-    claim = objects.claim("app", namespace, "1Gi", storage_class)
-    claim["spec"]["volumeName"] = name
+    pv = objects.static_volume(
+        name,
+        driver.spec.name,
+        storage_class=storage_class,
+        reclaim_policy=policy,
+        claim_ref=(namespace, "app"),
+    )
+    claim = objects.claim("app", namespace, "1Gi", storage_class, volume_name=name)
     objects.create(kube, pv, claim)
     return wait_bound_volume(kube, "app", namespace)
 

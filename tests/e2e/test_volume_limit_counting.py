@@ -5,8 +5,6 @@ the second volume on the node is refused exactly when the rule says it counts.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from lightkube import Client
 from lightkube.models.meta_v1 import ObjectMeta
@@ -107,37 +105,6 @@ def test_max_volumes_per_node_zero_is_no_limit(
     assert wait_pod_scheduled(kube, "many", namespace) == node
 
 
-def static_volume(name: str, driver: str) -> dict[str, Any]:
-    """A PersistentVolume of ``driver`` made by hand: no driver need serve it, since
-    nothing mounts it on a simulated node."""
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": name},
-        "spec": {
-            "capacity": {"storage": "1Gi"},
-            "accessModes": ["ReadWriteOnce"],
-            "persistentVolumeReclaimPolicy": "Retain",
-            "storageClassName": "",
-            "csi": {"driver": driver, "volumeHandle": name},
-        },
-    }
-
-
-def claim_bound_to(name: str, namespace: str, pv: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "accessModes": ["ReadWriteOnce"],
-            "storageClassName": "",
-            "volumeName": pv,
-            "resources": {"requests": {"storage": "1Gi"}},
-        },
-    }
-
-
 @pytest.mark.driver(max_volumes_per_node=1)
 @pytest.mark.scenario(FEATURE, "another driver's volumes do not count against this driver's limit")
 def test_another_drivers_volume_on_the_node_does_not_count(
@@ -147,8 +114,8 @@ def test_another_drivers_volume_on_the_node_does_not_count(
     pv = f"{namespace}-foreign"
     objects.create(
         kube,
-        static_volume(pv, f"other.{driver.spec.name}"),
-        claim_bound_to("foreign", namespace, pv),
+        objects.static_volume(pv, f"other.{driver.spec.name}"),
+        objects.claim("foreign", namespace, "1Gi", "", volume_name=pv),
         objects.pod("foreign", namespace, claims=["foreign"], nodes=[node]),
     )
     try:
@@ -170,7 +137,7 @@ def test_a_volume_attachment_without_a_pod_counts(
     # controller): NodeVolumeLimits counts the node's VolumeAttachments of the driver.
     node = one_scheduling_node(driver)
     pv = f"{namespace}-attached"
-    objects.create(kube, static_volume(pv, driver.spec.name))
+    objects.create(kube, objects.static_volume(pv, driver.spec.name))
     kube.create(
         VolumeAttachment(
             metadata=ObjectMeta(name=pv),

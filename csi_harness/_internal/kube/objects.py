@@ -19,19 +19,57 @@ NODE_TYPE_LABEL = "harness.csi-mock.example/node-type"
 
 
 def claim(
-    name: str, namespace: str, size: str, storage_class: str, *, block: bool = False
+    name: str,
+    namespace: str,
+    size: str,
+    storage_class: str,
+    *,
+    block: bool = False,
+    volume_name: str | None = None,
 ) -> dict[str, Any]:
-    """A ReadWriteOnce claim; ``block``: a raw block volume (volumeMode Block)."""
+    """A ReadWriteOnce claim; ``block``: a raw block volume (volumeMode Block);
+    ``volume_name``: bound to that PersistentVolume (a static one)."""
+    spec: dict[str, Any] = {
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": storage_class,
+        "volumeMode": "Block" if block else "Filesystem",
+        "resources": {"requests": {"storage": size}},
+    }
+    if volume_name is not None:
+        spec["volumeName"] = volume_name
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "accessModes": ["ReadWriteOnce"],
-            "storageClassName": storage_class,
-            "volumeMode": "Block" if block else "Filesystem",
-            "resources": {"requests": {"storage": size}},
-        },
+        "spec": spec,
+    }
+
+
+def static_volume(
+    name: str,
+    driver: str,
+    *,
+    size: str = "1Gi",
+    storage_class: str = "",
+    reclaim_policy: str = "Retain",
+    claim_ref: tuple[str, str] | None = None,
+) -> dict[str, Any]:
+    """A ReadWriteOnce PersistentVolume of ``driver`` made by hand, its volume handle
+    ``name``; ``claim_ref``: (namespace, name) of the claim it is reserved for."""
+    spec: dict[str, Any] = {
+        "capacity": {"storage": size},
+        "accessModes": ["ReadWriteOnce"],
+        "persistentVolumeReclaimPolicy": reclaim_policy,
+        "storageClassName": storage_class,
+        "csi": {"driver": driver, "volumeHandle": name},
+    }
+    if claim_ref is not None:
+        spec["claimRef"] = {"namespace": claim_ref[0], "name": claim_ref[1]}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": spec,
     }
 
 
