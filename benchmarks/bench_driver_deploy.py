@@ -32,7 +32,7 @@ from csi_harness._internal.deploy.local import LocalDriver
 from csi_harness._internal.providers.local.cluster import LocalCluster
 from csi_harness._internal.providers.local.config import LocalClusterConfig
 from csi_harness._internal.providers.local.provider import LocalProvider
-from csi_harness._internal.pytest_plugin.driver_pool import DriverPool
+from csi_harness._internal.pytest_plugin.pooled_drivers import DriverPool
 
 MODES = ("interpreter", "zygote")
 RESET = "reset"

@@ -21,7 +21,7 @@ from csi_harness._internal.kube.namespaces import empty_namespace
 from csi_harness._internal.kube.nodes import pick_nodes
 from csi_harness._internal.kube.waits import wait_pod_running
 from csi_harness._internal.providers.base import Cluster, Driver
-from csi_harness._internal.pytest_plugin.driver_pool import DriverPool, observe
+from csi_harness._internal.pytest_plugin.pooled_drivers import DriverPool, observe
 from csi_harness._internal.pytest_plugin.session import TEST_DRIVER_DOMAIN
 
 pytestmark = [pytest.mark.e2e]

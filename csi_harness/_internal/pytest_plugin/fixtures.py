@@ -22,14 +22,16 @@ from csi_harness._internal.kube.namespaces import empty_namespace
 from csi_harness._internal.kube.nodes import ClusterNode
 from csi_harness._internal.providers.base import Cluster, Driver, Unsupported
 from csi_harness._internal.providers.local.cluster import LocalCluster
+from csi_harness._internal.providers.local.config import Component
 from csi_mock.admin.client import AdminClient
 
 if TYPE_CHECKING:
     pass
-from csi_harness._internal.pytest_plugin.driver_pool import DriverPool, log_pool_stats
+from csi_harness._internal.pytest_plugin.pooled_drivers import DriverPool, log_pool_stats
 from csi_harness._internal.pytest_plugin.session import (
     _SESSION_CLUSTER,
     CLUSTER_WIDE,
+    FEATURE_GATE,
     FRESH_DRIVER,
     REAL_NODES_ONLY,
     TEST_DRIVER_DOMAIN,
@@ -48,6 +50,37 @@ def local_cluster(cluster: Cluster) -> LocalCluster:
     if not isinstance(cluster, LocalCluster):
         pytest.skip(f"tests the local provider; cluster {cluster.name!r} is not a local one")
     return cluster
+
+
+@pytest.fixture(autouse=True)
+def required_feature_gates(request: pytest.FixtureRequest) -> None:
+    """Skip a test marked ``feature_gate(name, component=...)`` unless the cluster's
+    component runs with that gate on; before its driver is deployed. Tests without the
+    marker do not touch the cluster here (unit tests bring none up)."""
+    for marker in request.node.iter_markers(FEATURE_GATE):
+        cluster = request.getfixturevalue("cluster")
+        reason = feature_gate_skip_reason(cluster, *marker.args, **marker.kwargs)
+        if reason is not None:
+            pytest.skip(reason)
+
+
+def feature_gate_skip_reason(cluster: Cluster, gate: str, component: str = "kubelet") -> str | None:
+    """Why a test that needs ``gate`` on in ``component`` cannot run on ``cluster``;
+    None when it can. Only an explicit ``gate=true`` counts (the harness does not know
+    each gate's default), and only the local provider's gates are known: they are what
+    ``--csi-feature-gates`` (or the cluster's configuration) set at bring-up."""
+    needs = f"needs the feature gate {gate}=true on the {component}"
+    if not isinstance(cluster, LocalCluster):
+        return (
+            f"{needs}; the harness knows the feature gates only of the local clusters it "
+            f"brings up, not of cluster {cluster.name!r}"
+        )
+    if cluster.config.feature_gates_for(Component(component)).get(gate) is True:
+        return None
+    return (
+        f"{needs}; cluster {cluster.name!r} runs without it: bring it up with "
+        f"--csi-feature-gates {gate}=true"
+    )
 
 
 @pytest.fixture(scope="session")

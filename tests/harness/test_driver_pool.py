@@ -1,0 +1,91 @@
+"""The driver pool's bookkeeping without a cluster: which fields make drivers
+interchangeable, which idle driver goes when the pool is full, and what a view
+difference says. What a reset leaves of a driver is shown on real clusters
+(tests/e2e/test_driver_pool.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.pytest_plugin import pooled_drivers
+from csi_harness._internal.pytest_plugin.pooled_drivers import ClusterView, DriverPool, pool_key
+
+VIEW = ClusterView(None, {}, {}, {}, {})
+
+
+@dataclass
+class FakeDriver:
+    spec: DriverDeployment
+    removed: bool = False
+    nodes: list[Any] = field(default_factory=list)
+
+
+def test_drivers_differing_only_in_name_and_suffix_are_interchangeable() -> None:
+    base = DriverDeployment().model_dump()
+
+    assert pool_key({**base, "name": "a.csi-mock", "suffix": "-a"}) == pool_key(base)
+    assert pool_key({**base, "max_volumes_per_node": 3}) != pool_key(base)
+    assert pool_key({**base, "attach_required": True}) != pool_key(base)
+
+
+def test_a_view_difference_names_the_part_and_both_values() -> None:
+    after = ClusterView(None, {}, {}, {}, {("fast", "node-1"): ("1Gi", None)})
+
+    assert after.differences(VIEW) == [
+        "capacity: {('fast', 'node-1'): ('1Gi', None)}, was {}",
+    ]
+    assert VIEW.differences(VIEW) == []
+
+
+@pytest.fixture
+def pool(monkeypatch: pytest.MonkeyPatch) -> tuple[DriverPool, list[FakeDriver]]:
+    """A pool whose deployments are fakes and whose resets always succeed."""
+    deployed: list[FakeDriver] = []
+
+    def deploy(spec: DriverDeployment) -> FakeDriver:
+        deployed.append(FakeDriver(spec))
+        return deployed[-1]
+
+    def remove(driver: FakeDriver) -> None:
+        driver.removed = True
+
+    monkeypatch.setattr(pooled_drivers, "observe", lambda kube, driver: VIEW)
+    made = DriverPool(None, deploy, remove, domain="csi-mock", max_idle=2)  # type: ignore[arg-type]
+    monkeypatch.setattr(made, "_reset", lambda driver, baseline: None)
+    return made, deployed
+
+
+def test_the_least_recently_returned_idle_driver_goes_when_the_pool_is_full(
+    pool: tuple[DriverPool, list[FakeDriver]],
+) -> None:
+    made, deployed = pool
+    base = DriverDeployment().model_dump()
+    drivers = [made.acquire({**base, "max_volumes_per_node": n})[0] for n in (1, 2, 3)]
+
+    for driver in drivers:
+        made.release(driver, test_failed=False)
+
+    assert [d.removed for d in deployed] == [True, False, False]
+    again, reused = made.acquire({**base, "max_volumes_per_node": 3})
+    assert reused and again is drivers[2]
+    _, reused = made.acquire({**base, "max_volumes_per_node": 1})
+    assert not reused and len(deployed) == 4
+
+
+def test_a_failed_test_or_snapshot_driver_is_removed_with_the_reason(
+    pool: tuple[DriverPool, list[FakeDriver]],
+) -> None:
+    made, deployed = pool
+    base = DriverDeployment().model_dump()
+    failed, _ = made.acquire(base)
+    made.release(failed, test_failed=True)
+    snapshots, _ = made.acquire({**base, "snapshots": "full"})
+    made.release(snapshots, test_failed=False)
+
+    assert all(d.removed for d in deployed)
+    assert made.stats.not_reused == {"its test failed": 1, "not pooled (snapshots)": 1}
+    assert made.stats.deployed == 2 and made.stats.reused == 0
