@@ -16,13 +16,14 @@ from collections.abc import Iterator
 import pytest
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
-from lightkube.resources.core_v1 import PersistentVolume
+from lightkube.resources.core_v1 import PersistentVolume, Pod
 from lightkube.resources.storage_v1 import CSIDriver
 from lightkube.types import PatchType
 
 from csi_harness._internal.kube import objects
 from csi_harness._internal.kube.resources import CSINodeResource, csinode_drivers
 from csi_harness._internal.kube.waits import (
+    volume_attachments,
     wait_bound_volume,
     wait_claim,
     wait_event,
@@ -77,6 +78,23 @@ def allocatable_counts(kube: Client, driver: str) -> dict[str, int | None]:
                 name = str(csinode.metadata.name)  # type: ignore[union-attr]
                 counts[name] = (entry.get("allocatable") or {}).get("count")
     return counts
+
+
+def set_allocatable_update_period(kube: Client, driver: Driver, seconds: int) -> None:
+    """Set the CSIDriver's nodeAllocatableUpdatePeriodSeconds (KEP-4876,
+    MutableCSINodeAllocatableCount); skip the test when the apiserver refuses or drops
+    it (gate off)."""
+    try:
+        updated = kube.patch(
+            CSIDriver,
+            driver.spec.name,
+            {"spec": {"nodeAllocatableUpdatePeriodSeconds": seconds}},
+            patch_type=PatchType.MERGE,
+        )
+    except ApiError as exc:
+        pytest.skip(f"CSIDriver nodeAllocatableUpdatePeriodSeconds refused: {exc.status.message}")
+    if updated.spec.nodeAllocatableUpdatePeriodSeconds != seconds:
+        pytest.skip("the apiserver dropped nodeAllocatableUpdatePeriodSeconds (gate off)")
 
 
 @pytest.mark.driver(max_volumes_per_node=3)
@@ -237,18 +255,7 @@ def test_kubelet_refreshes_the_allocatable_count_when_the_driver_changes_it(
     # nodeAllocatableUpdatePeriodSeconds set, the kubelet calls NodeGetInfo again
     # periodically; on the local provider the node simulator does the same for the
     # simulated nodes.
-    try:
-        updated = kube.patch(
-            CSIDriver,
-            driver.spec.name,
-            {"spec": {"nodeAllocatableUpdatePeriodSeconds": 10}},
-            patch_type=PatchType.MERGE,
-        )
-    except ApiError as exc:
-        pytest.skip(f"CSIDriver nodeAllocatableUpdatePeriodSeconds refused: {exc.status.message}")
-    period = updated.spec.nodeAllocatableUpdatePeriodSeconds
-    if period != 10:
-        pytest.skip("the apiserver dropped nodeAllocatableUpdatePeriodSeconds (gate off)")
+    set_allocatable_update_period(kube, driver, 10)
     # A count of its own for every node (none the 4 they start with), so that a count
     # that went to the wrong node shows.
     wanted = {node.name: 5 + i for i, node in enumerate(driver.nodes)}
@@ -264,6 +271,58 @@ def test_kubelet_refreshes_the_allocatable_count_when_the_driver_changes_it(
         timeout=45,
         interval=1,
     )
+
+
+ATTACH_LIMIT_EXCEEDED = "VolumeAttachmentLimitExceeded"
+"""The reason the kubelet gives a pod it rejects because an attach of its volume failed
+RESOURCE_EXHAUSTED (volumemanager.VolumeAttachmentLimitExceededReason)."""
+RESOURCE_EXHAUSTED_CODE = 8
+
+
+@pytest.mark.slow
+# Its 2 minutes are the kubelet's: it decides only once its wait for the pod's volumes
+# (podAttachAndMountTimeout, 2 min 3 s, hard-coded) has run out. Its one pod is on the
+# real node, so it need not hold back the cluster-wide tests meanwhile.
+@pytest.mark.alone
+@pytest.mark.real_nodes_only
+@pytest.mark.driver(attach_required=True)
+@pytest.mark.upstream(
+    "mutable_csinode_allocatable.go",
+    "should transition pod to failed state when attachment limit exceeded",
+)
+@pytest.mark.scenario(
+    FEATURE,
+    "attach refused RESOURCE_EXHAUSTED: the kubelet fails the pod, VolumeAttachmentLimitExceeded",
+)
+def test_kubelet_fails_the_pod_whose_attach_is_refused_for_the_attachment_limit(
+    kube: Client, namespace: str, driver: Driver, admin: AdminClient, pod_node: str
+) -> None:
+    # With nodeAllocatableUpdatePeriodSeconds set, a kubelet whose wait for a volume
+    # times out asks the VolumeAttachment: an attachError with errorCode
+    # RESOURCE_EXHAUSTED (external-attacher sets it) rejects the pod instead of
+    # retrying it for ever.
+    set_allocatable_update_period(kube, driver, 10)
+    admin.add_fault("ControllerPublishVolume", code="RESOURCE_EXHAUSTED")
+    create_pod_with_claims(kube, driver, "app", namespace, 1, nodes=[pod_node])
+    pv = str(wait_bound_volume(kube, "app-0", namespace).metadata.name)  # type: ignore[union-attr]
+
+    def attach_error_code() -> tuple[bool, object]:
+        errors = [va.status.attachError for va in volume_attachments(kube, pv) if va.status]
+        codes = [e.errorCode for e in errors if e is not None]
+        return RESOURCE_EXHAUSTED_CODE in codes, errors
+
+    wait_for(f"the attach error of {pv} with errorCode 8", attach_error_code, timeout=30)
+
+    def rejected() -> tuple[bool, str]:
+        status = kube.get(Pod, "app", namespace=namespace).status
+        assert status is not None
+        seen = f"{status.phase} {status.reason}: {status.message}"
+        return status.phase == "Failed", seen
+
+    # 2 min 3 s after the kubelet started on the pod; twice that if a cluster-wide test
+    # restarts the kubelet meanwhile (test_kubelet_restart.py), which starts it again.
+    seen = wait_for("pod app to fail", rejected, timeout=270, interval=1)
+    assert seen.startswith(f"Failed {ATTACH_LIMIT_EXCEEDED}:"), seen
 
 
 @pytest.fixture
