@@ -22,7 +22,7 @@ from csi_mock.proto import pluginregistration_pb2_grpc as reg_grpc
 from csi_mock.services.controller import ControllerServicer
 from csi_mock.services.identity import IdentityServicer
 from csi_mock.services.interceptor import CallInterceptor
-from csi_mock.services.node import NodeServicer
+from csi_mock.services.node import NodeServicer, add_node_capabilities_to_server
 from csi_mock.services.registration import KubeletRegistration, RegistrationServicer
 from csi_mock.startup import StartupError
 
@@ -122,6 +122,8 @@ class DriverServer:
                 NodeServicer(config, driver.node, driver.switches, driver.conditions),
                 self._server,
             )
+        else:
+            add_node_capabilities_to_server(config, driver.switches, self._server)
         self.socket_path = config.socket_path
         self.registration: RegistrationServer | None = None
         if driver.registration is not None:

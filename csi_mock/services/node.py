@@ -21,6 +21,49 @@ MOUNT_GROUP_FIELD = "volume_capability.mount.volume_mount_group"
 MAX_GROUP_ID = (1 << 31) - 1
 
 
+def node_capabilities(config: DriverConfig, switches: Switches) -> pb.NodeGetCapabilitiesResponse:
+    """What the node service advertises, from the configuration and the switches."""
+    rpcs = []
+    if config.node.stage_unstage:
+        rpcs.append(RPC.STAGE_UNSTAGE_VOLUME)
+    if switches.volume_stats:
+        rpcs.append(RPC.GET_VOLUME_STATS)
+        if config.node.volume_condition:
+            rpcs.append(RPC.VOLUME_CONDITION)
+    rpcs.append(RPC.SINGLE_NODE_MULTI_WRITER)
+    if switches.node_expansion:
+        rpcs.append(RPC.EXPAND_VOLUME)
+    if config.node.volume_mount_group:
+        rpcs.append(RPC.VOLUME_MOUNT_GROUP)
+    return pb.NodeGetCapabilitiesResponse(
+        capabilities=[pb.NodeServiceCapability(rpc=RPC(type=rpc)) for rpc in rpcs]
+    )
+
+
+def add_node_capabilities_to_server(
+    config: DriverConfig, switches: Switches, server: grpc.aio.Server
+) -> None:
+    """Serve the Node service's NodeGetCapabilities alone, in a controller without a
+    node service (gRPC answers every other Node call UNIMPLEMENTED). external-resizer
+    asks the controller's socket whether the node expands volumes, and without
+    controller expansion resizes only for the node (its trivial resizer) when it does;
+    it exits if the call fails."""
+
+    async def capabilities(
+        request: pb.NodeGetCapabilitiesRequest, context: Context
+    ) -> pb.NodeGetCapabilitiesResponse:
+        return node_capabilities(config, switches)
+
+    handler = grpc.unary_unary_rpc_method_handler(
+        capabilities,
+        request_deserializer=pb.NodeGetCapabilitiesRequest.FromString,
+        response_serializer=pb.NodeGetCapabilitiesResponse.SerializeToString,
+    )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("csi.v1.Node", {"NodeGetCapabilities": handler}),)
+    )
+
+
 class NodeServicer(pb_grpc.NodeServicer):
     def __init__(
         self,
@@ -132,21 +175,7 @@ class NodeServicer(pb_grpc.NodeServicer):
     async def NodeGetCapabilities(
         self, request: pb.NodeGetCapabilitiesRequest, context: Context
     ) -> pb.NodeGetCapabilitiesResponse:
-        rpcs = []
-        if self._config.node.stage_unstage:
-            rpcs.append(RPC.STAGE_UNSTAGE_VOLUME)
-        if self._switches.volume_stats:
-            rpcs.append(RPC.GET_VOLUME_STATS)
-            if self._config.node.volume_condition:
-                rpcs.append(RPC.VOLUME_CONDITION)
-        rpcs.append(RPC.SINGLE_NODE_MULTI_WRITER)
-        if self._switches.node_expansion:
-            rpcs.append(RPC.EXPAND_VOLUME)
-        if self._config.node.volume_mount_group:
-            rpcs.append(RPC.VOLUME_MOUNT_GROUP)
-        return pb.NodeGetCapabilitiesResponse(
-            capabilities=[pb.NodeServiceCapability(rpc=RPC(type=rpc)) for rpc in rpcs]
-        )
+        return node_capabilities(self._config, self._switches)
 
     def _mount_group(
         self, request: pb.NodeStageVolumeRequest | pb.NodePublishVolumeRequest

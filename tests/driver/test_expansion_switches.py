@@ -75,6 +75,20 @@ async def test_controller_expansion_off_is_node_only(start_driver: StartDriver) 
     assert await plugin_expansion(csi) == [Expansion.ONLINE]
 
 
+async def test_a_controller_alone_answers_whether_the_node_expands_and_nothing_else(
+    start_driver: StartDriver,
+) -> None:
+    # external-resizer asks the controller's socket; a failing call makes it exit.
+    csi = await start_driver(
+        mode="controller", controller={"expansion": False}, node={"expansion": True}
+    )
+
+    assert NodeRPC.EXPAND_VOLUME in await node_rpcs(csi)
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await csi.node.NodeGetInfo(pb.NodeGetInfoRequest())
+    assert raised.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
 async def test_node_expansion_off_drops_the_node_capability_and_refuses_node_expand(
     start_driver: StartDriver, staging: Path
 ) -> None:
