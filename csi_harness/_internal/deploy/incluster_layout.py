@@ -140,7 +140,8 @@ def deployment_components(spec: DriverDeployment, nodes: Sequence[str]) -> dict[
             Component(PROVISIONER, "Deployment", PROVISIONER_WORKLOAD, "provisioner", PROVISIONER)
         )
         found.append(Component(ATTACHER, "Deployment", ATTACHER_DEPLOYMENT, "attacher", ATTACHER))
-        found.append(Component(RESIZER, "Deployment", RESIZER_DEPLOYMENT, "resizer", RESIZER))
+        if spec.resizer:
+            found.append(Component(RESIZER, "Deployment", RESIZER_DEPLOYMENT, "resizer", RESIZER))
         if spec.snapshots is not None:
             found.append(
                 Component(

@@ -44,6 +44,7 @@ from csi_harness._internal.deploy.incluster_layout import (
     INSTANCE_LABEL,
     NAME_LABEL,
     PROVISIONER,
+    RESIZER,
     SNAPSHOTTER,
     DeploymentLayout,
     is_cluster_scoped,
@@ -155,7 +156,7 @@ def render_objects(
             workloads.controller(),
             workloads.central_provisioner(),
             workloads.attacher(),
-            workloads.resizer(),
+            *([workloads.resizer()] if spec.resizer else []),
             *([workloads.snapshotter()] if spec.snapshots is not None else []),
             workloads.node_daemonset(),
         ]
@@ -167,7 +168,10 @@ def _sidecars_of(spec: DriverDeployment) -> tuple[str, ...]:
     # and no resizer (see the module's docstring).
     if is_distributed(spec):
         return (PROVISIONER,)
-    return CENTRAL_SIDECARS + ((SNAPSHOTTER,) if spec.snapshots is not None else ())
+    central = (
+        CENTRAL_SIDECARS if spec.resizer else tuple(s for s in CENTRAL_SIDECARS if s != RESIZER)
+    )
+    return central + ((SNAPSHOTTER,) if spec.snapshots is not None else ())
 
 
 def _admin_secret(spec: DriverDeployment, token: str) -> dict[str, Any]:

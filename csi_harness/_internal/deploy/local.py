@@ -180,7 +180,9 @@ class LocalDriver:
         instances = list(dict.fromkeys(self._instance_component(i) for i in self.instances()))
         if self.distributed:
             return [*instances, *(f"csi-provisioner-{node}" for node in nodes)]
-        sidecars = ["csi-provisioner", "csi-attacher", "csi-resizer"]
+        sidecars = ["csi-provisioner", "csi-attacher"]
+        if self.spec.resizer:
+            sidecars.append("csi-resizer")
         if self.spec.snapshots is not None:
             sidecars.append("csi-snapshotter")
         return [*instances, *sidecars]
@@ -506,9 +508,11 @@ class LocalDriver:
                 "csi-attacher",
                 self._sidecar_argv("csi-attacher", socket, attacher_flags(self.spec)),
             )
-            self._start_process(
-                "csi-resizer", self._sidecar_argv("csi-resizer", socket, resizer_flags(self.spec))
-            )
+            if self.spec.resizer:
+                self._start_process(
+                    "csi-resizer",
+                    self._sidecar_argv("csi-resizer", socket, resizer_flags(self.spec)),
+                )
             if self.spec.snapshots is not None:
                 self._start_process(
                     "csi-snapshotter",

@@ -92,6 +92,10 @@ class DriverDeployment(BaseModel):
     """csi-mock ``controller.node_expansion_required``."""
     online_expansion: bool = True
     """csi-mock ``online_expansion``: VolumeExpansion ONLINE, else OFFLINE."""
+    resizer: bool = True
+    """Run external-resizer next to the central controller. False: nothing grows a claim
+    of the driver, whatever it advertises (upstream's ``resizingOnDriver=off``: a class
+    that allows expansion, a driver deployed without the resizer)."""
     volume_stats: bool = True
     """csi-mock ``node.volume_stats``: NodeGetVolumeStats, GET_VOLUME_STATS."""
     controller_volume_condition: bool = False
@@ -153,6 +157,15 @@ class DriverDeployment(BaseModel):
         if self.service_account_token_in_secrets is not None and not self.token_requests:
             raise ValueError(
                 "service_account_token_in_secrets is set but no token_requests are specified"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _check_resizer(self) -> DriverDeployment:
+        if not self.resizer and self.mutable_parameters is not None:
+            raise ValueError(
+                "resizer is false but mutable_parameters is set: external-resizer is what "
+                "applies VolumeAttributesClasses (ControllerModifyVolume)"
             )
         return self
 

@@ -151,6 +151,12 @@ def test_a_deployment_without_snapshots_has_no_snapshotter_or_snapshot_class() -
     assert "snapshots" not in configs(objects)["controller.yaml"]["controller"]
 
 
+def test_a_deployment_without_the_resizer_has_no_resizer_workload_or_component() -> None:
+    assert "Deployment/csi-mock-resizer" not in workloads(render(resizer=False))
+    assert "csi-resizer" not in deployment_components(DriverDeployment(resizer=False), ["node-1"])
+    assert "csi-resizer" in deployment_components(DriverDeployment(), ["node-1"])
+
+
 def test_distributed_deployment_has_no_controller_attacher_or_resizer() -> None:
     assert sorted(workloads(render(provisioner_mode="distributed"))) == [
         "DaemonSet/csi-mock-node",

@@ -150,6 +150,11 @@ def test_central_resizer_dials_the_controller_socket_with_the_sidecars_credentia
         assert started[sidecar][1:3] == resizer[1:3]
 
 
+def test_a_deployment_without_the_resizer_starts_none(root: Path) -> None:
+    started = started_sidecars(root, suffix="-abc", resizer=False)
+    assert sorted(started) == ["csi-attacher-abc", "csi-provisioner-abc"]
+
+
 def test_distributed_deployment_starts_no_resizer(root: Path) -> None:
     started = started_sidecars(root, provisioner_mode="distributed")
     assert sorted(started) == ["csi-provisioner-node-1", "csi-provisioner-node-2"]

@@ -89,6 +89,11 @@ def test_distributed_provisioning_refuses_attach_required() -> None:
         DriverDeployment(provisioner_mode="distributed", attach_required=True)
 
 
+def test_without_the_resizer_mutable_parameters_are_refused_naming_both() -> None:
+    with pytest.raises(ValidationError, match="resizer is false but mutable_parameters"):
+        DriverDeployment(resizer=False, mutable_parameters={"iops": []})
+
+
 def test_distributed_provisioning_refuses_zone_pools() -> None:
     with pytest.raises(ValidationError, match="distributed cannot have zone pools"):
         DriverDeployment(provisioner_mode="distributed", zone_pool_size="10Gi")
