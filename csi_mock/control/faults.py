@@ -17,12 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from csi_mock.fault_rules import (
-    FaultRuleSpec,
-    RequestCondition,
-    compile_override,
-    compile_where,
-)
+from csi_mock.fault_rules import FaultRuleSpec
+from csi_mock.fault_schema import RequestCondition, compile_override, compile_where
 from csi_mock.model.field_path import FieldPath
 from csi_mock.observe.calls import request_segments
 

@@ -12,7 +12,8 @@ from pydantic import ValidationError
 
 from csi_mock.control.faults import FaultEngine
 from csi_mock.csi_methods import ENUMS, MESSAGES, RESPONSE_TYPES
-from csi_mock.fault_rules import FaultRuleSpec, compile_override, wrapped_scalar
+from csi_mock.fault_rules import FaultRuleSpec
+from csi_mock.fault_schema import compile_override, wrapped_scalar
 from csi_mock.proto import csi_pb2
 from csi_mock.services.fault_replies import apply_overrides, response_class
 
