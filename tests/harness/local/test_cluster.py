@@ -5,9 +5,15 @@ configuration, logs and driver instances, read from its configuration."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
+import pytest
+from lightkube import Client
+
+from csi_harness._internal.core.processes import Supervisor
+from csi_harness._internal.core.run_state import RunState
 from csi_harness._internal.deploy.spec import DriverDeployment
-from csi_harness._internal.providers.base import ClusterNode
+from csi_harness._internal.providers.base import ClusterNode, Unsupported
 from csi_harness._internal.providers.local.cluster import LocalCluster
 from csi_harness._internal.providers.local.config import Component, LocalClusterConfig
 
@@ -77,3 +83,12 @@ def test_without_a_driver_there_are_no_admin_instances(tmp_path: Path) -> None:
     assert cluster.driver is None
     assert cluster.admin_instances() == {}
     assert cluster.default_driver.max_volumes_per_node == 3
+
+
+def test_restarting_the_kubelet_of_a_simulated_node_is_unsupported(tmp_path: Path) -> None:
+    cluster = local_cluster(tmp_path)
+    # As brought up: the run state records a kubelet process for node-1 only.
+    cluster._supervisor = Supervisor(RunState(run_dir=tmp_path / "run"), tmp_path / "logs")
+    cluster.kube = cast(Client, object())
+    with pytest.raises(Unsupported, match="node 'node-2' of cluster 'csi-harness' runs no kubelet"):
+        cluster.restart_kubelet("node-2")
