@@ -121,7 +121,8 @@ def test_claim_becomes_unused_when_its_pod_is_deleted(
     delete_pod(kube, namespace, "app")
     unused = wait_unused(kube, namespace, "True")
     assert unused.reason == NO_PODS, unused
-    assert transition_time(unused) > transition_time(used), (used, unused)
+    # Whole seconds: a pod that lived less than a second may leave the same one.
+    assert transition_time(unused) >= transition_time(used), (used, unused)
 
 
 @pytest.mark.driver()
