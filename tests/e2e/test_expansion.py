@@ -108,12 +108,31 @@ def claim_in_use(kube: Client, driver: Driver, namespace: str, node: str) -> Per
     return wait_bound_volume(kube, "data", namespace)
 
 
+@pytest.mark.parametrize(
+    "attach",
+    [
+        pytest.param(
+            attach,
+            marks=[
+                pytest.mark.driver(attach_required=attach),
+                pytest.mark.upstream(
+                    "csi_volume_expansion.go",
+                    "should expand volume without restarting pod if"
+                    f" attach={'on' if attach else 'off'}, nodeExpansion=on",
+                ),
+            ],
+            id=f"attach-{'on' if attach else 'off'}",
+        )
+        for attach in (False, True)
+    ],
+)
 @pytest.mark.scenario(FEATURE, "a claim in use grows on the controller and on its node")
 def test_a_claim_in_use_grows_on_the_controller_and_on_its_node(
-    kube: Client, namespace: str, driver: Driver, admin: AdminClient, pod_node: str
+    kube: Client, namespace: str, driver: Driver, admin: AdminClient, pod_node: str, attach: bool
 ) -> None:
     pv = claim_in_use(kube, driver, namespace, pod_node)
     volume_id = volume_id_of(pv)
+    uid = kube.get(Pod, "app", namespace=namespace).metadata.uid  # type: ignore[union-attr]
     assert expanded_to(admin, volume_id) == []
     assert node_calls(driver, pod_node, "NodeExpandVolume", volume_id) == []
 
@@ -127,6 +146,8 @@ def test_a_claim_in_use_grows_on_the_controller_and_on_its_node(
     assert driver_volume_size(admin, volume_id) == 2 * GI
     grown = node_calls(driver, pod_node, "NodeExpandVolume", volume_id)
     assert [(r.code, r.request.get("required_bytes")) for r in grown][-1:] == [("OK", 2 * GI)]
+    # Online: the pod that used the claim all along is still the same.
+    assert kube.get(Pod, "app", namespace=namespace).metadata.uid == uid  # type: ignore[union-attr]
 
 
 @pytest.mark.scenario(FEATURE, "a claim no pod uses grows on the controller, its node waits")
