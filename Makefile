@@ -35,6 +35,11 @@ UPSTREAM_TOOLS ?= e2e ginkgo
 # ginkgo processes of the upstream External Storage run (docs/upstream-e2e.md).
 UPSTREAM_PROCS ?= 4
 
+# Feature gates of the local cluster `make test` and `make e2e` bring up: the alpha
+# CSIVolumeHealth for tests/e2e/test_node_volume_health.py (skipped without it), harmless
+# to every other test (docs/harness.md, "Tests that need a feature gate").
+E2E_FEATURE_GATES ?= CSIVolumeHealth=true
+
 # pytest-xdist workers: tests at the same time, e2e ones on one shared local cluster
 # (docs/benchmarks.md: 4 on 2 cores; most of an e2e test is waiting for Kubernetes).
 WORKERS ?= 4
@@ -73,7 +78,8 @@ doctor:  ## list every pinned tool: version, present or missing
 test: install system-deps lint  ## everything CI runs: lint, unit, driver, crash, csi-sanity, e2e on a local cluster, upstream External Storage suites, then kind
 	bash tools/build.sh build $(TEST_TOOLS) $(UPSTREAM_TOOLS) $(KIND_TOOLS)
 	mkdir -p $(REPORTS)
-	$(PYTHON) -m pytest -ra -n $(WORKERS) --junitxml=$(REPORTS)/junit.xml
+	$(PYTHON) -m pytest -ra -n $(WORKERS) --csi-feature-gates=$(E2E_FEATURE_GATES) \
+		--junitxml=$(REPORTS)/junit.xml
 	bash scripts/user-project.sh --junitxml=$(abspath $(REPORTS))/user-project.xml
 	$(MAKE) --no-print-directory e2e-upstream-run
 	$(MAKE) --no-print-directory e2e-kind-run KIND_SUITES='$(CI_KIND_SUITES)' \
@@ -124,7 +130,8 @@ mission: install system-deps  ## the five mission suites, tests at the same time
 e2e: install system-deps  ## only the end-to-end suites, on a fresh local cluster
 	bash tools/build.sh build $(TEST_TOOLS)
 	mkdir -p $(REPORTS)
-	$(PYTHON) -m pytest -ra -m e2e -n $(WORKERS) --junitxml=$(REPORTS)/e2e-junit.xml tests/e2e
+	$(PYTHON) -m pytest -ra -m e2e -n $(WORKERS) --csi-feature-gates=$(E2E_FEATURE_GATES) \
+		--junitxml=$(REPORTS)/e2e-junit.xml tests/e2e
 
 cluster-up: install system-deps  ## a local cluster for manual use (csi-harness cluster up)
 	bash tools/build.sh build $(TEST_TOOLS)

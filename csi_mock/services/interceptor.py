@@ -30,6 +30,8 @@ from csi_mock.services.readiness import Readiness
 from csi_mock.services.status import status_of
 
 HANG_WITHOUT_DEADLINE = 3600.0
+CSI_PREFIX = "/csi.v1."
+"""Full method names of the CSI services; other unknown paths stay gRPC's own."""
 
 if TYPE_CHECKING:
     Handler = grpc.RpcMethodHandler[Any, Any]
@@ -58,6 +60,8 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         handler_call_details: grpc.HandlerCallDetails,
     ) -> Handler:
         handler = await continuation(handler_call_details)
+        if handler is None and handler_call_details.method.startswith(CSI_PREFIX):
+            return self._unimplemented(handler_call_details.method)
         if handler is None or handler.unary_unary is None:
             return handler
         cached = self._wrapped.get(handler_call_details.method)
@@ -66,6 +70,32 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         wrapped = self._wrap(handler, handler_call_details.method)
         self._wrapped[handler_call_details.method] = (handler, wrapped)
         return wrapped
+
+    def _unimplemented(self, full_method: str) -> Handler:
+        """A CSI method this proto does not have (one a newer CSI version added, such
+        as NodeGetVolumeHealth): UNIMPLEMENTED, as gRPC answers it, but journaled, so a
+        test can see that a caller tried it."""
+        cached = self._wrapped.get(full_method)
+        if cached is not None:
+            return cached[1]
+        service, method = split_method(full_method)
+        message = f"{method} is not a method of the CSI version csi-mock implements (v1.12)"
+
+        async def refuse(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> None:
+            record = CallRecord(
+                time=time.time(),
+                method=method,
+                service=service,
+                code=grpc.StatusCode.UNIMPLEMENTED.name,
+                message=message,
+            )
+            for sink in self._sinks:
+                sink(record)
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, message)
+
+        handler = grpc.unary_unary_rpc_method_handler(refuse)
+        self._wrapped[full_method] = (handler, handler)
+        return handler
 
     def _wrap(self, handler: Handler, full_method: str) -> Handler:
         service, method = split_method(full_method)

@@ -38,6 +38,8 @@ Fixtures:
   ``namespace`` (function)     the test's own namespace; its pods and claims are deleted,
                                and their volumes with them, before the driver goes
   ``admin`` (function)         the csi-mock controller's admin client
+  ``required_feature_gates``   (autouse) skips a test marked ``feature_gate(name,
+                               component=...)`` unless the cluster runs the gate on
 """
 
 from csi_harness._internal.pytest_plugin.fixtures import (
@@ -49,6 +51,7 @@ from csi_harness._internal.pytest_plugin.fixtures import (
     kube,
     local_cluster,
     namespace,
+    required_feature_gates,
 )
 from csi_harness._internal.pytest_plugin.options import pytest_addoption
 from csi_harness._internal.pytest_plugin.session import (
@@ -70,4 +73,5 @@ __all__ = [
     "pytest_configure",
     "pytest_configure_node",
     "pytest_unconfigure",
+    "required_feature_gates",
 ]

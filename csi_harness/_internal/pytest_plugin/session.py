@@ -23,6 +23,7 @@ SESSION_INPUT = "csi_harness_session"
 CLUSTER_WIDE = scheduling.CLUSTER_WIDE
 REAL_NODES_ONLY = "real_nodes_only"
 FRESH_DRIVER = "fresh_driver"
+FEATURE_GATE = "feature_gate"
 TEST_DRIVER_DOMAIN = "csi-mock"
 """Each test's driver is named "<7 characters>.csi-mock": no longer than the default
 "csi-mock.example", whose registration socket path the run directory was sized for."""
@@ -52,6 +53,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{FRESH_DRIVER}: the test's driver is deployed for it, never one reset from the "
         "pool (e.g. a test of the deployment itself)",
+    )
+    config.addinivalue_line(
+        "markers",
+        f"{FEATURE_GATE}(name, component='kubelet'): needs the Kubernetes feature gate on in "
+        "that component (kube-apiserver, kube-controller-manager, kube-scheduler, kubelet); "
+        "skipped, with the reason, where the cluster does not run it on",
     )
     # Here rather than in the fixture, so that a wrong option is a usage error.
     if _is_xdist_worker(config):

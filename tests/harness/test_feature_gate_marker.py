@@ -1,0 +1,46 @@
+"""The ``feature_gate`` marker's verdict: a test that needs a gate runs only where the
+cluster's component has it on explicitly, and is skipped with the reason elsewhere."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import cast
+
+from csi_harness._internal.providers.base import Cluster
+from csi_harness._internal.providers.local.cluster import LocalCluster
+from csi_harness._internal.providers.local.config import Component, LocalClusterConfig
+from csi_harness._internal.pytest_plugin.fixtures import feature_gate_skip_reason
+
+
+def local(tmp_path: Path, **config: object) -> LocalCluster:
+    return LocalCluster(
+        LocalClusterConfig.model_validate({"name": "gates", "run_dir": tmp_path, **config})
+    )
+
+
+def test_a_gate_on_for_every_component_lets_the_test_run(tmp_path: Path) -> None:
+    cluster = local(tmp_path, feature_gates={"CSIVolumeHealth": True})
+    assert feature_gate_skip_reason(cluster, "CSIVolumeHealth") is None
+
+
+def test_a_gate_left_at_its_default_skips_naming_the_option(tmp_path: Path) -> None:
+    reason = feature_gate_skip_reason(local(tmp_path), "CSIVolumeHealth")
+    assert reason is not None
+    assert "CSIVolumeHealth=true on the kubelet" in reason
+    assert "--csi-feature-gates CSIVolumeHealth=true" in reason
+
+
+def test_the_gate_counts_in_the_component_named_only(tmp_path: Path) -> None:
+    cluster = local(
+        tmp_path, component_feature_gates={Component.APISERVER: {"CSIVolumeHealth": True}}
+    )
+    assert feature_gate_skip_reason(cluster, "CSIVolumeHealth", "kube-apiserver") is None
+    assert feature_gate_skip_reason(cluster, "CSIVolumeHealth", "kubelet") is not None
+
+
+def test_a_cluster_the_harness_did_not_bring_up_skips_saying_it_cannot_tell() -> None:
+    class Foreign:
+        name = "elsewhere"
+
+    reason = feature_gate_skip_reason(cast(Cluster, Foreign()), "CSIVolumeHealth")
+    assert reason is not None and "not of cluster 'elsewhere'" in reason
