@@ -20,7 +20,7 @@ from csi_harness._internal.kube.waits import wait_bound_volume, wait_for, wait_p
 from csi_harness._internal.providers.base import Cluster, Driver, Unsupported
 from tests.e2e.conftest import node_calls
 
-pytestmark = [pytest.mark.e2e, pytest.mark.cluster_wide]
+pytestmark = [pytest.mark.e2e, pytest.mark.cluster_wide, pytest.mark.disrupts_nodes]
 
 FEATURE = "kubelet restart"
 UNPUBLISH = "NodeUnpublishVolume"

@@ -31,6 +31,7 @@ from csi_harness._internal.pytest_plugin.pooled_drivers import DriverPool, log_p
 from csi_harness._internal.pytest_plugin.session import (
     _SESSION_CLUSTER,
     CLUSTER_WIDE,
+    DISRUPTS_NODES,
     FEATURE_GATE,
     FRESH_DRIVER,
     REAL_NODES_ONLY,
@@ -91,22 +92,28 @@ def kube(cluster: Cluster) -> Client:
 @pytest.fixture
 def cluster_access(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[None]:
     """The test's share of the cluster (only matters with pytest-xdist workers; see
-    ``access_mode``)."""
-    lock = ClusterLock.for_cluster(f"{request.config.getoption('--csi-cluster')}-{cluster.name}")
+    ``access_mode``). A second lock guards the nodes with a real kubelet: a
+    ``real_nodes_only`` test holds it shared, a ``disrupts_nodes`` one (which restarts
+    a kubelet) exclusively, on top of the cluster."""
+    key = f"{request.config.getoption('--csi-cluster')}-{cluster.name}"
+    lock = ClusterLock.for_cluster(key)
+    real_nodes = ClusterLock.for_cluster(key + "-real-nodes")
+    disrupts = request.node.get_closest_marker(DISRUPTS_NODES) is not None
     real_nodes_only = request.node.get_closest_marker(REAL_NODES_ONLY) is not None
     mode = access_mode(
-        cluster_wide=request.node.get_closest_marker(CLUSTER_WIDE) is not None,
+        cluster_wide=disrupts or request.node.get_closest_marker(CLUSTER_WIDE) is not None,
         real_nodes_only=real_nodes_only,
         nodes=cluster.nodes() if real_nodes_only else (),
     )
-    share: contextlib.AbstractContextManager[None] = (
-        lock.exclusive()
-        if mode == "exclusive"
-        else lock.shared()
-        if mode == "shared"
-        else contextlib.nullcontext()
-    )
-    with share:
+    with contextlib.ExitStack() as held:
+        if mode == "exclusive":
+            held.enter_context(lock.exclusive())
+            if disrupts:
+                held.enter_context(real_nodes.exclusive())
+        elif mode == "shared":
+            held.enter_context(lock.shared())
+        else:
+            held.enter_context(real_nodes.shared())
         yield
 
 

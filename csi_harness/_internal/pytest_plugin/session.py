@@ -23,6 +23,7 @@ SESSION_INPUT = "csi_harness_session"
 CLUSTER_WIDE = scheduling.CLUSTER_WIDE
 REAL_NODES_ONLY = "real_nodes_only"
 FRESH_DRIVER = "fresh_driver"
+DISRUPTS_NODES = "disrupts_nodes"
 FEATURE_GATE = "feature_gate"
 TEST_DRIVER_DOMAIN = "csi-mock"
 """Each test's driver is named "<7 characters>.csi-mock": no longer than the default
@@ -48,6 +49,11 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{REAL_NODES_ONLY}: places pods only on nodes with a real kubelet and changes "
         f"nothing other tests see; where the cluster has simulated nodes (which "
         f"{CLUSTER_WIDE} tests compare), it runs beside {CLUSTER_WIDE} tests",
+    )
+    config.addinivalue_line(
+        "markers",
+        f"{DISRUPTS_NODES}: restarts or stops a node's kubelet; runs while no other test "
+        f"runs, {REAL_NODES_ONLY} ones included (implies {CLUSTER_WIDE})",
     )
     config.addinivalue_line(
         "markers",
