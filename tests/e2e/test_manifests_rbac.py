@@ -105,6 +105,8 @@ def allowed(
         ("watch", "volumesnapshotclasses", "snapshot.storage.k8s.io", ""),
         ("patch", "volumesnapshotcontents", "snapshot.storage.k8s.io", ""),
         ("update", "volumesnapshotcontents/status", "snapshot.storage.k8s.io", ""),
+        # csi-snapshotter: the secret a VolumeSnapshotClass names, by name only.
+        ("get", "secrets", "", "default"),
     ],
 )
 def test_controller_sidecars_are_allowed(
