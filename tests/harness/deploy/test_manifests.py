@@ -523,6 +523,10 @@ BEYOND_UPSTREAM = {
     "csi-mock-external-provisioner-runner": {
         ("storage.k8s.io", "volumeattributesclasses", verb) for verb in ("get", "list", "watch")
     },
+    # csi-snapshotter reads the secret a VolumeSnapshotClass names: upstream's v8.7.0
+    # rbac-csi-snapshotter.yaml leaves that rule commented out ("Enable it if your
+    # driver needs secret"); csi-mock takes snapshot secrets, and only get is granted.
+    "csi-mock-external-snapshotter-runner": {("", "secrets", "get")},
 }
 """What our roles grant beyond upstream's, and why."""
 
