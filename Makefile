@@ -30,6 +30,11 @@ CI_KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach
 	tests/e2e/test_expansion.py tests/e2e/test_scheduling_requeue.py \
 	tests/e2e/test_volume_limit_counting.py
 
+# Left out of CI's kind part, which runs it locally already: the kubelet's fixed
+# 2-minute wait made it the longest kind test (291 s in session 16's warm CI run).
+CI_KIND_DESELECT ?= --deselect \
+	tests/e2e/test_volume_limits.py::test_kubelet_fails_the_pod_whose_attach_is_refused_for_the_attachment_limit
+
 # What `make e2e-upstream` (and CI) needs besides: Kubernetes' e2e.test and ginkgo.
 UPSTREAM_TOOLS ?= e2e ginkgo
 # ginkgo processes of the upstream External Storage run (docs/upstream-e2e.md).
@@ -82,7 +87,7 @@ test: install system-deps lint  ## everything CI runs: lint, unit, driver, crash
 		--junitxml=$(REPORTS)/junit.xml
 	bash scripts/user-project.sh --junitxml=$(abspath $(REPORTS))/user-project.xml
 	$(MAKE) --no-print-directory e2e-upstream-run
-	$(MAKE) --no-print-directory e2e-kind-run KIND_SUITES='$(CI_KIND_SUITES)' \
+	$(MAKE) --no-print-directory e2e-kind-run KIND_SUITES='$(CI_KIND_SUITES) $(CI_KIND_DESELECT)' \
 		KIND_WORKERS=$(CI_KIND_WORKERS)
 	$(PYTHON) scripts/github-actions-steps.py
 
