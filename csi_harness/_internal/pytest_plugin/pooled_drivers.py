@@ -141,7 +141,10 @@ def pool_key(fields: Mapping[str, Any]) -> str:
 
 @dataclass
 class _Pooled:
+    """A poolable driver: its ``pool_key`` and how the cluster showed it when deployed."""
+
     driver: Driver
+    key: str
     baseline: ClusterView
 
 
@@ -183,8 +186,8 @@ class DriverPool:
         self._idle: dict[str, list[_Pooled]] = {}
         self._order: list[_Pooled] = []
         """Idle drivers, least recently returned first."""
-        self._baselines: dict[int, tuple[str, ClusterView]] = {}
-        """For each driver handed out (by id): its key and how the cluster showed it."""
+        self._lent: dict[int, _Pooled] = {}
+        """The poolable drivers handed out, by the id of their driver."""
         self.stats = PoolStats()
 
     @classmethod
@@ -199,7 +202,7 @@ class DriverPool:
         if idle:
             pooled = idle.pop()
             self._order.remove(pooled)
-            self._baselines[id(pooled.driver)] = (key, pooled.baseline)
+            self._lent[id(pooled.driver)] = pooled
             self.stats.reused += 1
             return pooled.driver, True
         tag = "d" + secrets.token_hex(3)
@@ -211,19 +214,19 @@ class DriverPool:
         self.stats.deploy_seconds += time.monotonic() - started
         self.stats.deployed += 1
         if spec.snapshots is None:
-            self._baselines[id(driver)] = (key, observe(self._kube, driver))
+            self._lent[id(driver)] = _Pooled(driver, key, observe(self._kube, driver))
         return driver, False
 
     def release(self, driver: Driver, *, test_failed: bool) -> None:
         """After the test: reset the driver and keep it, or remove it saying why."""
-        entry = self._baselines.pop(id(driver), None)
+        pooled = self._lent.pop(id(driver), None)
         try:
-            if entry is None:
+            if pooled is None:
                 raise NotReusable("not pooled (snapshots)")
             if test_failed:
                 raise NotReusable("its test failed")
             started = time.monotonic()
-            self._reset(driver, entry[1])
+            self._reset(driver, pooled.baseline)
             self.stats.reset_seconds += time.monotonic() - started
             self.stats.resets += 1
         except NotReusable as why:
@@ -231,12 +234,11 @@ class DriverPool:
             log.info("driver %s removed, not pooled: %s", driver.spec.name, why)
             self._remove(driver)
             return
-        pooled = _Pooled(driver, entry[1])
-        self._idle.setdefault(entry[0], []).append(pooled)
+        self._idle.setdefault(pooled.key, []).append(pooled)
         self._order.append(pooled)
         while len(self._order) > self._max_idle:
             oldest = self._order.pop(0)
-            self._idle[pool_key(oldest.driver.spec.model_dump())].remove(oldest)
+            self._idle[oldest.key].remove(oldest)
             self._remove(oldest.driver)
 
     def close(self) -> None:
