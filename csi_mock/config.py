@@ -192,6 +192,12 @@ class NodeConfig(_Model):
     volume_mount_group: bool = False
     """VOLUME_MOUNT_GROUP: NodeStage/NodePublish take volume_mount_group as the group of
     the volume's data (a numeric group ID)."""
+    volume_health: bool = False
+    """GET_VOLUME_HEALTH (CSI v1.13): NodeGetVolumeHealth reports what the admin API set
+    for a volume, else what the node sees (backing data or target path gone)."""
+    storage_health: bool = False
+    """GET_STORAGE_HEALTH (CSI v1.13): NodeGetStorageHealth reports the backend health
+    the admin API set (none: healthy)."""
 
     @field_validator("allowed_roots")
     @classmethod
@@ -267,6 +273,9 @@ class ControllerConfig(_Model):
     --node-expand-required)."""
     volume_condition: bool = False
     """VOLUME_CONDITION: ListVolumes and ControllerGetVolume report volume_condition."""
+    volume_health: bool = False
+    """GET_VOLUME_HEALTH and LIST_VOLUME_HEALTH (CSI v1.13): ControllerGetVolumeHealth and
+    ControllerListVolumeHealth report the volume health the admin API set."""
     modify: ModifyConfig | None = None
     """None: no MODIFY_VOLUME; ControllerModifyVolume is UNIMPLEMENTED."""
     snapshots: SnapshotConfig | None = None

@@ -8,6 +8,8 @@ RESPONSE_FIELDS: dict[str, tuple[str, ...]] = {
     "ControllerExpandVolume": ("capacity_bytes", "node_expansion_required"),
     "ControllerGetCapabilities": ("capabilities",),
     "ControllerGetVolume": ("volume", "status"),
+    "ControllerGetVolumeHealth": ("volume_health",),
+    "ControllerListVolumeHealth": ("entries", "next_token"),
     "ControllerModifyVolume": (),
     "ControllerPublishVolume": ("publish_context",),
     "ControllerUnpublishVolume": (),
@@ -24,6 +26,8 @@ RESPONSE_FIELDS: dict[str, tuple[str, ...]] = {
     "NodeExpandVolume": ("capacity_bytes",),
     "NodeGetCapabilities": ("capabilities",),
     "NodeGetInfo": ("node_id", "max_volumes_per_node", "accessible_topology"),
+    "NodeGetStorageHealth": ("backend_health",),
+    "NodeGetVolumeHealth": ("volume_health",),
     "NodeGetVolumeStats": ("usage", "volume_condition"),
     "NodePublishVolume": (),
     "NodeStageVolume": (),
@@ -38,6 +42,8 @@ REQUEST_TYPES: dict[str, str] = {
     "ControllerExpandVolume": "csi.v1.ControllerExpandVolumeRequest",
     "ControllerGetCapabilities": "csi.v1.ControllerGetCapabilitiesRequest",
     "ControllerGetVolume": "csi.v1.ControllerGetVolumeRequest",
+    "ControllerGetVolumeHealth": "csi.v1.ControllerGetVolumeHealthRequest",
+    "ControllerListVolumeHealth": "csi.v1.ControllerListVolumeHealthRequest",
     "ControllerModifyVolume": "csi.v1.ControllerModifyVolumeRequest",
     "ControllerPublishVolume": "csi.v1.ControllerPublishVolumeRequest",
     "ControllerUnpublishVolume": "csi.v1.ControllerUnpublishVolumeRequest",
@@ -54,6 +60,8 @@ REQUEST_TYPES: dict[str, str] = {
     "NodeExpandVolume": "csi.v1.NodeExpandVolumeRequest",
     "NodeGetCapabilities": "csi.v1.NodeGetCapabilitiesRequest",
     "NodeGetInfo": "csi.v1.NodeGetInfoRequest",
+    "NodeGetStorageHealth": "csi.v1.NodeGetStorageHealthRequest",
+    "NodeGetVolumeHealth": "csi.v1.NodeGetVolumeHealthRequest",
     "NodeGetVolumeStats": "csi.v1.NodeGetVolumeStatsRequest",
     "NodePublishVolume": "csi.v1.NodePublishVolumeRequest",
     "NodeStageVolume": "csi.v1.NodeStageVolumeRequest",
@@ -68,6 +76,8 @@ RESPONSE_TYPES: dict[str, str] = {
     "ControllerExpandVolume": "csi.v1.ControllerExpandVolumeResponse",
     "ControllerGetCapabilities": "csi.v1.ControllerGetCapabilitiesResponse",
     "ControllerGetVolume": "csi.v1.ControllerGetVolumeResponse",
+    "ControllerGetVolumeHealth": "csi.v1.ControllerGetVolumeHealthResponse",
+    "ControllerListVolumeHealth": "csi.v1.ControllerListVolumeHealthResponse",
     "ControllerModifyVolume": "csi.v1.ControllerModifyVolumeResponse",
     "ControllerPublishVolume": "csi.v1.ControllerPublishVolumeResponse",
     "ControllerUnpublishVolume": "csi.v1.ControllerUnpublishVolumeResponse",
@@ -84,6 +94,8 @@ RESPONSE_TYPES: dict[str, str] = {
     "NodeExpandVolume": "csi.v1.NodeExpandVolumeResponse",
     "NodeGetCapabilities": "csi.v1.NodeGetCapabilitiesResponse",
     "NodeGetInfo": "csi.v1.NodeGetInfoResponse",
+    "NodeGetStorageHealth": "csi.v1.NodeGetStorageHealthResponse",
+    "NodeGetVolumeHealth": "csi.v1.NodeGetVolumeHealthResponse",
     "NodeGetVolumeStats": "csi.v1.NodeGetVolumeStatsResponse",
     "NodePublishVolume": "csi.v1.NodePublishVolumeResponse",
     "NodeStageVolume": "csi.v1.NodeStageVolumeResponse",
@@ -116,6 +128,13 @@ MESSAGES: dict[str, dict[str, tuple[str, str, str]]] = {
     "csi.v1.ControllerGetCapabilitiesResponse": {
         "capabilities": ("repeated", "csi.v1.ControllerServiceCapability", ""),
     },
+    "csi.v1.ControllerGetVolumeHealthRequest": {
+        "volume_id": ("single", "string", ""),
+        "secrets": ("map", "string", ""),
+    },
+    "csi.v1.ControllerGetVolumeHealthResponse": {
+        "volume_health": ("single", "csi.v1.VolumeHealth", ""),
+    },
     "csi.v1.ControllerGetVolumeRequest": {
         "volume_id": ("single", "string", ""),
     },
@@ -126,6 +145,15 @@ MESSAGES: dict[str, dict[str, tuple[str, str, str]]] = {
     "csi.v1.ControllerGetVolumeResponse.VolumeStatus": {
         "published_node_ids": ("repeated", "string", ""),
         "volume_condition": ("single", "csi.v1.VolumeCondition", ""),
+    },
+    "csi.v1.ControllerListVolumeHealthRequest": {
+        "max_entries": ("single", "int32", ""),
+        "starting_token": ("single", "string", ""),
+        "secrets": ("map", "string", ""),
+    },
+    "csi.v1.ControllerListVolumeHealthResponse": {
+        "entries": ("repeated", "csi.v1.VolumeHealth", ""),
+        "next_token": ("single", "string", ""),
     },
     "csi.v1.ControllerModifyVolumeRequest": {
         "volume_id": ("single", "string", ""),
@@ -161,6 +189,7 @@ MESSAGES: dict[str, dict[str, tuple[str, str, str]]] = {
         "name": ("single", "string", ""),
         "secrets": ("map", "string", ""),
         "parameters": ("map", "string", ""),
+        "accessibility_requirements": ("single", "csi.v1.TopologyRequirement", ""),
     },
     "csi.v1.CreateSnapshotResponse": {
         "snapshot": ("single", "csi.v1.Snapshot", ""),
@@ -266,6 +295,30 @@ MESSAGES: dict[str, dict[str, tuple[str, str, str]]] = {
         "max_volumes_per_node": ("single", "int64", ""),
         "accessible_topology": ("single", "csi.v1.Topology", ""),
     },
+    "csi.v1.NodeGetStorageHealthRequest": {
+        "secrets": ("map", "string", ""),
+    },
+    "csi.v1.NodeGetStorageHealthResponse": {
+        "backend_health": (
+            "repeated",
+            "csi.v1.NodeGetStorageHealthResponse.StorageBackendHealth",
+            "",
+        ),
+    },
+    "csi.v1.NodeGetStorageHealthResponse.StorageBackendHealth": {
+        "status": ("single", "csi.v1.StorageHealthErrorType", ""),
+        "reason": ("single", "string", ""),
+        "message": ("single", "string", ""),
+        "volume_capability": ("single", "csi.v1.VolumeCapability", ""),
+    },
+    "csi.v1.NodeGetVolumeHealthRequest": {
+        "volume_id": ("single", "string", ""),
+        "volume_publish_path": ("single", "string", ""),
+        "staging_target_path": ("single", "string", ""),
+    },
+    "csi.v1.NodeGetVolumeHealthResponse": {
+        "volume_health": ("single", "csi.v1.VolumeHealth", ""),
+    },
     "csi.v1.NodeGetVolumeStatsRequest": {
         "volume_id": ("single", "string", ""),
         "volume_path": ("single", "string", ""),
@@ -332,6 +385,7 @@ MESSAGES: dict[str, dict[str, tuple[str, str, str]]] = {
         "creation_time": ("single", "google.protobuf.Timestamp", ""),
         "ready_to_use": ("single", "bool", ""),
         "group_snapshot_id": ("single", "string", ""),
+        "accessible_topology": ("repeated", "csi.v1.Topology", ""),
     },
     "csi.v1.Topology": {
         "segments": ("map", "string", ""),
@@ -393,6 +447,15 @@ MESSAGES: dict[str, dict[str, tuple[str, str, str]]] = {
     "csi.v1.VolumeContentSource.VolumeSource": {
         "volume_id": ("single", "string", ""),
     },
+    "csi.v1.VolumeHealth": {
+        "volume_id": ("single", "string", ""),
+        "health_statuses": ("repeated", "csi.v1.VolumeHealth.VolumeHealthEntry", ""),
+    },
+    "csi.v1.VolumeHealth.VolumeHealthEntry": {
+        "status": ("single", "csi.v1.VolumeHealthErrorType", ""),
+        "reason": ("single", "string", ""),
+        "message": ("single", "string", ""),
+    },
     "csi.v1.VolumeUsage": {
         "available": ("single", "int64", ""),
         "total": ("single", "int64", ""),
@@ -430,6 +493,8 @@ ENUMS: dict[str, tuple[str, ...]] = {
         "SINGLE_NODE_MULTI_WRITER",
         "MODIFY_VOLUME",
         "GET_SNAPSHOT",
+        "GET_VOLUME_HEALTH",
+        "LIST_VOLUME_HEALTH",
     ),
     "csi.v1.NodeServiceCapability.RPC.Type": (
         "UNKNOWN",
@@ -439,6 +504,8 @@ ENUMS: dict[str, tuple[str, ...]] = {
         "VOLUME_CONDITION",
         "SINGLE_NODE_MULTI_WRITER",
         "VOLUME_MOUNT_GROUP",
+        "GET_VOLUME_HEALTH",
+        "GET_STORAGE_HEALTH",
     ),
     "csi.v1.PluginCapability.Service.Type": (
         "UNKNOWN",
@@ -446,11 +513,17 @@ ENUMS: dict[str, tuple[str, ...]] = {
         "VOLUME_ACCESSIBILITY_CONSTRAINTS",
         "GROUP_CONTROLLER_SERVICE",
         "SNAPSHOT_METADATA_SERVICE",
+        "SNAPSHOT_ACCESSIBILITY_CONSTRAINTS",
     ),
     "csi.v1.PluginCapability.VolumeExpansion.Type": (
         "UNKNOWN",
         "ONLINE",
         "OFFLINE",
+    ),
+    "csi.v1.StorageHealthErrorType": (
+        "UNKNOWN_STORAGE_HEALTH_ERROR_TYPE",
+        "STORAGE_DEGRADED",
+        "STORAGE_UNREACHABLE",
     ),
     "csi.v1.VolumeCapability.AccessMode.Mode": (
         "UNKNOWN",
@@ -461,6 +534,12 @@ ENUMS: dict[str, tuple[str, ...]] = {
         "MULTI_NODE_MULTI_WRITER",
         "SINGLE_NODE_SINGLE_WRITER",
         "SINGLE_NODE_MULTI_WRITER",
+    ),
+    "csi.v1.VolumeHealthErrorType": (
+        "UNKNOWN_VOLUME_HEALTH_TYPE",
+        "DEGRADED",
+        "INACCESSIBLE",
+        "DATA_LOSS",
     ),
     "csi.v1.VolumeUsage.Unit": (
         "UNKNOWN",

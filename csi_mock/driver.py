@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from csi_mock.backend.conditions import VolumeConditions
 from csi_mock.backend.controller import Controller
+from csi_mock.backend.health import ReportedHealth
 from csi_mock.backend.inventory import Inventory
 from csi_mock.backend.node import Node
 from csi_mock.backend.switches import Switches
@@ -81,6 +82,8 @@ class Driver:
     """Expansion and stats switches, from the configuration, changed by the admin API."""
     conditions: VolumeConditions = field(default_factory=VolumeConditions)
     """Volume conditions set through the admin API."""
+    health: ReportedHealth = field(default_factory=ReportedHealth)
+    """Volume and storage backend health set through the admin API."""
     registration: KubeletRegistration | None = None
     """Set when the driver registers itself with the kubelet (node.registration)."""
     state_lock: StateLock | None = None
@@ -169,7 +172,7 @@ class Driver:
     def reset(self) -> None:
         """Back to how it started, for the next user of a running driver: fault rules
         as configured, pools at their configured sizes without drift, capacity live,
-        limits and switches as configured, no volume conditions, an empty journal.
+        limits and switches as configured, no volume conditions or health, an empty journal.
 
         Only an empty driver is reset: a FailedPrecondition names what it still holds
         (volumes, snapshots, attachments, stagings, publications) and nothing changes.
@@ -188,6 +191,7 @@ class Driver:
             self.node.reset()
         self.switches.restore(self.config)
         self.conditions.clear_all()
+        self.health.clear_all()
         self.faults.clear()
         for spec in self.config.faults:
             self.faults.add(spec)

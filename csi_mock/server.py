@@ -114,12 +114,16 @@ class DriverServer:
         )
         if driver.controller is not None:
             pb_grpc.add_ControllerServicer_to_server(
-                ControllerServicer(config, driver.controller, driver.switches, driver.conditions),
+                ControllerServicer(
+                    config, driver.controller, driver.switches, driver.conditions, driver.health
+                ),
                 self._server,
             )
         if driver.node is not None:
             pb_grpc.add_NodeServicer_to_server(
-                NodeServicer(config, driver.node, driver.switches, driver.conditions),
+                NodeServicer(
+                    config, driver.node, driver.switches, driver.conditions, driver.health
+                ),
                 self._server,
             )
         else:

@@ -46,6 +46,8 @@ OUT_DIR = ROOT / "csi_mock" / "proto"
 CATALOGUE = ROOT / "csi_mock" / "csi_methods.py"
 CATALOGUE_NAME = "csi_methods.py"
 CSI_SERVICES = ("Identity", "Controller", "Node")
+MAX_LINE = 100
+"""The project's line length (pyproject.toml): longer catalogue lines are wrapped."""
 
 PROTOS = ("csi", "pluginregistration")
 """proto/<name>.proto becomes csi_mock/proto/<name>_pb2{,_grpc}.py{,i}."""
@@ -180,7 +182,17 @@ def method_catalogue(csi_pb2: Path) -> str:
             lines.append(f"    {name!r}: {{}},")
             continue
         lines.append(f"    {name!r}: {{")
-        lines.extend(f"        {field!r}: {info!r}," for field, info in fields)
+        for field, info in fields:
+            line = f"        {field!r}: {info!r},"
+            if len(line) > MAX_LINE:  # as ruff format wraps it
+                line = "\n".join(
+                    [
+                        f"        {field!r}: (",
+                        *(f"            {part!r}," for part in info),
+                        "        ),",
+                    ]
+                )
+            lines.append(line)
         lines.append("    },")
     lines.append("}")
     lines += [

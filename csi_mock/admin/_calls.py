@@ -18,6 +18,7 @@ from csi_mock.admin.resources import (
     ConditionView,
     FaultRuleView,
     Health,
+    HealthView,
     Limits,
     PoolView,
     SnapshotPage,
@@ -244,6 +245,21 @@ class Api:
     ) -> Call[ConditionView]:
         path = f"/v1/volumes/{_segment(volume_id)}/condition"
         return Call(method, path, lambda r: ConditionView.from_json(r.json()), body=body)
+
+    @staticmethod
+    def volume_health(
+        volume_id: str, method: str = "GET", body: Mapping[str, Any] | None = None
+    ) -> Call[HealthView]:
+        path = f"/v1/volumes/{_segment(volume_id)}/health"
+        return Call(method, path, lambda r: HealthView.from_json(r.json()), body=body)
+
+    @staticmethod
+    def storage_health(
+        method: str = "GET", body: Mapping[str, Any] | None = None
+    ) -> Call[HealthView]:
+        return Call(
+            method, "/v1/storage-health", lambda r: HealthView.from_json(r.json()), body=body
+        )
 
     @staticmethod
     def volumes(limit: int | None, after: int | None) -> Call[VolumePage]:

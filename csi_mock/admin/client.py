@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import os
 import ssl
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, Unpack, overload
@@ -41,6 +41,7 @@ from csi_mock.admin.resources import (
     ConditionView,
     FaultRuleView,
     Health,
+    HealthView,
     Limits,
     PoolView,
     SnapshotPage,
@@ -262,6 +263,33 @@ class AsyncAdminClient:
     async def clear_condition(self, volume_id: str) -> ConditionView:
         return await self._send(Api.condition(volume_id, "DELETE"))
 
+    async def volume_health(self, volume_id: str) -> HealthView:
+        return await self._send(Api.volume_health(volume_id))
+
+    async def set_volume_health(
+        self, volume_id: str, entries: Sequence[Mapping[str, str]]
+    ) -> HealthView:
+        """What NodeGetVolumeHealth, ControllerGetVolumeHealth and ControllerListVolumeHealth
+        report for it: entries of {"status": "INACCESSIBLE", "reason": "CamelCase",
+        "message": ...}; [] reports it healthy whatever the node measures."""
+        body = {"entries": [dict(entry) for entry in entries]}
+        return await self._send(Api.volume_health(volume_id, "PUT", body))
+
+    async def clear_volume_health(self, volume_id: str) -> HealthView:
+        return await self._send(Api.volume_health(volume_id, "DELETE"))
+
+    async def storage_health(self) -> HealthView:
+        return await self._send(Api.storage_health())
+
+    async def set_storage_health(self, entries: Sequence[Mapping[str, str]]) -> HealthView:
+        """What NodeGetStorageHealth reports: entries of {"status": "STORAGE_UNREACHABLE",
+        "reason": "CamelCase", "message": ...}; [] is healthy."""
+        body = {"entries": [dict(entry) for entry in entries]}
+        return await self._send(Api.storage_health("PUT", body))
+
+    async def clear_storage_health(self) -> HealthView:
+        return await self._send(Api.storage_health("DELETE"))
+
     async def volumes(self, *, limit: int | None = None, after: int | None = None) -> VolumePage:
         return await self._send(Api.volumes(limit, after))
 
@@ -375,6 +403,12 @@ class AdminClient:
     condition = _Blocking(AsyncAdminClient.condition)
     set_condition = _Blocking(AsyncAdminClient.set_condition)
     clear_condition = _Blocking(AsyncAdminClient.clear_condition)
+    volume_health = _Blocking(AsyncAdminClient.volume_health)
+    set_volume_health = _Blocking(AsyncAdminClient.set_volume_health)
+    clear_volume_health = _Blocking(AsyncAdminClient.clear_volume_health)
+    storage_health = _Blocking(AsyncAdminClient.storage_health)
+    set_storage_health = _Blocking(AsyncAdminClient.set_storage_health)
+    clear_storage_health = _Blocking(AsyncAdminClient.clear_storage_health)
     volumes = _Blocking(AsyncAdminClient.volumes)
     snapshots = _Blocking(AsyncAdminClient.snapshots)
     journal = _Blocking(AsyncAdminClient.journal)

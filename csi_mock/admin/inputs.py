@@ -117,6 +117,20 @@ class ConditionBody(_Input):
     message: str = Field("", max_length=1024)
 
 
+class HealthEntryBody(_Input):
+    """One adverse condition: a status name, a CamelCase reason, a message."""
+
+    status: str = Field(min_length=1, max_length=64)
+    reason: str = Field(min_length=1, max_length=128)
+    message: str = Field("", max_length=1024)
+
+
+class HealthBody(_Input):
+    """A volume's or the storage backend's adverse conditions; an empty list: healthy."""
+
+    entries: list[HealthEntryBody]
+
+
 def _status_code(value: object) -> object:
     return status_code_name(value, ok=True) if isinstance(value, str) else value
 

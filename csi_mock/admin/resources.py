@@ -236,6 +236,28 @@ class ConditionView:
 
 
 @dataclass(frozen=True)
+class HealthView:
+    """The adverse conditions reported for a volume (volume_id set) or for the storage
+    backend (volume_id empty); none: healthy. `set` tells whether they were set through
+    the admin API or are the default (a node reports what it measures then)."""
+
+    volume_id: str
+    entries: tuple[dict[str, str], ...]
+    set: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"volume_id": self.volume_id, "entries": list(self.entries), "set": self.set}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> HealthView:
+        return cls(
+            str(data.get("volume_id", "")),
+            tuple(dict(entry) for entry in data.get("entries", ())),
+            bool(data.get("set", False)),
+        )
+
+
+@dataclass(frozen=True)
 class AttachmentView:
     node_id: str
     readonly: bool

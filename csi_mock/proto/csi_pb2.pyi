@@ -3,10 +3,17 @@
 isort:skip_file
 Container Storage Interface (CSI) protocol definition for csi-mock.
 
-Written from CSI spec v1.12.0 (github.com/container-storage-interface/spec,
+Written from CSI spec v1.13.0 (github.com/container-storage-interface/spec,
 Apache-2.0). Every service, RPC, message, field, enum, number and option
 matches the upstream csi.proto so that COs and sidecars interoperate; only
 the comments are our own. See the upstream spec.md for normative semantics.
+
+One deliberate difference: v1.13.0 removed the alpha VolumeCondition (v1.12)
+and reserved its numbers (field 2 of the three volume status replies, value
+11 of the controller and 4 of the node capabilities). They are kept here under
+those same numbers, so a CO or sidecar built on v1.12 (external-health-monitor,
+a kubelet before 1.37) still reads volume conditions, while one built on
+v1.13 skips them as unknown fields and capability values.
 
 Regenerate the Python bindings with: python scripts/gen_proto.py
 """
@@ -30,6 +37,49 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _VolumeHealthErrorType:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _VolumeHealthErrorTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_VolumeHealthErrorType.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    UNKNOWN_VOLUME_HEALTH_TYPE: _VolumeHealthErrorType.ValueType  # 0
+    DEGRADED: _VolumeHealthErrorType.ValueType  # 1
+    """usable, not operating optimally"""
+    INACCESSIBLE: _VolumeHealthErrorType.ValueType  # 2
+    """not accessible (from any node, or from this node)"""
+    DATA_LOSS: _VolumeHealthErrorType.ValueType  # 3
+    """data lost, or strongly suspected lost"""
+
+class VolumeHealthErrorType(_VolumeHealthErrorType, metaclass=_VolumeHealthErrorTypeEnumTypeWrapper):
+    """Volume health (v1.13): a volume's adverse conditions; none means healthy."""
+
+UNKNOWN_VOLUME_HEALTH_TYPE: VolumeHealthErrorType.ValueType  # 0
+DEGRADED: VolumeHealthErrorType.ValueType  # 1
+"""usable, not operating optimally"""
+INACCESSIBLE: VolumeHealthErrorType.ValueType  # 2
+"""not accessible (from any node, or from this node)"""
+DATA_LOSS: VolumeHealthErrorType.ValueType  # 3
+"""data lost, or strongly suspected lost"""
+Global___VolumeHealthErrorType: _TypeAlias = VolumeHealthErrorType  # noqa: Y015
+
+class _StorageHealthErrorType:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _StorageHealthErrorTypeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_StorageHealthErrorType.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    UNKNOWN_STORAGE_HEALTH_ERROR_TYPE: _StorageHealthErrorType.ValueType  # 0
+    STORAGE_DEGRADED: _StorageHealthErrorType.ValueType  # 1
+    STORAGE_UNREACHABLE: _StorageHealthErrorType.ValueType  # 2
+
+class StorageHealthErrorType(_StorageHealthErrorType, metaclass=_StorageHealthErrorTypeEnumTypeWrapper): ...
+
+UNKNOWN_STORAGE_HEALTH_ERROR_TYPE: StorageHealthErrorType.ValueType  # 0
+STORAGE_DEGRADED: StorageHealthErrorType.ValueType  # 1
+STORAGE_UNREACHABLE: StorageHealthErrorType.ValueType  # 2
+Global___StorageHealthErrorType: _TypeAlias = StorageHealthErrorType  # noqa: Y015
 
 class _BlockMetadataType:
     ValueType = _typing.NewType("ValueType", _builtins.int)
@@ -165,6 +215,8 @@ class PluginCapability(_message.Message):
             VOLUME_ACCESSIBILITY_CONSTRAINTS: PluginCapability.Service._Type.ValueType  # 2
             GROUP_CONTROLLER_SERVICE: PluginCapability.Service._Type.ValueType  # 3
             SNAPSHOT_METADATA_SERVICE: PluginCapability.Service._Type.ValueType  # 4
+            SNAPSHOT_ACCESSIBILITY_CONSTRAINTS: PluginCapability.Service._Type.ValueType  # 5
+            """New in v1.13: snapshots are not usable from every topology."""
 
         class Type(_Type, metaclass=_TypeEnumTypeWrapper): ...
         UNKNOWN: PluginCapability.Service.Type.ValueType  # 0
@@ -172,6 +224,8 @@ class PluginCapability(_message.Message):
         VOLUME_ACCESSIBILITY_CONSTRAINTS: PluginCapability.Service.Type.ValueType  # 2
         GROUP_CONTROLLER_SERVICE: PluginCapability.Service.Type.ValueType  # 3
         SNAPSHOT_METADATA_SERVICE: PluginCapability.Service.Type.ValueType  # 4
+        SNAPSHOT_ACCESSIBILITY_CONSTRAINTS: PluginCapability.Service.Type.ValueType  # 5
+        """New in v1.13: snapshots are not usable from every topology."""
 
         TYPE_FIELD_NUMBER: _builtins.int
         type: Global___PluginCapability.Service.Type.ValueType
@@ -1245,7 +1299,9 @@ class ListVolumesResponse(_message.Message):
         @_builtins.property
         def published_node_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
         @_builtins.property
-        def volume_condition(self) -> Global___VolumeCondition: ...
+        def volume_condition(self) -> Global___VolumeCondition:
+            """v1.12 only (see the header): v1.13 reserves 2."""
+
         def __init__(
             self,
             *,
@@ -1334,7 +1390,9 @@ class ControllerGetVolumeResponse(_message.Message):
         @_builtins.property
         def published_node_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
         @_builtins.property
-        def volume_condition(self) -> Global___VolumeCondition: ...
+        def volume_condition(self) -> Global___VolumeCondition:
+            """v1.12 only (see the header): v1.13 reserves 2."""
+
         def __init__(
             self,
             *,
@@ -1370,6 +1428,192 @@ class ControllerGetVolumeResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ControllerGetVolumeResponse: _TypeAlias = ControllerGetVolumeResponse  # noqa: Y015
+
+@_typing.final
+class VolumeHealth(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class VolumeHealthEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        STATUS_FIELD_NUMBER: _builtins.int
+        REASON_FIELD_NUMBER: _builtins.int
+        MESSAGE_FIELD_NUMBER: _builtins.int
+        status: Global___VolumeHealthErrorType.ValueType
+        """REQUIRED"""
+        reason: _builtins.str
+        """REQUIRED; CamelCase, unique per (status, reason)"""
+        message: _builtins.str
+        def __init__(
+            self,
+            *,
+            status: Global___VolumeHealthErrorType.ValueType = ...,
+            reason: _builtins.str = ...,
+            message: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "reason", b"reason", "status", b"status"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    VOLUME_ID_FIELD_NUMBER: _builtins.int
+    HEALTH_STATUSES_FIELD_NUMBER: _builtins.int
+    volume_id: _builtins.str
+    """REQUIRED"""
+    @_builtins.property
+    def health_statuses(self) -> _containers.RepeatedCompositeFieldContainer[Global___VolumeHealth.VolumeHealthEntry]: ...
+    def __init__(
+        self,
+        *,
+        volume_id: _builtins.str = ...,
+        health_statuses: _abc.Iterable[Global___VolumeHealth.VolumeHealthEntry] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["health_statuses", b"health_statuses", "volume_id", b"volume_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___VolumeHealth: _TypeAlias = VolumeHealth  # noqa: Y015
+
+@_typing.final
+class ControllerListVolumeHealthRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class SecretsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    MAX_ENTRIES_FIELD_NUMBER: _builtins.int
+    STARTING_TOKEN_FIELD_NUMBER: _builtins.int
+    SECRETS_FIELD_NUMBER: _builtins.int
+    max_entries: _builtins.int
+    starting_token: _builtins.str
+    @_builtins.property
+    def secrets(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        max_entries: _builtins.int = ...,
+        starting_token: _builtins.str = ...,
+        secrets: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["max_entries", b"max_entries", "secrets", b"secrets", "starting_token", b"starting_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ControllerListVolumeHealthRequest: _TypeAlias = ControllerListVolumeHealthRequest  # noqa: Y015
+
+@_typing.final
+class ControllerListVolumeHealthResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ENTRIES_FIELD_NUMBER: _builtins.int
+    NEXT_TOKEN_FIELD_NUMBER: _builtins.int
+    next_token: _builtins.str
+    @_builtins.property
+    def entries(self) -> _containers.RepeatedCompositeFieldContainer[Global___VolumeHealth]:
+        """abnormal volumes only"""
+
+    def __init__(
+        self,
+        *,
+        entries: _abc.Iterable[Global___VolumeHealth] | None = ...,
+        next_token: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entries", b"entries", "next_token", b"next_token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ControllerListVolumeHealthResponse: _TypeAlias = ControllerListVolumeHealthResponse  # noqa: Y015
+
+@_typing.final
+class ControllerGetVolumeHealthRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class SecretsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    VOLUME_ID_FIELD_NUMBER: _builtins.int
+    SECRETS_FIELD_NUMBER: _builtins.int
+    volume_id: _builtins.str
+    """REQUIRED"""
+    @_builtins.property
+    def secrets(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        volume_id: _builtins.str = ...,
+        secrets: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["secrets", b"secrets", "volume_id", b"volume_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ControllerGetVolumeHealthRequest: _TypeAlias = ControllerGetVolumeHealthRequest  # noqa: Y015
+
+@_typing.final
+class ControllerGetVolumeHealthResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VOLUME_HEALTH_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def volume_health(self) -> Global___VolumeHealth:
+        """REQUIRED"""
+
+    def __init__(
+        self,
+        *,
+        volume_health: Global___VolumeHealth | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["volume_health", b"volume_health"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["volume_health", b"volume_health"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ControllerGetVolumeHealthResponse: _TypeAlias = ControllerGetVolumeHealthResponse  # noqa: Y015
 
 @_typing.final
 class ControllerModifyVolumeRequest(_message.Message):
@@ -1593,10 +1837,14 @@ class ControllerServiceCapability(_message.Message):
             EXPAND_VOLUME: ControllerServiceCapability.RPC._Type.ValueType  # 9
             LIST_VOLUMES_PUBLISHED_NODES: ControllerServiceCapability.RPC._Type.ValueType  # 10
             VOLUME_CONDITION: ControllerServiceCapability.RPC._Type.ValueType  # 11
+            """v1.12 only"""
             GET_VOLUME: ControllerServiceCapability.RPC._Type.ValueType  # 12
             SINGLE_NODE_MULTI_WRITER: ControllerServiceCapability.RPC._Type.ValueType  # 13
             MODIFY_VOLUME: ControllerServiceCapability.RPC._Type.ValueType  # 14
             GET_SNAPSHOT: ControllerServiceCapability.RPC._Type.ValueType  # 15
+            GET_VOLUME_HEALTH: ControllerServiceCapability.RPC._Type.ValueType  # 16
+            LIST_VOLUME_HEALTH: ControllerServiceCapability.RPC._Type.ValueType  # 17
+            """Implies GET_VOLUME_HEALTH."""
 
         class Type(_Type, metaclass=_TypeEnumTypeWrapper): ...
         UNKNOWN: ControllerServiceCapability.RPC.Type.ValueType  # 0
@@ -1611,10 +1859,14 @@ class ControllerServiceCapability(_message.Message):
         EXPAND_VOLUME: ControllerServiceCapability.RPC.Type.ValueType  # 9
         LIST_VOLUMES_PUBLISHED_NODES: ControllerServiceCapability.RPC.Type.ValueType  # 10
         VOLUME_CONDITION: ControllerServiceCapability.RPC.Type.ValueType  # 11
+        """v1.12 only"""
         GET_VOLUME: ControllerServiceCapability.RPC.Type.ValueType  # 12
         SINGLE_NODE_MULTI_WRITER: ControllerServiceCapability.RPC.Type.ValueType  # 13
         MODIFY_VOLUME: ControllerServiceCapability.RPC.Type.ValueType  # 14
         GET_SNAPSHOT: ControllerServiceCapability.RPC.Type.ValueType  # 15
+        GET_VOLUME_HEALTH: ControllerServiceCapability.RPC.Type.ValueType  # 16
+        LIST_VOLUME_HEALTH: ControllerServiceCapability.RPC.Type.ValueType  # 17
+        """Implies GET_VOLUME_HEALTH."""
 
         TYPE_FIELD_NUMBER: _builtins.int
         type: Global___ControllerServiceCapability.RPC.Type.ValueType
@@ -1695,6 +1947,7 @@ class CreateSnapshotRequest(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     SECRETS_FIELD_NUMBER: _builtins.int
     PARAMETERS_FIELD_NUMBER: _builtins.int
+    ACCESSIBILITY_REQUIREMENTS_FIELD_NUMBER: _builtins.int
     source_volume_id: _builtins.str
     """REQUIRED"""
     name: _builtins.str
@@ -1703,6 +1956,10 @@ class CreateSnapshotRequest(_message.Message):
     def secrets(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
     @_builtins.property
     def parameters(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def accessibility_requirements(self) -> Global___TopologyRequirement:
+        """Only with the SNAPSHOT_ACCESSIBILITY_CONSTRAINTS plugin capability."""
+
     def __init__(
         self,
         *,
@@ -1710,10 +1967,11 @@ class CreateSnapshotRequest(_message.Message):
         name: _builtins.str = ...,
         secrets: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         parameters: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        accessibility_requirements: Global___TopologyRequirement | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["accessibility_requirements", b"accessibility_requirements"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "parameters", b"parameters", "secrets", b"secrets", "source_volume_id", b"source_volume_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accessibility_requirements", b"accessibility_requirements", "name", b"name", "parameters", b"parameters", "secrets", b"secrets", "source_volume_id", b"source_volume_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1751,6 +2009,7 @@ class Snapshot(_message.Message):
     CREATION_TIME_FIELD_NUMBER: _builtins.int
     READY_TO_USE_FIELD_NUMBER: _builtins.int
     GROUP_SNAPSHOT_ID_FIELD_NUMBER: _builtins.int
+    ACCESSIBLE_TOPOLOGY_FIELD_NUMBER: _builtins.int
     size_bytes: _builtins.int
     snapshot_id: _builtins.str
     """REQUIRED"""
@@ -1763,6 +2022,8 @@ class Snapshot(_message.Message):
     def creation_time(self) -> _timestamp_pb2.Timestamp:
         """REQUIRED"""
 
+    @_builtins.property
+    def accessible_topology(self) -> _containers.RepeatedCompositeFieldContainer[Global___Topology]: ...
     def __init__(
         self,
         *,
@@ -1772,10 +2033,11 @@ class Snapshot(_message.Message):
         creation_time: _timestamp_pb2.Timestamp | None = ...,
         ready_to_use: _builtins.bool = ...,
         group_snapshot_id: _builtins.str = ...,
+        accessible_topology: _abc.Iterable[Global___Topology] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["creation_time", b"creation_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["creation_time", b"creation_time", "group_snapshot_id", b"group_snapshot_id", "ready_to_use", b"ready_to_use", "size_bytes", b"size_bytes", "snapshot_id", b"snapshot_id", "source_volume_id", b"source_volume_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accessible_topology", b"accessible_topology", "creation_time", b"creation_time", "group_snapshot_id", b"group_snapshot_id", "ready_to_use", b"ready_to_use", "size_bytes", b"size_bytes", "snapshot_id", b"snapshot_id", "source_volume_id", b"source_volume_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -2432,7 +2694,9 @@ class NodeGetVolumeStatsResponse(_message.Message):
     @_builtins.property
     def usage(self) -> _containers.RepeatedCompositeFieldContainer[Global___VolumeUsage]: ...
     @_builtins.property
-    def volume_condition(self) -> Global___VolumeCondition: ...
+    def volume_condition(self) -> Global___VolumeCondition:
+        """v1.12 only (see the header): v1.13 reserves 2."""
+
     def __init__(
         self,
         *,
@@ -2517,6 +2781,147 @@ class VolumeCondition(_message.Message):
 Global___VolumeCondition: _TypeAlias = VolumeCondition  # noqa: Y015
 
 @_typing.final
+class NodeGetVolumeHealthRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VOLUME_ID_FIELD_NUMBER: _builtins.int
+    VOLUME_PUBLISH_PATH_FIELD_NUMBER: _builtins.int
+    STAGING_TARGET_PATH_FIELD_NUMBER: _builtins.int
+    volume_id: _builtins.str
+    """REQUIRED"""
+    volume_publish_path: _builtins.str
+    staging_target_path: _builtins.str
+    def __init__(
+        self,
+        *,
+        volume_id: _builtins.str = ...,
+        volume_publish_path: _builtins.str = ...,
+        staging_target_path: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["staging_target_path", b"staging_target_path", "volume_id", b"volume_id", "volume_publish_path", b"volume_publish_path"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NodeGetVolumeHealthRequest: _TypeAlias = NodeGetVolumeHealthRequest  # noqa: Y015
+
+@_typing.final
+class NodeGetVolumeHealthResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VOLUME_HEALTH_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def volume_health(self) -> Global___VolumeHealth:
+        """REQUIRED"""
+
+    def __init__(
+        self,
+        *,
+        volume_health: Global___VolumeHealth | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["volume_health", b"volume_health"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["volume_health", b"volume_health"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NodeGetVolumeHealthResponse: _TypeAlias = NodeGetVolumeHealthResponse  # noqa: Y015
+
+@_typing.final
+class NodeGetStorageHealthRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class SecretsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    SECRETS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def secrets(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        secrets: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["secrets", b"secrets"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NodeGetStorageHealthRequest: _TypeAlias = NodeGetStorageHealthRequest  # noqa: Y015
+
+@_typing.final
+class NodeGetStorageHealthResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class StorageBackendHealth(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        STATUS_FIELD_NUMBER: _builtins.int
+        REASON_FIELD_NUMBER: _builtins.int
+        MESSAGE_FIELD_NUMBER: _builtins.int
+        VOLUME_CAPABILITY_FIELD_NUMBER: _builtins.int
+        status: Global___StorageHealthErrorType.ValueType
+        """REQUIRED"""
+        reason: _builtins.str
+        """REQUIRED"""
+        message: _builtins.str
+        @_builtins.property
+        def volume_capability(self) -> Global___VolumeCapability:
+            """Set when only volumes with this capability are affected."""
+
+        def __init__(
+            self,
+            *,
+            status: Global___StorageHealthErrorType.ValueType = ...,
+            reason: _builtins.str = ...,
+            message: _builtins.str = ...,
+            volume_capability: Global___VolumeCapability | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["volume_capability", b"volume_capability"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "reason", b"reason", "status", b"status", "volume_capability", b"volume_capability"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    BACKEND_HEALTH_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def backend_health(self) -> _containers.RepeatedCompositeFieldContainer[Global___NodeGetStorageHealthResponse.StorageBackendHealth]:
+        """none: healthy"""
+
+    def __init__(
+        self,
+        *,
+        backend_health: _abc.Iterable[Global___NodeGetStorageHealthResponse.StorageBackendHealth] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["backend_health", b"backend_health"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NodeGetStorageHealthResponse: _TypeAlias = NodeGetStorageHealthResponse  # noqa: Y015
+
+@_typing.final
 class NodeGetCapabilitiesRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -2570,8 +2975,11 @@ class NodeServiceCapability(_message.Message):
             GET_VOLUME_STATS: NodeServiceCapability.RPC._Type.ValueType  # 2
             EXPAND_VOLUME: NodeServiceCapability.RPC._Type.ValueType  # 3
             VOLUME_CONDITION: NodeServiceCapability.RPC._Type.ValueType  # 4
+            """v1.12 only"""
             SINGLE_NODE_MULTI_WRITER: NodeServiceCapability.RPC._Type.ValueType  # 5
             VOLUME_MOUNT_GROUP: NodeServiceCapability.RPC._Type.ValueType  # 6
+            GET_VOLUME_HEALTH: NodeServiceCapability.RPC._Type.ValueType  # 7
+            GET_STORAGE_HEALTH: NodeServiceCapability.RPC._Type.ValueType  # 8
 
         class Type(_Type, metaclass=_TypeEnumTypeWrapper): ...
         UNKNOWN: NodeServiceCapability.RPC.Type.ValueType  # 0
@@ -2579,8 +2987,11 @@ class NodeServiceCapability(_message.Message):
         GET_VOLUME_STATS: NodeServiceCapability.RPC.Type.ValueType  # 2
         EXPAND_VOLUME: NodeServiceCapability.RPC.Type.ValueType  # 3
         VOLUME_CONDITION: NodeServiceCapability.RPC.Type.ValueType  # 4
+        """v1.12 only"""
         SINGLE_NODE_MULTI_WRITER: NodeServiceCapability.RPC.Type.ValueType  # 5
         VOLUME_MOUNT_GROUP: NodeServiceCapability.RPC.Type.ValueType  # 6
+        GET_VOLUME_HEALTH: NodeServiceCapability.RPC.Type.ValueType  # 7
+        GET_STORAGE_HEALTH: NodeServiceCapability.RPC.Type.ValueType  # 8
 
         TYPE_FIELD_NUMBER: _builtins.int
         type: Global___NodeServiceCapability.RPC.Type.ValueType

@@ -275,6 +275,16 @@ class ControllerStub:
                 request_serializer=csi__pb2.ControllerModifyVolumeRequest.SerializeToString,
                 response_deserializer=csi__pb2.ControllerModifyVolumeResponse.FromString,
                 _registered_method=True)
+        self.ControllerListVolumeHealth = channel.unary_unary(
+                '/csi.v1.Controller/ControllerListVolumeHealth',
+                request_serializer=csi__pb2.ControllerListVolumeHealthRequest.SerializeToString,
+                response_deserializer=csi__pb2.ControllerListVolumeHealthResponse.FromString,
+                _registered_method=True)
+        self.ControllerGetVolumeHealth = channel.unary_unary(
+                '/csi.v1.Controller/ControllerGetVolumeHealth',
+                request_serializer=csi__pb2.ControllerGetVolumeHealthRequest.SerializeToString,
+                response_deserializer=csi__pb2.ControllerGetVolumeHealthResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServicer:
@@ -374,6 +384,19 @@ class ControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ControllerListVolumeHealth(self, request, context):
+        """New in v1.13 (alpha): the controller's view of volume health.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ControllerGetVolumeHealth(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -451,6 +474,16 @@ def add_ControllerServicer_to_server(servicer, server):
                     servicer.ControllerModifyVolume,
                     request_deserializer=csi__pb2.ControllerModifyVolumeRequest.FromString,
                     response_serializer=csi__pb2.ControllerModifyVolumeResponse.SerializeToString,
+            ),
+            'ControllerListVolumeHealth': grpc.unary_unary_rpc_method_handler(
+                    servicer.ControllerListVolumeHealth,
+                    request_deserializer=csi__pb2.ControllerListVolumeHealthRequest.FromString,
+                    response_serializer=csi__pb2.ControllerListVolumeHealthResponse.SerializeToString,
+            ),
+            'ControllerGetVolumeHealth': grpc.unary_unary_rpc_method_handler(
+                    servicer.ControllerGetVolumeHealth,
+                    request_deserializer=csi__pb2.ControllerGetVolumeHealthRequest.FromString,
+                    response_serializer=csi__pb2.ControllerGetVolumeHealthResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -870,6 +903,60 @@ class Controller:
             metadata,
             _registered_method=True)
 
+    @staticmethod
+    def ControllerListVolumeHealth(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/csi.v1.Controller/ControllerListVolumeHealth',
+            csi__pb2.ControllerListVolumeHealthRequest.SerializeToString,
+            csi__pb2.ControllerListVolumeHealthResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ControllerGetVolumeHealth(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/csi.v1.Controller/ControllerGetVolumeHealth',
+            csi__pb2.ControllerGetVolumeHealthRequest.SerializeToString,
+            csi__pb2.ControllerGetVolumeHealthResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
 
 class GroupControllerStub:
     """GroupController: crash-consistent snapshots of a group of volumes.
@@ -1246,6 +1333,16 @@ class NodeStub:
                 request_serializer=csi__pb2.NodeGetInfoRequest.SerializeToString,
                 response_deserializer=csi__pb2.NodeGetInfoResponse.FromString,
                 _registered_method=True)
+        self.NodeGetVolumeHealth = channel.unary_unary(
+                '/csi.v1.Node/NodeGetVolumeHealth',
+                request_serializer=csi__pb2.NodeGetVolumeHealthRequest.SerializeToString,
+                response_deserializer=csi__pb2.NodeGetVolumeHealthResponse.FromString,
+                _registered_method=True)
+        self.NodeGetStorageHealth = channel.unary_unary(
+                '/csi.v1.Node/NodeGetStorageHealth',
+                request_serializer=csi__pb2.NodeGetStorageHealthRequest.SerializeToString,
+                response_deserializer=csi__pb2.NodeGetStorageHealthResponse.FromString,
+                _registered_method=True)
 
 
 class NodeServicer:
@@ -1300,6 +1397,20 @@ class NodeServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def NodeGetVolumeHealth(self, request, context):
+        """New in v1.13 (alpha): the node's view of a volume's health, and of the
+        storage backend as a whole.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def NodeGetStorageHealth(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_NodeServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -1342,6 +1453,16 @@ def add_NodeServicer_to_server(servicer, server):
                     servicer.NodeGetInfo,
                     request_deserializer=csi__pb2.NodeGetInfoRequest.FromString,
                     response_serializer=csi__pb2.NodeGetInfoResponse.SerializeToString,
+            ),
+            'NodeGetVolumeHealth': grpc.unary_unary_rpc_method_handler(
+                    servicer.NodeGetVolumeHealth,
+                    request_deserializer=csi__pb2.NodeGetVolumeHealthRequest.FromString,
+                    response_serializer=csi__pb2.NodeGetVolumeHealthResponse.SerializeToString,
+            ),
+            'NodeGetStorageHealth': grpc.unary_unary_rpc_method_handler(
+                    servicer.NodeGetStorageHealth,
+                    request_deserializer=csi__pb2.NodeGetStorageHealthRequest.FromString,
+                    response_serializer=csi__pb2.NodeGetStorageHealthResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1561,6 +1682,60 @@ class Node:
             '/csi.v1.Node/NodeGetInfo',
             csi__pb2.NodeGetInfoRequest.SerializeToString,
             csi__pb2.NodeGetInfoResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NodeGetVolumeHealth(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/csi.v1.Node/NodeGetVolumeHealth',
+            csi__pb2.NodeGetVolumeHealthRequest.SerializeToString,
+            csi__pb2.NodeGetVolumeHealthResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def NodeGetStorageHealth(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/csi.v1.Node/NodeGetStorageHealth',
+            csi__pb2.NodeGetStorageHealthRequest.SerializeToString,
+            csi__pb2.NodeGetStorageHealthResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -3,10 +3,17 @@
 isort:skip_file
 Container Storage Interface (CSI) protocol definition for csi-mock.
 
-Written from CSI spec v1.12.0 (github.com/container-storage-interface/spec,
+Written from CSI spec v1.13.0 (github.com/container-storage-interface/spec,
 Apache-2.0). Every service, RPC, message, field, enum, number and option
 matches the upstream csi.proto so that COs and sidecars interoperate; only
 the comments are our own. See the upstream spec.md for normative semantics.
+
+One deliberate difference: v1.13.0 removed the alpha VolumeCondition (v1.12)
+and reserved its numbers (field 2 of the three volume status replies, value
+11 of the controller and 4 of the node capabilities). They are kept here under
+those same numbers, so a CO or sidecar built on v1.12 (external-health-monitor,
+a kubelet before 1.37) still reads volume conditions, while one built on
+v1.13 skips them as unknown fields and capability values.
 
 Regenerate the Python bindings with: python scripts/gen_proto.py
 """
@@ -112,6 +119,9 @@ class ControllerStub:
     ControllerGetVolume: _grpc.UnaryUnaryMultiCallable[_csi_pb2.ControllerGetVolumeRequest, _csi_pb2.ControllerGetVolumeResponse]
     ControllerModifyVolume: _grpc.UnaryUnaryMultiCallable[_csi_pb2.ControllerModifyVolumeRequest, _csi_pb2.ControllerModifyVolumeResponse]
     """GA since v1.12."""
+    ControllerListVolumeHealth: _grpc.UnaryUnaryMultiCallable[_csi_pb2.ControllerListVolumeHealthRequest, _csi_pb2.ControllerListVolumeHealthResponse]
+    """New in v1.13 (alpha): the controller's view of volume health."""
+    ControllerGetVolumeHealth: _grpc.UnaryUnaryMultiCallable[_csi_pb2.ControllerGetVolumeHealthRequest, _csi_pb2.ControllerGetVolumeHealthResponse]
 
 @_typing.type_check_only
 class ControllerAsyncStub(ControllerStub):
@@ -137,6 +147,9 @@ class ControllerAsyncStub(ControllerStub):
     ControllerGetVolume: _aio.UnaryUnaryMultiCallable[_csi_pb2.ControllerGetVolumeRequest, _csi_pb2.ControllerGetVolumeResponse]  # type: ignore[assignment]
     ControllerModifyVolume: _aio.UnaryUnaryMultiCallable[_csi_pb2.ControllerModifyVolumeRequest, _csi_pb2.ControllerModifyVolumeResponse]  # type: ignore[assignment]
     """GA since v1.12."""
+    ControllerListVolumeHealth: _aio.UnaryUnaryMultiCallable[_csi_pb2.ControllerListVolumeHealthRequest, _csi_pb2.ControllerListVolumeHealthResponse]  # type: ignore[assignment]
+    """New in v1.13 (alpha): the controller's view of volume health."""
+    ControllerGetVolumeHealth: _aio.UnaryUnaryMultiCallable[_csi_pb2.ControllerGetVolumeHealthRequest, _csi_pb2.ControllerGetVolumeHealthResponse]  # type: ignore[assignment]
 
 class ControllerServicer(metaclass=_abc_1.ABCMeta):
     """Controller: volume and snapshot lifecycle that does not need to run on the
@@ -249,6 +262,21 @@ class ControllerServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_csi_pb2.ControllerModifyVolumeResponse, _abc.Awaitable[_csi_pb2.ControllerModifyVolumeResponse]]:
         """GA since v1.12."""
+
+    @_abc_1.abstractmethod
+    def ControllerListVolumeHealth(
+        self,
+        request: _csi_pb2.ControllerListVolumeHealthRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_csi_pb2.ControllerListVolumeHealthResponse, _abc.Awaitable[_csi_pb2.ControllerListVolumeHealthResponse]]:
+        """New in v1.13 (alpha): the controller's view of volume health."""
+
+    @_abc_1.abstractmethod
+    def ControllerGetVolumeHealth(
+        self,
+        request: _csi_pb2.ControllerGetVolumeHealthRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_csi_pb2.ControllerGetVolumeHealthResponse, _abc.Awaitable[_csi_pb2.ControllerGetVolumeHealthResponse]]: ...
 
 def add_ControllerServicer_to_server(servicer: ControllerServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 
@@ -365,6 +393,11 @@ class NodeStub:
     NodeExpandVolume: _grpc.UnaryUnaryMultiCallable[_csi_pb2.NodeExpandVolumeRequest, _csi_pb2.NodeExpandVolumeResponse]
     NodeGetCapabilities: _grpc.UnaryUnaryMultiCallable[_csi_pb2.NodeGetCapabilitiesRequest, _csi_pb2.NodeGetCapabilitiesResponse]
     NodeGetInfo: _grpc.UnaryUnaryMultiCallable[_csi_pb2.NodeGetInfoRequest, _csi_pb2.NodeGetInfoResponse]
+    NodeGetVolumeHealth: _grpc.UnaryUnaryMultiCallable[_csi_pb2.NodeGetVolumeHealthRequest, _csi_pb2.NodeGetVolumeHealthResponse]
+    """New in v1.13 (alpha): the node's view of a volume's health, and of the
+    storage backend as a whole.
+    """
+    NodeGetStorageHealth: _grpc.UnaryUnaryMultiCallable[_csi_pb2.NodeGetStorageHealthRequest, _csi_pb2.NodeGetStorageHealthResponse]
 
 @_typing.type_check_only
 class NodeAsyncStub(NodeStub):
@@ -379,6 +412,11 @@ class NodeAsyncStub(NodeStub):
     NodeExpandVolume: _aio.UnaryUnaryMultiCallable[_csi_pb2.NodeExpandVolumeRequest, _csi_pb2.NodeExpandVolumeResponse]  # type: ignore[assignment]
     NodeGetCapabilities: _aio.UnaryUnaryMultiCallable[_csi_pb2.NodeGetCapabilitiesRequest, _csi_pb2.NodeGetCapabilitiesResponse]  # type: ignore[assignment]
     NodeGetInfo: _aio.UnaryUnaryMultiCallable[_csi_pb2.NodeGetInfoRequest, _csi_pb2.NodeGetInfoResponse]  # type: ignore[assignment]
+    NodeGetVolumeHealth: _aio.UnaryUnaryMultiCallable[_csi_pb2.NodeGetVolumeHealthRequest, _csi_pb2.NodeGetVolumeHealthResponse]  # type: ignore[assignment]
+    """New in v1.13 (alpha): the node's view of a volume's health, and of the
+    storage backend as a whole.
+    """
+    NodeGetStorageHealth: _aio.UnaryUnaryMultiCallable[_csi_pb2.NodeGetStorageHealthRequest, _csi_pb2.NodeGetStorageHealthResponse]  # type: ignore[assignment]
 
 class NodeServicer(metaclass=_abc_1.ABCMeta):
     """Node: staging, publishing and inspecting volumes on the node that uses them."""
@@ -438,5 +476,22 @@ class NodeServicer(metaclass=_abc_1.ABCMeta):
         request: _csi_pb2.NodeGetInfoRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_csi_pb2.NodeGetInfoResponse, _abc.Awaitable[_csi_pb2.NodeGetInfoResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def NodeGetVolumeHealth(
+        self,
+        request: _csi_pb2.NodeGetVolumeHealthRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_csi_pb2.NodeGetVolumeHealthResponse, _abc.Awaitable[_csi_pb2.NodeGetVolumeHealthResponse]]:
+        """New in v1.13 (alpha): the node's view of a volume's health, and of the
+        storage backend as a whole.
+        """
+
+    @_abc_1.abstractmethod
+    def NodeGetStorageHealth(
+        self,
+        request: _csi_pb2.NodeGetStorageHealthRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_csi_pb2.NodeGetStorageHealthResponse, _abc.Awaitable[_csi_pb2.NodeGetStorageHealthResponse]]: ...
 
 def add_NodeServicer_to_server(servicer: NodeServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

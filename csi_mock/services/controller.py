@@ -17,6 +17,7 @@ from csi_mock.backend.controller import (
     CreateRequest,
     VolumeStatus,
 )
+from csi_mock.backend.health import ReportedHealth, abnormal_page
 from csi_mock.backend.switches import Switches
 from csi_mock.config import DriverConfig
 from csi_mock.model.errors import FailedPrecondition, InvalidArgument, Unimplemented
@@ -29,6 +30,7 @@ from csi_mock.services.convert import (
     capability_from_pb,
     optional_capability,
     topology_to_pb,
+    volume_health_to_pb,
 )
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -48,11 +50,13 @@ class ControllerServicer(pb_grpc.ControllerServicer):
         controller: Controller,
         switches: Switches,
         conditions: VolumeConditions,
+        health: ReportedHealth,
     ) -> None:
         self._config = config
         self._controller = controller
         self._switches = switches
         self._conditions = conditions
+        self._health = health
 
     async def CreateVolume(
         self, request: pb.CreateVolumeRequest, context: Context
@@ -194,6 +198,8 @@ class ControllerServicer(pb_grpc.ControllerServicer):
             rpcs.append(RPC.EXPAND_VOLUME)
         if self._config.controller.volume_condition:
             rpcs.append(RPC.VOLUME_CONDITION)
+        if self._config.controller.volume_health:
+            rpcs += [RPC.GET_VOLUME_HEALTH, RPC.LIST_VOLUME_HEALTH]
         if self._config.controller.modify is not None:
             rpcs.append(RPC.MODIFY_VOLUME)
         if self._config.controller.snapshots is not None:
@@ -245,6 +251,31 @@ class ControllerServicer(pb_grpc.ControllerServicer):
             volume=self._volume_to_pb(status.volume), status=reply_status
         )
 
+    async def ControllerGetVolumeHealth(
+        self, request: pb.ControllerGetVolumeHealthRequest, context: Context
+    ) -> pb.ControllerGetVolumeHealthResponse:
+        self._require_volume_health("ControllerGetVolumeHealth")
+        volume_id = self._controller.get_volume(request.volume_id).volume.id
+        entries = self._health.of_volume(volume_id) or ()
+        return pb.ControllerGetVolumeHealthResponse(
+            volume_health=volume_health_to_pb(volume_id, entries)
+        )
+
+    async def ControllerListVolumeHealth(
+        self, request: pb.ControllerListVolumeHealthRequest, context: Context
+    ) -> pb.ControllerListVolumeHealthResponse:
+        self._require_volume_health("ControllerListVolumeHealth")
+        page, next_token = abnormal_page(
+            self._health,
+            self._controller.store.all_volume_ids(),
+            request.max_entries,
+            request.starting_token,
+        )
+        return pb.ControllerListVolumeHealthResponse(
+            entries=[volume_health_to_pb(volume_id, entries) for volume_id, entries in page],
+            next_token=next_token,
+        )
+
     # -- snapshots (UNIMPLEMENTED without controller.snapshots) ---------------------------
 
     async def CreateSnapshot(
@@ -289,6 +320,10 @@ class ControllerServicer(pb_grpc.ControllerServicer):
     def _require_attach(self, method: str) -> None:
         if not self._config.attach_required:
             raise Unimplemented(f"{method}: attach is disabled (attach_required: false)")
+
+    def _require_volume_health(self, method: str) -> None:
+        if not self._config.controller.volume_health:
+            raise Unimplemented(f"{method} is disabled (controller.volume_health: false)")
 
     def _volume_entry(self, status: VolumeStatus) -> pb.ListVolumesResponse.Entry:
         entry_status = pb.ListVolumesResponse.VolumeStatus(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from csi_mock.backend.health import HealthEntry
 from csi_mock.model.errors import InvalidArgument
 from csi_mock.model.volume import AccessMode, AccessType, Capability
 from csi_mock.proto import csi_pb2 as pb
@@ -61,3 +62,17 @@ def capability_to_pb(capability: Capability) -> pb.VolumeCapability:
 
 def topology_to_pb(segment: Mapping[str, str]) -> pb.Topology:
     return pb.Topology(segments=dict(segment))
+
+
+def volume_health_to_pb(volume_id: str, entries: Iterable[HealthEntry]) -> pb.VolumeHealth:
+    return pb.VolumeHealth(
+        volume_id=volume_id,
+        health_statuses=[
+            pb.VolumeHealth.VolumeHealthEntry(
+                status=pb.VolumeHealthErrorType.Value(entry.status),
+                reason=entry.reason,
+                message=entry.message,
+            )
+            for entry in entries
+        ],
+    )

@@ -72,14 +72,14 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         return wrapped
 
     def _unimplemented(self, full_method: str) -> Handler:
-        """A CSI method this proto does not have (one a newer CSI version added, such
-        as NodeGetVolumeHealth): UNIMPLEMENTED, as gRPC answers it, but journaled, so a
+        """A CSI method this proto does not have (one a CSI version after v1.13 adds,
+        or a misspelt one): UNIMPLEMENTED, as gRPC answers it, but journaled, so a
         test can see that a caller tried it."""
         cached = self._wrapped.get(full_method)
         if cached is not None:
             return cached[1]
         service, method = split_method(full_method)
-        message = f"{method} is not a method of the CSI version csi-mock implements (v1.12)"
+        message = f"{method} is not a method of the CSI version csi-mock implements (v1.13)"
 
         async def refuse(request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> None:
             record = CallRecord(

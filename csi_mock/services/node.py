@@ -7,13 +7,18 @@ from typing import Any
 import grpc
 
 from csi_mock.backend.conditions import HEALTHY_MESSAGE, VolumeConditions
+from csi_mock.backend.health import ReportedHealth, node_volume_health
 from csi_mock.backend.node import Node
 from csi_mock.backend.switches import Switches
 from csi_mock.config import DriverConfig
 from csi_mock.model.errors import InvalidArgument, Unimplemented
 from csi_mock.proto import csi_pb2 as pb
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
-from csi_mock.services.convert import optional_capability, topology_to_pb
+from csi_mock.services.convert import (
+    optional_capability,
+    topology_to_pb,
+    volume_health_to_pb,
+)
 
 Context = grpc.aio.ServicerContext[Any, Any]
 RPC = pb.NodeServiceCapability.RPC
@@ -35,6 +40,10 @@ def node_capabilities(config: DriverConfig, switches: Switches) -> pb.NodeGetCap
         rpcs.append(RPC.EXPAND_VOLUME)
     if config.node.volume_mount_group:
         rpcs.append(RPC.VOLUME_MOUNT_GROUP)
+    if config.node.volume_health:
+        rpcs.append(RPC.GET_VOLUME_HEALTH)
+    if config.node.storage_health:
+        rpcs.append(RPC.GET_STORAGE_HEALTH)
     return pb.NodeGetCapabilitiesResponse(
         capabilities=[pb.NodeServiceCapability(rpc=RPC(type=rpc)) for rpc in rpcs]
     )
@@ -71,11 +80,13 @@ class NodeServicer(pb_grpc.NodeServicer):
         node: Node,
         switches: Switches,
         conditions: VolumeConditions,
+        health: ReportedHealth,
     ) -> None:
         self._config = config
         self._node = node
         self._switches = switches
         self._conditions = conditions
+        self._health = health
 
     async def NodeStageVolume(
         self, request: pb.NodeStageVolumeRequest, context: Context
@@ -158,6 +169,33 @@ class NodeServicer(pb_grpc.NodeServicer):
                 response.volume_condition.abnormal = stats.abnormal is not None
                 response.volume_condition.message = stats.abnormal or HEALTHY_MESSAGE
         return response
+
+    async def NodeGetVolumeHealth(
+        self, request: pb.NodeGetVolumeHealthRequest, context: Context
+    ) -> pb.NodeGetVolumeHealthResponse:
+        if not self._config.node.volume_health:
+            raise Unimplemented("NodeGetVolumeHealth is disabled (node.volume_health: false)")
+        entries = node_volume_health(self._health, self._node.store, request.volume_id)
+        return pb.NodeGetVolumeHealthResponse(
+            volume_health=volume_health_to_pb(request.volume_id, entries)
+        )
+
+    async def NodeGetStorageHealth(
+        self, request: pb.NodeGetStorageHealthRequest, context: Context
+    ) -> pb.NodeGetStorageHealthResponse:
+        if not self._config.node.storage_health:
+            raise Unimplemented("NodeGetStorageHealth is disabled (node.storage_health: false)")
+        Backend = pb.NodeGetStorageHealthResponse.StorageBackendHealth
+        return pb.NodeGetStorageHealthResponse(
+            backend_health=[
+                Backend(
+                    status=pb.StorageHealthErrorType.Value(entry.status),
+                    reason=entry.reason,
+                    message=entry.message,
+                )
+                for entry in self._health.storage()
+            ]
+        )
 
     async def NodeExpandVolume(
         self, request: pb.NodeExpandVolumeRequest, context: Context

@@ -676,3 +676,32 @@ def test_reset_while_a_volume_exists_exits_1_naming_it_and_changes_nothing(
     assert "volumes" in refused.err and "nothing was reset" in refused.err
     assert json.loads(ok(served.run("--json", "limits")))["max_volumes_per_node"] == 3
     ok(served.run("limits", "--max-volumes-per-node", "0"))
+
+
+def test_volume_and_storage_health_set_show_and_clear(served: ServedDriver) -> None:
+    reply = served.controller.CreateVolume(create_request("pvc-health", GiB, requisite=["node-1"]))
+    volume_id = reply.volume.volume_id
+    condition = "INACCESSIBLE:TargetGone:lost it"
+
+    set_ = json.loads(
+        ok(served.run("volume-health", volume_id, "--condition", condition, "--json"))
+    )
+    shown = ok(served.run("volume-health", volume_id)).splitlines()
+    cleared = json.loads(ok(served.run("volume-health", volume_id, "--clear", "--json")))
+    backend = json.loads(
+        ok(served.run("storage-health", "--condition", "STORAGE_DEGRADED:Slow", "--json"))
+    )
+
+    entry = {"status": "INACCESSIBLE", "reason": "TargetGone", "message": "lost it"}
+    assert set_ == {"volume_id": volume_id, "entries": [entry], "set": True}
+    assert shown[1].split()[:3] == [volume_id, "INACCESSIBLE", "TargetGone"]
+    assert cleared == {"volume_id": volume_id, "entries": [], "set": False}
+    assert backend["entries"] == [{"status": "STORAGE_DEGRADED", "reason": "Slow", "message": ""}]
+
+
+def test_a_bad_health_condition_is_refused_naming_it(served: ServedDriver) -> None:
+    malformed = served.run("volume-health", "any-volume", "--condition", "INACCESSIBLE")
+    unknown = served.run("storage-health", "--condition", "ON_FIRE:Hot")
+
+    assert malformed.code == 2 and "STATUS:Reason" in malformed.err
+    assert unknown.code == 1 and "entries[0].status" in unknown.err

@@ -1,6 +1,6 @@
-"""A CSI method csi-mock's CSI v1.12 proto does not have (one a later CSI version adds,
-such as NodeGetVolumeHealth): the caller gets UNIMPLEMENTED, as from any gRPC server,
-and the journal records the call, so a test can tell whether a caller tried it."""
+"""A CSI method csi-mock's CSI v1.13 proto does not have (one a later CSI version would
+add; NodeGetVolumeFuture stands for it): the caller gets UNIMPLEMENTED, as from any gRPC
+server, and the journal records the call, so a test can tell whether a caller tried it."""
 
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ async def call_raw(csi: RunningDriver, full_method: str) -> None:
 
 async def test_an_unknown_csi_method_is_unimplemented_and_journaled(csi: RunningDriver) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as raised:
-        await call_raw(csi, "/csi.v1.Node/NodeGetVolumeHealth")
+        await call_raw(csi, "/csi.v1.Node/NodeGetVolumeFuture")
 
     assert raised.value.code() == grpc.StatusCode.UNIMPLEMENTED
-    assert "NodeGetVolumeHealth" in (raised.value.details() or "")
-    (record,) = csi.driver.journal.query(JournalQuery(method="NodeGetVolumeHealth"))
+    assert "NodeGetVolumeFuture" in (raised.value.details() or "")
+    (record,) = csi.driver.journal.query(JournalQuery(method="NodeGetVolumeFuture"))
     assert (record.service, record.code) == ("Node", "UNIMPLEMENTED")
 
 

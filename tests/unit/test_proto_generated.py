@@ -1,7 +1,7 @@
 """Checks on the generated CSI and plugin registration bindings in csi_mock/proto.
 
 The first test fails when proto/*.proto and the committed generated code have
-drifted apart; the others pin a few wire-level facts from CSI spec v1.12.0 and the
+drifted apart; the others pin a few wire-level facts from CSI spec v1.13.0 and the
 kubelet's pluginregistration v1 API that an accidental edit of a proto file would break.
 """
 
@@ -63,7 +63,15 @@ def test_package_and_services() -> None:
     assert get_capacity.output_type.full_name == "csi.v1.GetCapacityResponse"
     for method in ("ControllerModifyVolume", "GetSnapshot", "ControllerGetVolume"):
         assert method in controller.methods_by_name
-    assert len(file_desc.services_by_name["Node"].methods) == 8
+    for method in ("ControllerGetVolumeHealth", "ControllerListVolumeHealth"):
+        assert method in controller.methods_by_name
+    node = file_desc.services_by_name["Node"]
+    assert len(node.methods) == 10
+    health = node.methods_by_name["NodeGetVolumeHealth"]
+    assert health.output_type.full_name == "csi.v1.NodeGetVolumeHealthResponse"
+    assert (
+        node.methods_by_name["NodeGetStorageHealth"].GetOptions().Extensions[csi_pb2.alpha_method]
+    )
 
 
 def test_snapshot_metadata_is_server_streaming() -> None:
@@ -85,6 +93,30 @@ def test_field_numbers() -> None:
     assert _number(csi_pb2.NodePublishVolumeRequest, "target_path") == 4
     assert _message_type(csi_pb2.Snapshot, "creation_time") == "google.protobuf.Timestamp"
     assert _message_type(csi_pb2.ProbeResponse, "ready") == "google.protobuf.BoolValue"
+    # v1.13's volume health.
+    assert _number(csi_pb2.NodeGetVolumeHealthRequest, "staging_target_path") == 3
+    assert _number(csi_pb2.NodeGetVolumeHealthResponse, "volume_health") == 1
+    assert _number(csi_pb2.VolumeHealth, "health_statuses") == 2
+    assert _number(csi_pb2.VolumeHealth.VolumeHealthEntry, "message") == 3
+    backend = csi_pb2.NodeGetStorageHealthResponse.StorageBackendHealth
+    assert _number(backend, "volume_capability") == 4
+    assert _number(csi_pb2.ControllerListVolumeHealthRequest, "secrets") == 3
+    assert _number(csi_pb2.ControllerGetVolumeHealthRequest, "secrets") == 2
+    assert _number(csi_pb2.CreateSnapshotRequest, "accessibility_requirements") == 5
+    assert _number(csi_pb2.Snapshot, "accessible_topology") == 7
+
+
+def test_v1_12_volume_conditions_keep_the_numbers_v1_13_reserves() -> None:
+    # v1.13 removed VolumeCondition and reserved these numbers; csi-mock keeps them
+    # there for COs and sidecars built on v1.12 (proto/csi.proto's header).
+    for status in (
+        csi_pb2.ListVolumesResponse.VolumeStatus,
+        csi_pb2.ControllerGetVolumeResponse.VolumeStatus,
+        csi_pb2.NodeGetVolumeStatsResponse,
+    ):
+        assert _number(status, "volume_condition") == 2
+    assert csi_pb2.ControllerServiceCapability.RPC.VOLUME_CONDITION == 11
+    assert csi_pb2.NodeServiceCapability.RPC.VOLUME_CONDITION == 4
 
 
 def test_oneofs() -> None:
@@ -100,14 +132,21 @@ def test_enum_values() -> None:
     assert plugin_service.VOLUME_ACCESSIBILITY_CONSTRAINTS == 2
     assert plugin_service.GROUP_CONTROLLER_SERVICE == 3
     assert plugin_service.SNAPSHOT_METADATA_SERVICE == 4
+    assert plugin_service.SNAPSHOT_ACCESSIBILITY_CONSTRAINTS == 5
 
     rpc = csi_pb2.ControllerServiceCapability.RPC
     assert rpc.GET_CAPACITY == 4
     assert rpc.CREATE_DELETE_SNAPSHOT == 5
     assert rpc.MODIFY_VOLUME == 14
     assert rpc.GET_SNAPSHOT == 15
+    assert rpc.GET_VOLUME_HEALTH == 16
+    assert rpc.LIST_VOLUME_HEALTH == 17
 
     assert csi_pb2.NodeServiceCapability.RPC.VOLUME_MOUNT_GROUP == 6
+    assert csi_pb2.NodeServiceCapability.RPC.GET_VOLUME_HEALTH == 7
+    assert csi_pb2.NodeServiceCapability.RPC.GET_STORAGE_HEALTH == 8
+    assert csi_pb2.INACCESSIBLE == 2 and csi_pb2.DATA_LOSS == 3
+    assert csi_pb2.STORAGE_UNREACHABLE == 2
     assert csi_pb2.VolumeCapability.AccessMode.SINGLE_NODE_MULTI_WRITER == 7
     assert csi_pb2.FIXED_LENGTH == 1  # top-level BlockMetadataType
 

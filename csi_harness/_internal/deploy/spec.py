@@ -103,6 +103,13 @@ class DriverDeployment(BaseModel):
     volume conditions (NodeGetVolumeStats always does while volume_stats is on)."""
     volume_mount_group: bool = False
     """csi-mock ``node.volume_mount_group``: VOLUME_MOUNT_GROUP."""
+    volume_health: bool = False
+    """csi-mock ``node.volume_health`` (GET_VOLUME_HEALTH, NodeGetVolumeHealth) and
+    ``controller.volume_health`` (GET/LIST_VOLUME_HEALTH): CSI v1.13 volume health, set
+    per volume through the admin API."""
+    storage_health: bool = False
+    """csi-mock ``node.storage_health``: GET_STORAGE_HEALTH, NodeGetStorageHealth (CSI
+    v1.13), set per node through the admin API."""
     sidecar_feature_gates: SidecarFeatureGates = Field(default_factory=dict)
     """``--feature-gates`` per sidecar, e.g. ``{"csi-provisioner": {"Gate": True}}``, on
     its command line wherever it runs."""
@@ -313,6 +320,10 @@ def node_switches(spec: DriverDeployment) -> dict[str, Any]:
         section["volume_stats"] = False
     if spec.volume_mount_group:
         section["volume_mount_group"] = True
+    if spec.volume_health:
+        section["volume_health"] = True
+    if spec.storage_health:
+        section["storage_health"] = True
     return section
 
 
@@ -325,6 +336,8 @@ def controller_config(spec: DriverDeployment) -> dict[str, Any]:
         controller["node_expansion_required"] = False
     if spec.controller_volume_condition:
         controller["volume_condition"] = True
+    if spec.volume_health:
+        controller["volume_health"] = True
     if spec.snapshots is not None:
         controller["snapshots"] = {"accounting": spec.snapshots}
     if spec.clones:

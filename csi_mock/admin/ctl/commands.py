@@ -13,6 +13,7 @@ from csi_mock.admin.ctl.render import (
     journal_table,
     limits_table,
     pools_table,
+    reported_health_table,
     rules_table,
     switches_table,
     volumes_table,
@@ -161,6 +162,33 @@ def condition_command(client: AdminClient, args: argparse.Namespace) -> Output:
     else:
         condition = client.condition(args.volume_id)
     return Output(condition.to_json(), condition_table(condition))
+
+
+def reported_health_command(client: AdminClient, args: argparse.Namespace) -> Output:
+    """`volume-health VOLUME_ID` or `storage-health`: shown, set (each --condition
+    STATUS:Reason[:message] is one entry; --healthy sets none) or cleared."""
+    entries = [_health_entry(value) for value in args.condition or []]
+    if sum([bool(entries), args.healthy, args.clear]) > 1:
+        raise UsageError("give one of --condition, --healthy and --clear")
+    volume_id = getattr(args, "volume_id", "")
+    if args.clear:
+        view = client.clear_volume_health(volume_id) if volume_id else client.clear_storage_health()
+    elif entries or args.healthy:
+        if volume_id:
+            view = client.set_volume_health(volume_id, entries)
+        else:
+            view = client.set_storage_health(entries)
+    else:
+        view = client.volume_health(volume_id) if volume_id else client.storage_health()
+    return Output(view.to_json(), reported_health_table(view))
+
+
+def _health_entry(value: str) -> dict[str, str]:
+    status, _, rest = value.partition(":")
+    reason, _, message = rest.partition(":")
+    if not status or not reason:
+        raise UsageError(f"--condition {value!r}: expected STATUS:Reason[:message]")
+    return {"status": status, "reason": reason, "message": message}
 
 
 def volumes_command(client: AdminClient, args: argparse.Namespace) -> Output:

@@ -28,6 +28,7 @@ from csi_mock.admin.ctl.commands import (
     pool_release,
     pool_resize,
     pool_show,
+    reported_health_command,
     reset_command,
     switches_command,
     volumes_command,
@@ -320,6 +321,26 @@ def add_ctl_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     condition.add_argument("--abnormal", action="store_true", help="report it abnormal")
     condition.add_argument("--message", help="the condition's message")
     condition.add_argument("--clear", action="store_true", help="healthy again")
+
+    volume_health = leaf(
+        verbs, "volume-health", reported_health_command, "show, set or clear a volume's health"
+    )
+    volume_health.add_argument("volume_id")
+    storage_health = leaf(
+        verbs,
+        "storage-health",
+        reported_health_command,
+        "show, set or clear the storage backend's health (NodeGetStorageHealth)",
+    )
+    for health_verb in (volume_health, storage_health):
+        health_verb.add_argument(
+            "--condition",
+            action="append",
+            metavar="STATUS:Reason[:message]",
+            help="an adverse condition, e.g. INACCESSIBLE:TargetGone:lost (repeatable)",
+        )
+        health_verb.add_argument("--healthy", action="store_true", help="set no condition")
+        health_verb.add_argument("--clear", action="store_true", help="back to the default")
 
     leaf(verbs, "reset", reset_command, "back to how the driver started (an empty one only)")
 

@@ -8,6 +8,7 @@ from datetime import datetime
 from csi_mock.admin.resources import (
     ConditionView,
     FaultRuleView,
+    HealthView,
     Limits,
     PoolView,
     SwitchesView,
@@ -139,6 +140,16 @@ def condition_table(condition: ConditionView) -> str:
     state = "abnormal" if condition.abnormal else "normal"
     return table(
         ["VOLUME", "CONDITION", "MESSAGE"], [[condition.volume_id, state, condition.message]]
+    )
+
+
+def reported_health_table(view: HealthView) -> str:
+    subject = view.volume_id or "(storage backend)"
+    origin = "set" if view.set else "default"
+    rows = [[subject, e["status"], e["reason"], e.get("message", ""), origin] for e in view.entries]
+    return table(
+        ["SUBJECT", "STATUS", "REASON", "MESSAGE", "ORIGIN"],
+        rows or [[subject, "healthy", "", "", origin]],
     )
 
 

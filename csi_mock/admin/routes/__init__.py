@@ -16,6 +16,7 @@ from csi_mock.admin.routes.pools import PoolRoutes
 from csi_mock.admin.routes.reset import ResetRoutes
 from csi_mock.admin.routes.snapshots import SnapshotRoutes
 from csi_mock.admin.routes.switches import SwitchRoutes
+from csi_mock.admin.routes.volume_health import VolumeHealthRoutes
 from csi_mock.admin.routes.volumes import VolumeRoutes
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ def all_routes(driver: Driver) -> list[Routes]:
         SwitchRoutes(driver),
         VolumeRoutes(driver),
         ConditionRoutes(driver),
+        VolumeHealthRoutes(driver),
         SnapshotRoutes(driver),
         JournalRoutes(driver),
         ResetRoutes(driver),

@@ -54,14 +54,16 @@ class ConditionRoutes:
         return web.json_response(_view(volume_id, HEALTHY).to_json())
 
     def _volume_id(self, request: web.Request) -> str:
-        """The path's volume ID; a volume the controller here does not know is a 404. A
-        node-only process keeps no volume list, so it takes any ID."""
-        volume_id = request.match_info["id"]
-        if self._driver.controller is not None and not self._driver.inventory.has_volume(volume_id):
-            raise ApiError(
-                HTTPStatus.NOT_FOUND, f"volume {volume_id!r} does not exist", "volume_id"
-            )
-        return volume_id
+        return known_volume_id(self._driver, request)
+
+
+def known_volume_id(driver: Driver, request: web.Request) -> str:
+    """The path's volume ID; a volume the controller here does not know is a 404. A
+    node-only process keeps no volume list, so it takes any ID."""
+    volume_id = request.match_info["id"]
+    if driver.controller is not None and not driver.inventory.has_volume(volume_id):
+        raise ApiError(HTTPStatus.NOT_FOUND, f"volume {volume_id!r} does not exist", "volume_id")
+    return volume_id
 
 
 def _view(volume_id: str, condition: VolumeCondition) -> ConditionView:

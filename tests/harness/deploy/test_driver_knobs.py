@@ -18,6 +18,8 @@ KNOBS: dict[str, Any] = {
     "volume_stats": False,
     "controller_volume_condition": True,
     "volume_mount_group": True,
+    "volume_health": True,
+    "storage_health": True,
 }
 
 
@@ -47,6 +49,8 @@ def test_every_knob_reaches_both_processes() -> None:
     assert Switches.from_config(node) == expected
     assert controller.controller.volume_condition is True
     assert node.node.volume_mount_group is True
+    assert (node.node.volume_health, node.node.storage_health) == (True, True)
+    assert controller.controller.volume_health is True
 
 
 def test_node_only_expansion_is_advertised_by_the_controllers_socket_too() -> None:
