@@ -72,18 +72,6 @@ _SNAPSHOT = ("csi_snapshot.go", "CSI Mock volume snapshot")
 _HEALTH = ("csi_node_volume_health.go", "CSI Mock Node Volume Health")
 _MUTABLE_LIMIT = ("mutable_csinode_allocatable.go", "MutableCSINodeAllocatableCount")
 _SELINUX_FILE = "csi_selinux_mount.go"
-NO_VOLUME_HEALTH_RPC = (
-    "needs the node capability GET_VOLUME_HEALTH and the RPC NodeGetVolumeHealth: the "
-    "1.37.1 kubelet writes pod.status.volumeHealth only from NodeGetVolumeHealth "
-    "(pkg/kubelet/volumemanager/volumehealth/manager.go), which CSI v1.13.0 adds; "
-    "csi-mock implements CSI v1.12.0, which has neither"
-)
-NO_STORAGE_HEALTH_RPC = (
-    "needs the node capability GET_STORAGE_HEALTH and the RPC NodeGetStorageHealth: the "
-    "1.37.1 kubelet writes CSINode.status.storageHealth only from it "
-    "(volumehealth/manager.go, probeStorageHealth), which CSI v1.13.0 adds; csi-mock "
-    "implements CSI v1.12.0, which has neither"
-)
 NO_SELINUX = (
     "needs SELinux enabled on the nodes, as upstream's file says of itself: kubelet "
     "passes the context mount option and counts label conflicts only where "
@@ -298,19 +286,11 @@ CASES: tuple[Case, ...] = (
         *_HEALTH,
         "CSI Mock Node Volume Health",
         "return normal volume stats without volume health",
-    ),
-    *_cases_that_do_not_apply(
-        NO_VOLUME_HEALTH_RPC,
-        *_HEALTH,
-        "CSI Mock Node Volume Health",
         "return normal volume health",
         "return abnormal volume health",
     ),
-    *_cases_that_do_not_apply(
-        NO_STORAGE_HEALTH_RPC,
-        *_HEALTH,
-        "CSI Mock Node Storage Health",
-        "should mark CSINode unhealthy and then healthy",
+    *_cases(
+        *_HEALTH, "CSI Mock Node Storage Health", "should mark CSINode unhealthy and then healthy"
     ),
     *_cases(
         "csi_pvc_unused_condition.go",

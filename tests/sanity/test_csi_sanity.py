@@ -51,18 +51,20 @@ class Setup:
 NOT_IMPLEMENTED = frozenset(
     {
         "GroupControllerService not supported",
-        "ControllerGetVolumeHealth not supported",
-        "ControllerListVolumeHealth not supported",
-        "NodeGetVolumeHealth not supported",
-        "NodeGetStorageHealth not supported",
         "SNAPSHOT_ACCESSIBILITY_CONSTRAINTS not supported",
     }
 )
 
 
+NODE_HEALTH = {"volume_health": True, "storage_health": True}
+"""The node's CSI v1.13 health RPCs, on in the "everything" setups."""
+
+
 def everything(accounting: str) -> dict[str, Any]:
-    """The controller with snapshots, clones and ControllerModifyVolume configured."""
+    """The controller with snapshots, clones, ControllerModifyVolume and volume health
+    configured."""
     return {
+        "volume_health": True,
         "snapshots": {"accounting": accounting},
         "clones": True,
         "modify": {"mutable_parameters": {"iops": [], "tier": ["gold", "silver", "bronze"]}},
@@ -79,7 +81,7 @@ SETUPS = [
         "everything",
         attach=True,
         attach_limit=4,
-        extra={"controller": everything("full")},
+        extra={"controller": everything("full"), "node": NODE_HEALTH},
         mutable_parameters={"tier": "silver", "iops": "3000"},
         skip_reasons=NOT_IMPLEMENTED,
     ),
@@ -88,7 +90,7 @@ SETUPS = [
         split=True,
         attach=True,
         attach_limit=4,
-        extra={"controller": everything("copy_on_write")},
+        extra={"controller": everything("copy_on_write"), "node": NODE_HEALTH},
         mutable_parameters={"tier": "gold", "iops": "100"},
         skip_reasons=NOT_IMPLEMENTED,
     ),
@@ -123,14 +125,18 @@ def driver_config(setup: Setup, root: Path, mode: str, socket: Path) -> dict[str
         "backend_dir": str(root / "volumes"),
         "attach_required": setup.attach,
         "topology": setup.topology,
-        "node": {"id": "node-1", "max_volumes_per_node": setup.attach_limit},
+        "node": {
+            "id": "node-1",
+            "max_volumes_per_node": setup.attach_limit,
+            **setup.extra.get("node", {}),
+        },
         "controller": {
             "known_nodes": ["node-1"],
             "attach_limit": setup.attach_limit,
             **setup.extra.get("controller", {}),
         },
         "pools": [{"name": "node-1", "size": "1Ti", "segment": segment}],
-        **{key: value for key, value in setup.extra.items() if key != "controller"},
+        **{key: value for key, value in setup.extra.items() if key not in ("controller", "node")},
     }
 
 
