@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from lightkube.codecs import from_dict
 from lightkube.resources.core_v1 import Namespace
@@ -13,6 +14,7 @@ from lightkube.resources.core_v1 import Namespace
 from csi_harness._internal.deploy.incluster import DriverPodsFailed
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.kube.resources import CSINodeResource
+from csi_harness._internal.providers import existing as existing_module
 from csi_harness._internal.providers.base import ClusterNode, Unsupported
 from csi_harness._internal.providers.existing import ExistingCluster
 from tests.harness.deploy.fake_api import FakeApi, ready_status, write_kubeconfig
@@ -112,6 +114,43 @@ def test_scheduler_feature_gates_are_read_from_the_scheduler_pod(
 ) -> None:
     kube = FakeKube([], [scheduler_pod(command)])
     assert cluster(kube).scheduler_feature_gate("StorageCapacityScoring") is expected
+
+
+@pytest.mark.parametrize(
+    ("gates", "expected"),
+    [
+        ({"w1": {"CSIVolumeHealth": True}, "w2": {"CSIVolumeHealth": True}}, True),
+        ({"w1": {"CSIVolumeHealth": False}, "w2": {"CSIVolumeHealth": False}}, False),
+        ({"w1": {"CSIVolumeHealth": True}, "w2": {}}, None),  # the kubelets differ
+        ({"w1": {"CSIVolumeHealth": True}}, None),  # w2 cannot be asked (404)
+    ],
+)
+def test_kubelet_feature_gates_are_read_from_every_kubelets_configz(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    gates: dict[str, dict[str, bool]],
+    expected: bool | None,
+) -> None:
+    asked: list[str] = []
+
+    def configz(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.path)
+        node = request.url.path.split("/")[4]
+        if node not in gates:
+            return httpx.Response(404, json={"kind": "Status"})
+        return httpx.Response(200, json={"kubeletconfig": {"featureGates": gates[node]}})
+
+    real_client = httpx.Client
+    monkeypatch.setattr(
+        existing_module.httpx,
+        "Client",
+        lambda **kw: real_client(transport=httpx.MockTransport(configz), headers=kw["headers"]),
+    )
+    existing = ExistingCluster(write_kubeconfig(tmp_path / "kubeconfig"), sidecar_images={})
+    existing._kube = FakeKube([node("w1"), node("w2")])  # type: ignore[assignment]
+
+    assert existing.kubelet_feature_gate("CSIVolumeHealth") is expected
+    assert asked[0] == "/api/v1/nodes/w1/proxy/configz"
 
 
 # -- drivers side by side --------------------------------------------------------------

@@ -38,9 +38,25 @@ def test_the_gate_counts_in_the_component_named_only(tmp_path: Path) -> None:
     assert feature_gate_skip_reason(cluster, "CSIVolumeHealth", "kubelet") is not None
 
 
-def test_a_cluster_the_harness_did_not_bring_up_skips_saying_it_cannot_tell() -> None:
+def test_a_foreign_clusters_kubelet_gates_are_asked_of_the_cluster() -> None:
     class Foreign:
         name = "elsewhere"
 
-    reason = feature_gate_skip_reason(cast(Cluster, Foreign()), "CSIVolumeHealth")
+        def __init__(self, value: bool | None) -> None:
+            self.value = value
+
+        def kubelet_feature_gate(self, gate: str) -> bool | None:
+            return self.value if gate == "CSIVolumeHealth" else None
+
+    assert feature_gate_skip_reason(cast(Cluster, Foreign(True)), "CSIVolumeHealth") is None
+    reason = feature_gate_skip_reason(cast(Cluster, Foreign(None)), "CSIVolumeHealth")
+    assert reason is not None and "cluster 'elsewhere' does not run with it" in reason
+    assert "--csi-kind-config" in reason
+
+
+def test_a_foreign_clusters_apiserver_gates_cannot_be_told() -> None:
+    class Foreign:
+        name = "elsewhere"
+
+    reason = feature_gate_skip_reason(cast(Cluster, Foreign()), "Gate", "kube-apiserver")
     assert reason is not None and "not of cluster 'elsewhere'" in reason

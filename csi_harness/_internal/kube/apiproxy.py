@@ -43,6 +43,11 @@ class ApiServerAccess:
             f"/pods/{quote(pod, safe='')}:{port}/proxy"
         )
 
+    def node_proxy_url(self, node: str) -> str:
+        """The base URL of ``node``'s kubelet through the API server (``.../proxy`` +
+        ``/configz``)."""
+        return f"{self.server}/api/v1/nodes/{quote(node, safe='')}/proxy"
+
 
 def api_server_access(kubeconfig: Path, context: str | None = None) -> ApiServerAccess:
     """The access ``kubeconfig`` (its current context, or ``context``) grants."""

@@ -153,6 +153,11 @@ class Cluster(Protocol):
         explicitly (its default) or cannot be known."""
         ...
 
+    def kubelet_feature_gate(self, gate: str) -> bool | None:
+        """The value every kubelet runs with for ``gate``; None when it is not set
+        explicitly, the kubelets differ, or it cannot be known."""
+        ...
+
     def restart_scheduler(self, scheduler: Mapping[str, object]) -> None:
         """Restart kube-scheduler with ``scheduler`` merged into its configuration, or
         raise Unsupported saying why this cluster cannot."""

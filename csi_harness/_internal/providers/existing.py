@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import httpx
 from lightkube import Client, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Node, Pod
@@ -29,6 +30,7 @@ from lightkube.resources.core_v1 import Node, Pod
 from csi_harness._internal.deploy.images import DRIVER_IMAGE, default_sidecar_images
 from csi_harness._internal.deploy.incluster import InClusterDriver
 from csi_harness._internal.deploy.spec import DriverDeployment, check_side_by_side
+from csi_harness._internal.kube.apiproxy import KubeconfigUnsupported, api_server_access
 from csi_harness._internal.providers.base import Cluster, ClusterNode, Driver, Unsupported
 from csi_harness._internal.providers.provider import ClusterProvider, Progress, silent
 from csi_mock.admin.client import AdminClient
@@ -136,6 +138,26 @@ class ExistingCluster:
                     if value is not None:
                         return value
         return None
+
+    def kubelet_feature_gate(self, gate: str) -> bool | None:
+        """From every kubelet's running configuration (``/configz`` through the API
+        server's node proxy); None when a kubelet does not set it, the kubelets
+        disagree, or one cannot be asked."""
+        values: set[bool | None] = set()
+        try:
+            access = api_server_access(self.kubeconfig)
+            with httpx.Client(
+                verify=access.ssl_context, headers=access.headers, timeout=10
+            ) as http:
+                for node in self.kube.list(Node):
+                    name = node.metadata.name if node.metadata else None
+                    response = http.get(f"{access.node_proxy_url(name or '')}/configz")
+                    response.raise_for_status()
+                    config = response.json().get("kubeletconfig") or {}
+                    values.add((config.get("featureGates") or {}).get(gate))
+        except (ApiError, httpx.HTTPError, KubeconfigUnsupported, ValueError, AttributeError):
+            return None
+        return values.pop() if len(values) == 1 else None
 
     def restart_scheduler(self, scheduler: Mapping[str, object]) -> None:
         raise Unsupported(

@@ -68,20 +68,30 @@ def required_feature_gates(request: pytest.FixtureRequest) -> None:
 def feature_gate_skip_reason(cluster: Cluster, gate: str, component: str = "kubelet") -> str | None:
     """Why a test that needs ``gate`` on in ``component`` cannot run on ``cluster``;
     None when it can. Only an explicit ``gate=true`` counts (the harness does not know
-    each gate's default), and only the local provider's gates are known: they are what
-    ``--csi-feature-gates`` (or the cluster's configuration) set at bring-up."""
+    each gate's default). The kubelets' gates are read from the cluster (their running
+    configuration), kube-scheduler's from its pod or configuration; the other
+    components' only on the local provider, where ``--csi-feature-gates`` (or the
+    cluster's configuration) set them at bring-up."""
     needs = f"needs the feature gate {gate}=true on the {component}"
-    if not isinstance(cluster, LocalCluster):
+    if component == Component.KUBELET:
+        value = cluster.kubelet_feature_gate(gate)
+    elif component == Component.SCHEDULER:
+        value = cluster.scheduler_feature_gate(gate)
+    elif isinstance(cluster, LocalCluster):
+        value = cluster.config.feature_gates_for(Component(component)).get(gate)
+    else:
         return (
-            f"{needs}; the harness knows the feature gates only of the local clusters it "
-            f"brings up, not of cluster {cluster.name!r}"
+            f"{needs}; the harness knows the {component}'s feature gates only of the local "
+            f"clusters it brings up, not of cluster {cluster.name!r}"
         )
-    if cluster.config.feature_gates_for(Component(component)).get(gate) is True:
+    if value is True:
         return None
-    return (
-        f"{needs}; cluster {cluster.name!r} runs without it: bring it up with "
-        f"--csi-feature-gates {gate}=true"
+    how = (
+        f"bring it up with --csi-feature-gates {gate}=true"
+        if isinstance(cluster, LocalCluster)
+        else "give it the gate (kind: featureGates in its --csi-kind-config)"
     )
+    return f"{needs}; cluster {cluster.name!r} does not run with it: {how}"
 
 
 @pytest.fixture(scope="session")

@@ -123,6 +123,9 @@ class LocalCluster:
     def scheduler_feature_gate(self, gate: str) -> bool | None:
         return self.config.feature_gates_for(Component.SCHEDULER).get(gate)
 
+    def kubelet_feature_gate(self, gate: str) -> bool | None:
+        return self.config.feature_gates_for(Component.KUBELET).get(gate)
+
     @property
     def scheduler_config(self) -> dict[str, object]:
         return dict(self.config.scheduler)

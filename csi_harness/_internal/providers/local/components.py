@@ -408,6 +408,10 @@ def kubelet_configuration(
         # second rather than the default 10 s.
         "nodeStatusUpdateFrequency": "1s",
         "syncFrequency": "10s",
+        # Volume stats, and with the CSIVolumeHealth gate the volume and storage health
+        # probes (NodeGetVolumeHealth, NodeGetStorageHealth), every 10 s instead of every
+        # minute: a test of them waits for two or three periods.
+        "volumeStatsAggPeriod": "10s",
         "fileCheckFrequency": "10s",
         "staticPodPath": "",
         "protectKernelDefaults": False,
