@@ -21,6 +21,9 @@ from csi_harness._internal.kube.snapshots import install_crds
 NAMESPACE = "kube-system"
 NAME = "snapshot-controller"
 LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "csi-mock-harness"}
+SELECTOR = {"app.kubernetes.io/name": NAME}
+METRICS_PORT = 8080
+"""Where it serves its Prometheus metrics (``--http-endpoint``) in its pod."""
 
 # What the controller reads and writes (external-snapshotter's own RBAC for it).
 _RULES: list[dict[str, Any]] = [
@@ -99,7 +102,8 @@ def snapshot_controller_objects(image: str) -> list[dict[str, Any]]:
                 "name": NAME,
                 "image": image,
                 "imagePullPolicy": "IfNotPresent",
-                "args": snapshot_controller_flags(),
+                "args": [*snapshot_controller_flags(), f"--http-endpoint=:{METRICS_PORT}"],
+                "ports": [{"name": "metrics", "containerPort": METRICS_PORT}],
                 "terminationMessagePolicy": "FallbackToLogsOnError",
             }
         ],
@@ -131,7 +135,7 @@ def snapshot_controller_objects(image: str) -> list[dict[str, Any]]:
             "spec": {
                 "replicas": 1,
                 "strategy": {"type": "Recreate"},
-                "selector": {"matchLabels": {"app.kubernetes.io/name": NAME}},
+                "selector": {"matchLabels": SELECTOR},
                 "template": {"metadata": {"labels": LABELS}, "spec": pod},
             },
         },

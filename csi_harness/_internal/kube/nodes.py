@@ -1,10 +1,15 @@
 """The nodes a driver runs on, as a provider reports them, and picking among them by
-what a test needs (zone, real kubelet), never by name."""
+what a test needs (zone, real kubelet), never by name; whether a node's kubelet has
+posted its status since a restart."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
+
+from lightkube import Client
+from lightkube.resources.core_v1 import Node
 
 from csi_harness._internal.core.unsupported import Unsupported
 
@@ -52,3 +57,13 @@ def scheduling_nodes(nodes: Sequence[ClusterNode]) -> list[ClusterNode]:
     holds, which kube-scheduler's scoring would weigh."""
     simulated = [n for n in nodes if not n.runs_pods]
     return sorted(simulated or nodes, key=lambda n: n.name)
+
+
+def heartbeat_since(kube: Client, name: str, since: datetime) -> tuple[bool, str]:
+    """Whether the node's Ready condition was posted at ``since`` or later (its
+    lastHeartbeatTime, whole seconds)."""
+    status = kube.get(Node, name).status
+    conditions = (status.conditions if status else None) or []
+    ready = next((cond for cond in conditions if cond.type == "Ready"), None)
+    beat = ready.lastHeartbeatTime if ready else None
+    return beat is not None and beat >= since, f"Ready heartbeat {beat}"

@@ -9,7 +9,7 @@ from lightkube import Client
 from lightkube.models.core_v1 import NodeCondition, NodeStatus
 from lightkube.resources.core_v1 import Node
 
-from csi_harness._internal.providers.local.host import heartbeat_since
+from csi_harness._internal.kube.nodes import heartbeat_since
 
 RESTART = datetime(2026, 11, 27, 4, 0, 0, tzinfo=UTC)
 

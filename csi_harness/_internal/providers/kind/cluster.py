@@ -15,8 +15,11 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
+import httpx
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.apps_v1 import DaemonSet, Deployment
 from lightkube.resources.core_v1 import Node, Pod
@@ -25,6 +28,7 @@ from csi_harness._internal.core.commands import CommandFailed
 from csi_harness._internal.core.images import build_busybox_image
 from csi_harness._internal.core.resources import DOCKER_ENGINE_SCRIPT, KIND_CONFIG_DIR
 from csi_harness._internal.core.tools import Tools
+from csi_harness._internal.core.unsupported import Unsupported
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.deploy import snapshot_controller
 from csi_harness._internal.deploy.images import (
@@ -32,6 +36,8 @@ from csi_harness._internal.deploy.images import (
     build_driver_image,
     build_sidecar_images,
 )
+from csi_harness._internal.kube.apiproxy import api_server_access
+from csi_harness._internal.kube.nodes import heartbeat_since
 from csi_harness._internal.providers.existing import ExistingCluster
 from csi_harness._internal.providers.kind import network
 from csi_harness._internal.providers.kind.kind_cli import (
@@ -130,6 +136,63 @@ class KindCluster(ExistingCluster):
         ):
             return pod
         return None
+
+    # -- kubelets ------------------------------------------------------------------------
+
+    def restart_kubelet(self, node: str) -> None:
+        """Restart ``node``'s kubelet through the node container's systemd, as an
+        operator would; wait until it serves /healthz (through the API server's node
+        proxy) and has posted the node's status again. Its pods keep running."""
+        if node not in {n.metadata.name for n in self.kube.list(Node) if n.metadata}:
+            raise Unsupported(f"cluster {self.name!r} has no node {node!r}")
+        stopped = datetime.now(UTC).replace(microsecond=0)
+        self._docker_exec(node, ["systemctl", "restart", "kubelet"], None)
+        access = api_server_access(self.kubeconfig)
+
+        def healthy() -> tuple[bool, str]:
+            url = f"{access.node_proxy_url(node)}/healthz"
+            try:
+                response = httpx.get(
+                    url, verify=access.ssl_context, headers=access.headers, timeout=2
+                )
+            except httpx.HTTPError as error:
+                return False, str(error)
+            return response.status_code == 200, f"HTTP {response.status_code}"
+
+        wait_for(f"the kubelet of {node} to serve /healthz", healthy, timeout=READY_TIMEOUT)
+        wait_for(
+            f"the kubelet of {node} to post the node's status after {stopped:%H:%M:%S}",
+            partial(heartbeat_since, self.kube, node, stopped),
+            timeout=READY_TIMEOUT,
+            interval=0.5,
+        )
+
+    # -- snapshot-controller -------------------------------------------------------------
+
+    def snapshot_controller_metrics(self) -> str:
+        """The cluster's snapshot-controller's ``/metrics``, through the API server's
+        pod proxy (it serves them on its ``METRICS_PORT``)."""
+        pods = [
+            pod
+            for pod in self.kube.list(
+                Pod,
+                namespace=snapshot_controller.NAMESPACE,
+                labels=dict(snapshot_controller.SELECTOR),
+            )
+            if pod.status is not None and pod.status.phase == "Running" and pod.metadata
+        ]
+        if not pods:
+            raise Unsupported(f"cluster {self.name!r} runs no snapshot-controller pod")
+        access = api_server_access(self.kubeconfig)
+        name = pods[0].metadata.name if pods[0].metadata else ""
+        url = access.pod_proxy_url(
+            snapshot_controller.NAMESPACE, name or "", snapshot_controller.METRICS_PORT
+        )
+        response = httpx.get(
+            f"{url}/metrics", verify=access.ssl_context, headers=access.headers, timeout=10
+        )
+        response.raise_for_status()
+        return response.text
 
     # -- lifecycle -----------------------------------------------------------------------
 

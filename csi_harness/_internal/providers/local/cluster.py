@@ -34,6 +34,7 @@ from csi_harness._internal.deploy.readiness import (
     wait_deregistered,
 )
 from csi_harness._internal.deploy.spec import DriverDeployment, check_side_by_side
+from csi_harness._internal.kube.nodes import heartbeat_since
 from csi_harness._internal.providers.base import ClusterNode, Driver, Unsupported
 from csi_harness._internal.providers.local import components as c
 from csi_harness._internal.providers.local.config import (
@@ -44,7 +45,6 @@ from csi_harness._internal.providers.local.config import (
 )
 from csi_harness._internal.providers.local.control_plane import ClusterUpFailed, start_control_plane
 from csi_harness._internal.providers.local.host import (
-    heartbeat_since,
     http_ok,
     https_ok,
     service_account_exists,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ssl
 import subprocess
-from datetime import datetime
 from pathlib import Path
 
 import httpx
@@ -51,16 +50,6 @@ def http_ok(port: int, path: str) -> tuple[bool, str]:
     """A plain-HTTP health endpoint on loopback (the kubelet's healthz port)."""
     response = httpx.get(f"http://{c.LOOPBACK}:{port}{path}", timeout=1)
     return response.status_code == 200, f"HTTP {response.status_code}"
-
-
-def heartbeat_since(kube: Client, name: str, since: datetime) -> tuple[bool, str]:
-    """Whether the node's Ready condition was posted at ``since`` or later (its
-    lastHeartbeatTime, whole seconds)."""
-    status = kube.get(Node, name).status
-    conditions = (status.conditions if status else None) or []
-    ready = next((cond for cond in conditions if cond.type == "Ready"), None)
-    beat = ready.lastHeartbeatTime if ready else None
-    return beat is not None and beat >= since, f"Ready heartbeat {beat}"
 
 
 def etcd_healthy(port: int) -> tuple[bool, str]:
