@@ -27,6 +27,7 @@ from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.kube import objects
 from csi_harness._internal.kube.waits import wait_bound_volume, wait_pod_running
 from csi_harness._internal.providers.base import Driver
+from csi_mock.admin.client import AdminClient
 
 pytestmark = [pytest.mark.e2e]
 
@@ -47,39 +48,6 @@ UNREACHABLE = {
 }
 
 
-@pytest.mark.feature_gate("CSIVolumeHealth")
-@pytest.mark.driver(volume_stats=True)
-@pytest.mark.upstream(UPSTREAM, "return normal volume stats without volume health")
-def test_the_kubelet_gets_volume_stats_and_never_asks_for_volume_health(
-    kube: Client, namespace: str, driver: Driver, pod_node: str
-) -> None:
-    objects.create(
-        kube,
-        objects.claim("data", namespace, "1Gi", driver.spec.storage_class()),
-        objects.pod("app", namespace, claims=["data"], nodes=[pod_node]),
-    )
-    wait_pod_running(kube, "app", namespace)
-    pv = wait_bound_volume(kube, "data", namespace)
-    assert pv.spec is not None and pv.spec.csi is not None
-    volume = pv.spec.csi.volumeHandle
-
-    with driver.admin(pod_node) as node_admin:
-
-        def stats_served() -> tuple[bool, object]:
-            calls = node_admin.journal(method="NodeGetVolumeStats", volume=volume)
-            return any(call.code == "OK" for call in calls), [call.code for call in calls]
-
-        wait_for(
-            f"the kubelet of {pod_node} to get the stats of {volume}",
-            stats_served,
-            timeout=STATS_WAIT,
-            interval=1,
-        )
-        assert node_admin.journal(method="NodeGetVolumeHealth") == []
-    pod = kube.get(Pod, "app", namespace=namespace)
-    assert pod.status is not None and not pod.status.volumeHealth, pod.status
-
-
 def running_pod_volume(kube: Client, namespace: str, driver: Driver, node: str) -> str:
     """A running pod "app" on the node with claim "data" of the driver; its volume ID."""
     objects.create(
@@ -91,6 +59,33 @@ def running_pod_volume(kube: Client, namespace: str, driver: Driver, node: str) 
     pv = wait_bound_volume(kube, "data", namespace)
     assert pv.spec is not None and pv.spec.csi is not None
     return pv.spec.csi.volumeHandle
+
+
+def wait_served(node_admin: AdminClient, volume: str, methods: tuple[str, ...]) -> None:
+    """Wait until the kubelet has called each of ``methods`` for the volume with success."""
+
+    def served() -> tuple[bool, object]:
+        codes = {
+            method: [call.code for call in node_admin.journal(method=method, volume=volume)]
+            for method in methods
+        }
+        return all("OK" in codes[method] for method in methods), codes
+
+    wait_for(f"the kubelet to call {', '.join(methods)} for {volume}", served, timeout=STATS_WAIT)
+
+
+@pytest.mark.feature_gate("CSIVolumeHealth")
+@pytest.mark.driver(volume_stats=True)
+@pytest.mark.upstream(UPSTREAM, "return normal volume stats without volume health")
+def test_the_kubelet_gets_volume_stats_and_never_asks_for_volume_health(
+    kube: Client, namespace: str, driver: Driver, pod_node: str
+) -> None:
+    volume = running_pod_volume(kube, namespace, driver, pod_node)
+    with driver.admin(pod_node) as node_admin:
+        wait_served(node_admin, volume, ("NodeGetVolumeStats",))
+        assert node_admin.journal(method="NodeGetVolumeHealth") == []
+    pod = kube.get(Pod, "app", namespace=namespace)
+    assert pod.status is not None and not pod.status.volumeHealth, pod.status
 
 
 def pod_volume_health(kube: Client, namespace: str) -> list[tuple[str, str]]:
@@ -127,19 +122,7 @@ def test_the_kubelet_writes_the_volume_health_the_node_reports_into_the_pod_stat
         if abnormal:
             node_admin.set_volume_health(volume, [ABNORMAL])
 
-        def health_served() -> tuple[bool, object]:
-            methods = ("NodeGetVolumeStats", "NodeGetVolumeHealth")
-            codes = {
-                m: [c.code for c in node_admin.journal(method=m, volume=volume)] for m in methods
-            }
-            return all("OK" in codes[method] for method in methods), codes
-
-        wait_for(
-            f"the kubelet of {pod_node} to get the stats and the health of {volume}",
-            health_served,
-            timeout=STATS_WAIT,
-            interval=1,
-        )
+        wait_served(node_admin, volume, ("NodeGetVolumeStats", "NodeGetVolumeHealth"))
 
     expected = [("Inaccessible", "AbnormalVolumeHealth")] if abnormal else []
 
