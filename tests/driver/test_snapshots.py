@@ -47,6 +47,20 @@ async def snap(start_driver: StartDriver) -> RunningDriver:
 # -- capabilities ------------------------------------------------------------------------
 
 
+async def test_snapshot_accessibility_requirements_are_refused_as_not_advertised(
+    snap: RunningDriver,
+) -> None:
+    volume = await create_volume(snap, "pvc-source", GiB)
+    request = pb.CreateSnapshotRequest(name="snap", source_volume_id=volume.volume_id)
+    request.accessibility_requirements.requisite.add().segments["zone"] = "a"
+
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await snap.controller.CreateSnapshot(request)
+
+    assert_status(raised, grpc.StatusCode.INVALID_ARGUMENT, "SNAPSHOT_ACCESSIBILITY_CONSTRAINTS")
+    assert (await list_snapshots(snap)).entries == []
+
+
 async def test_snapshot_rpcs_and_cloning_are_advertised_when_configured(
     snap: RunningDriver,
 ) -> None:
