@@ -91,16 +91,29 @@ class Snapshots:
     # -- RPCs ----------------------------------------------------------------------------
 
     async def create(
-        self, name: str, source_volume_id: str, parameters: Mapping[str, str]
+        self,
+        name: str,
+        source_volume_id: str,
+        parameters: Mapping[str, str],
+        *,
+        accessibility_given: bool = False,
     ) -> Snapshot:
         """Cut a snapshot of `source_volume_id` (CreateSnapshot), or return the one of
-        that name when it has the same source."""
+        that name when it has the same source. `accessibility_given`: the request has
+        CSI v1.13's accessibility_requirements, which the CO SHALL NOT give without the
+        plugin capability SNAPSHOT_ACCESSIBILITY_CONSTRAINTS; csi-mock does not
+        advertise it (a snapshot lives in its source volume's pool)."""
         config, data = self._require_enabled()
         if not name:
             raise InvalidArgument("name is required")
         check_name(name)
         if not source_volume_id:
             raise InvalidArgument("source_volume_id is required")
+        if accessibility_given:
+            raise InvalidArgument(
+                "accessibility_requirements is given but the plugin does not advertise "
+                "SNAPSHOT_ACCESSIBILITY_CONSTRAINTS"
+            )
         existing = self._store.snapshot_by_name(name)
         if existing is not None:
             if existing.source_volume_id != source_volume_id:

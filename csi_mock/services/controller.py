@@ -281,16 +281,11 @@ class ControllerServicer(pb_grpc.ControllerServicer):
     async def CreateSnapshot(
         self, request: pb.CreateSnapshotRequest, context: Context
     ) -> pb.CreateSnapshotResponse:
-        if request.HasField("accessibility_requirements"):
-            # CSI v1.13: the CO SHALL NOT give it without the plugin capability
-            # SNAPSHOT_ACCESSIBILITY_CONSTRAINTS, which csi-mock does not advertise (a
-            # snapshot lives in its source volume's pool).
-            raise InvalidArgument(
-                "accessibility_requirements is given but the plugin does not advertise "
-                "SNAPSHOT_ACCESSIBILITY_CONSTRAINTS"
-            )
         snapshot = await self._controller.snapshots.create(
-            request.name, request.source_volume_id, dict(request.parameters)
+            request.name,
+            request.source_volume_id,
+            dict(request.parameters),
+            accessibility_given=request.HasField("accessibility_requirements"),
         )
         return pb.CreateSnapshotResponse(snapshot=self._snapshot_to_pb(snapshot))
 

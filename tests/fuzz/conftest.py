@@ -196,7 +196,6 @@ def start_background_driver(sandbox: Sandbox, *, admin: bool, **overrides: Any) 
     """A combined-mode driver of tests/driver's default shape, without real mounts."""
     config = driver_config(
         sandbox.root,
-        node={"id": "node-1", "mount": "directory", "block_device": "file"},
-        **overrides,
+        **{"node": {"id": "node-1", "mount": "directory", "block_device": "file"}, **overrides},
     )
     return BackgroundDriver(config, sandbox, admin=admin)

@@ -78,14 +78,20 @@ REQUIRED = {
     "NodePublishVolume": {"volume_id", "target_path", "volume_capability"},
     "NodeUnpublishVolume": {"volume_id", "target_path"},
     "NodeGetVolumeStats": {"volume_id", "volume_path"},
+    "NodeGetVolumeHealth": {"volume_id"},
+    "ControllerGetVolumeHealth": {"volume_id"},
     "NodeExpandVolume": {"volume_id", "volume_path"},
 }
 # Mutable parameters the driver accepts (MODIFY_VOLUME is on).
 MODIFY = {"mutable_parameters": {"iops": [], "tier": ["gold", "silver"]}}
 # Snapshots and clones are on: content sources and the snapshot RPCs do real work.
 SNAPSHOTS = {"accounting": "full", "ready_after": "0s"}
-# Fields the driver refuses whenever they are set (features it does not offer).
-UNSUPPORTED: frozenset[str] = frozenset()
+# Fields the driver refuses whenever they are set (features it does not offer), by full
+# name: CreateVolume's accessibility_requirements are served, CreateSnapshot's are not
+# (no SNAPSHOT_ACCESSIBILITY_CONSTRAINTS).
+UNSUPPORTED: frozenset[str] = frozenset({"csi.v1.CreateSnapshotRequest.accessibility_requirements"})
+# CSI v1.13's health RPCs are on: they answer for real volumes, not UNIMPLEMENTED.
+HEALTH_NODE = {"volume_health": True, "storage_health": True}
 
 
 # -- the driver of this module -----------------------------------------------------------
@@ -97,7 +103,13 @@ def fuzzed(sandbox: Sandbox) -> Iterator[BackgroundDriver]:
         sandbox,
         admin=False,
         attach_required=True,
-        controller={"modify": MODIFY, "snapshots": SNAPSHOTS, "clones": True},
+        controller={
+            "modify": MODIFY,
+            "snapshots": SNAPSHOTS,
+            "clones": True,
+            "volume_health": True,
+        },
+        node={"id": "node-1", "mount": "directory", "block_device": "file", **HEALTH_NODE},
     )
     try:
         yield driver
@@ -360,7 +372,7 @@ def set_field(message: Message, fd: Any, draws: Draws, depth: int) -> None:
         elif name == "accessible_topology":
             target.CopyFrom(topology(draws))
         elif depth < 3:
-            if name in UNSUPPORTED:
+            if fd.full_name in UNSUPPORTED:
                 draws.bad.add(name)
             target.SetInParent()
             fill(target, draws, depth + 1)
