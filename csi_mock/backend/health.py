@@ -116,11 +116,11 @@ def node_volume_health(
     staged nor published here and has nothing set."""
     if not volume_id:
         raise InvalidArgument("volume_id is required")
-    staging = store.staging(volume_id)
-    publications = store.publications_of_volume(volume_id)
     set_here = health.of_volume(volume_id)
     if set_here is not None:
         return set_here
+    staging = store.staging(volume_id)
+    publications = store.publications_of_volume(volume_id)
     if staging is None and not publications:
         raise NotFound(f"volume {volume_id!r} is not staged or published on this node")
     # Only paths csi-mock recorded are looked at, never the request's.

@@ -13,8 +13,8 @@ from lightkube.resources.core_v1 import Namespace
 
 from csi_harness._internal.deploy.incluster import DriverPodsFailed
 from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.kube import apiproxy
 from csi_harness._internal.kube.resources import CSINodeResource
-from csi_harness._internal.providers import existing as existing_module
 from csi_harness._internal.providers.base import ClusterNode, Unsupported
 from csi_harness._internal.providers.existing import ExistingCluster
 from tests.harness.deploy.fake_api import FakeApi, ready_status, write_kubeconfig
@@ -142,7 +142,7 @@ def test_kubelet_feature_gates_are_read_from_every_kubelets_configz(
 
     real_client = httpx.Client
     monkeypatch.setattr(
-        existing_module.httpx,
+        apiproxy.httpx,
         "Client",
         lambda **kw: real_client(transport=httpx.MockTransport(configz), headers=kw["headers"]),
     )

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+import httpx
 from lightkube import KubeConfig
 from lightkube.config.kubeconfig import SingleConfig
 
@@ -42,6 +43,10 @@ class ApiServerAccess:
             f"{self.server}/api/v1/namespaces/{quote(namespace, safe='')}"
             f"/pods/{quote(pod, safe='')}:{port}/proxy"
         )
+
+    def client(self, timeout: float) -> httpx.Client:
+        """An HTTP client that reaches the API server as the kubeconfig's user."""
+        return httpx.Client(verify=self.ssl_context, headers=self.headers, timeout=timeout)
 
     def node_proxy_url(self, node: str) -> str:
         """The base URL of ``node``'s kubelet through the API server (``.../proxy`` +

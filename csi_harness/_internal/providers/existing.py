@@ -146,9 +146,7 @@ class ExistingCluster:
         values: set[bool | None] = set()
         try:
             access = api_server_access(self.kubeconfig)
-            with httpx.Client(
-                verify=access.ssl_context, headers=access.headers, timeout=10
-            ) as http:
+            with access.client(timeout=10) as http:
                 for node in self.kube.list(Node):
                     name = node.metadata.name if node.metadata else None
                     response = http.get(f"{access.node_proxy_url(name or '')}/configz")

@@ -150,16 +150,14 @@ class KindCluster(ExistingCluster):
         access = api_server_access(self.kubeconfig)
 
         def healthy() -> tuple[bool, str]:
-            url = f"{access.node_proxy_url(node)}/healthz"
             try:
-                response = httpx.get(
-                    url, verify=access.ssl_context, headers=access.headers, timeout=2
-                )
+                response = http.get(f"{access.node_proxy_url(node)}/healthz")
             except httpx.HTTPError as error:
                 return False, str(error)
             return response.status_code == 200, f"HTTP {response.status_code}"
 
-        wait_for(f"the kubelet of {node} to serve /healthz", healthy, timeout=READY_TIMEOUT)
+        with access.client(timeout=2) as http:
+            wait_for(f"the kubelet of {node} to serve /healthz", healthy, timeout=READY_TIMEOUT)
         wait_for(
             f"the kubelet of {node} to post the node's status after {stopped:%H:%M:%S}",
             partial(heartbeat_since, self.kube, node, stopped),
@@ -188,9 +186,8 @@ class KindCluster(ExistingCluster):
         url = access.pod_proxy_url(
             snapshot_controller.NAMESPACE, name or "", snapshot_controller.METRICS_PORT
         )
-        response = httpx.get(
-            f"{url}/metrics", verify=access.ssl_context, headers=access.headers, timeout=10
-        )
+        with access.client(timeout=10) as http:
+            response = http.get(f"{url}/metrics")
         response.raise_for_status()
         return response.text
 
