@@ -183,6 +183,17 @@ def _add_scale_parser(commands: Any) -> None:
             "--baseline", action="store_true", help="also run the same pods without volumes"
         )
         sub.add_argument("--runs", type=int, default=1, help="runs of every variant (1)")
+        sub.add_argument(
+            "--busy-nodes",
+            type=int,
+            default=0,
+            help="simulated nodes carrying another pod that asks for half their CPU and memory (0)",
+        )
+        sub.add_argument(
+            "--scheduler-gates",
+            default="",
+            help="kube-scheduler feature gates of every variant: NAME=true|false,...",
+        )
         sub.add_argument("--variants", help="comma-separated subset of the comparison's variants")
         sub.add_argument("--report-dir", help=f"default reports/scale/{name}")
     again = _command(experiments, "report", "make a comparison's report again from its results")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -68,12 +69,16 @@ def setup_of(args: argparse.Namespace) -> Setup:
         raise ScaleUsageError(f"--create-qps: {args.create_qps} is negative")
     if args.runs < 1:
         raise ScaleUsageError(f"--runs: {args.runs} is not a positive number")
+    if not 0 <= args.busy_nodes <= args.nodes:
+        raise ScaleUsageError(f"--busy-nodes: {args.busy_nodes} is not in 0..{args.nodes}")
     return Setup(
         provisioner_api_qps=args.provisioner_qps or None,
         provisioning=ProvisionerMode(args.provisioning),
         workload=WorkloadKind(args.workload),
         create_qps=args.create_qps or None,
         runs=args.runs,
+        busy_nodes=args.busy_nodes,
+        scheduler_gates=parse_gates(args.scheduler_gates),
         nodes=args.nodes,
         pool=args.pool,
         pods=args.pods,
@@ -82,6 +87,31 @@ def setup_of(args: argparse.Namespace) -> Setup:
         deadline=args.deadline,
         stall_seconds=args.stall,
     )
+
+
+def parse_gates(text: str) -> dict[str, bool]:
+    """``NAME=true|false,...`` (kube-scheduler's --feature-gates syntax)."""
+    gates: dict[str, bool] = {}
+    for item in (i.strip() for i in text.split(",")):
+        if not item:
+            continue
+        name, _, value = item.partition("=")
+        if not re.fullmatch(r"[A-Z][A-Za-z0-9]*", name.strip()):
+            raise ScaleUsageError(f"--scheduler-gates: {item!r} is not NAME=true|false")
+        if value.strip().lower() not in ("true", "false"):
+            raise ScaleUsageError(f"--scheduler-gates: {name}={value!r} is not true or false")
+        gates[name.strip()] = value.strip().lower() == "true"
+    return gates
+
+
+def check_gates(comparison: Comparison, setup: Setup) -> None:
+    """A gate the comparison's variants set themselves is what it compares: refused."""
+    varied = {gate for v in comparison.variants for gate in v.scheduler_gates}
+    clash = sorted(varied & setup.scheduler_gates.keys())
+    if clash:
+        raise ScaleUsageError(
+            f"--scheduler-gates: {', '.join(clash)} is set by the variants of {comparison.name}"
+        )
 
 
 def selected(comparison: Comparison, names: str | None) -> Comparison:
@@ -110,6 +140,7 @@ def run(args: argparse.Namespace, command: str) -> int:
     if args.baseline:
         comparison = with_baseline(comparison)
     setup = setup_of(args)
+    check_gates(comparison, setup)
     directory = Path(args.report_dir or f"reports/scale/{comparison.name}").resolve()
     done: list[RunResult] = []
 

@@ -29,7 +29,13 @@ def read_driver(driver: LocalDriver, wall_start: float, result: RunResult) -> No
             journal = admin.journal(method="CreateVolume")
             calls = counted_calls(admin.metrics_text(), "CreateVolume")
             pools |= {pool.name: pool for pool in admin.pools()}
-        complete = complete and len(journal) >= sum(calls.values())
+        whole = len(journal) >= sum(calls.values())
+        complete = complete and whole
+        exhausted = sum(1 for r in journal if r.code == "RESOURCE_EXHAUSTED")
+        if not whole:
+            exhausted = calls.get("RESOURCE_EXHAUSTED", 0)
+        if exhausted:
+            result.exhausted_by_instance[instance] = exhausted
         records += journal
         for code, n in calls.items():
             counted[code] = counted.get(code, 0) + n

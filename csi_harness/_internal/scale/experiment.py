@@ -32,14 +32,17 @@ from csi_harness._internal.deploy.spec import (
 )
 from csi_harness._internal.providers.local.cluster import LocalCluster
 from csi_harness._internal.providers.local.config import Component, LocalClusterConfig
+from csi_harness._internal.providers.local.control_plane import SIMULATED_CAPACITY
 from csi_harness._internal.providers.local.host import service_account_exists
 from csi_harness._internal.scale.driver_readings import read_driver
 from csi_harness._internal.scale.timeline import ClaimTimeline, PodTimeline, Watcher
 from csi_harness._internal.scale.workload import (
+    BUSY_NAMESPACE,
     VOLUME,
     Burst,
     SizeRange,
     WorkloadKind,
+    busy_pods,
     create_paced,
     creation_offsets,
 )
@@ -101,6 +104,15 @@ class Setup:
     server takes them."""
     runs: int = 1
     """Runs of every variant (each on a fresh cluster)."""
+    scheduler_gates: dict[str, bool] = field(default_factory=dict)
+    """kube-scheduler feature gates of every variant, beneath the variant's own."""
+    busy_nodes: int = 0
+    """Simulated nodes that carry another pod, asking for half their CPU and memory,
+    before the burst (``workload.busy_pods``): nodes no longer alike, as real ones
+    are not. The first ones by number."""
+
+    def gates_of(self, variant: Variant) -> dict[str, bool]:
+        return {**self.scheduler_gates, **variant.scheduler_gates}
 
 
 @dataclass
@@ -129,6 +141,7 @@ class RunResult:
     create_qps: float | None = None
     run: int = 1
     """Which run of its variant this was (1..Setup.runs)."""
+    busy_nodes: int = 0
     placed_times: list[float] = field(default_factory=list)
     """Seconds from the first object created to each pod's placement on a node, sorted."""
     all_placed_after: float | None = None
@@ -157,6 +170,13 @@ class RunResult:
     unbound_reasons: dict[str, int] = field(default_factory=dict)
     """Why the pods of unbound claims were not scheduled at the end (kube-scheduler's
     PodScheduled message, without its preemption part), with how many pods say so."""
+    unplaced_nominated: dict[str, int] = field(default_factory=dict)
+    """For the pods not placed at the end: how many name each node as their
+    ``status.nominatedNodeName`` ("" for none). kube-scheduler tries a pod's nominated
+    node before all others."""
+    exhausted_by_instance: dict[str, int] = field(default_factory=dict)
+    """RESOURCE_EXHAUSTED answers by the csi-mock instance that gave them: the
+    controller, or with distributed provisioning each node."""
     pool_used: dict[str, int] = field(default_factory=dict)
     """Bytes used in each simulated node's pool at the end, by node name."""
     pool_total: dict[str, int] = field(default_factory=dict)
@@ -213,7 +233,7 @@ def cluster_config(setup: Setup, variant: Variant) -> LocalClusterConfig:
         name=f"{setup.cluster_prefix}-{variant.name}",
         simulated_nodes=setup.nodes,
         zones=[],
-        component_feature_gates={Component.SCHEDULER: dict(variant.scheduler_gates)},
+        component_feature_gates={Component.SCHEDULER: setup.gates_of(variant)},
         scheduler={**KUBERNETES_DEFAULT_BACKOFF, **variant.scheduler},
         timeout_seconds=setup.bring_up_timeout,
         driver=driver,
@@ -253,7 +273,7 @@ def run_variant(
             seed=setup.seed,
             requested_bytes=burst.total_bytes(),
             storage_capacity=variant.storage_capacity,
-            scheduler_gates=dict(variant.scheduler_gates),
+            scheduler_gates=setup.gates_of(variant),
             bring_up_seconds=up.seconds,
             provisioning=setup.provisioning.value,
             workload=setup.workload.value,
@@ -261,6 +281,7 @@ def run_variant(
             publish_capacity=config.driver.publish_capacity,
             create_qps=setup.create_qps,
             run=run,
+            busy_nodes=setup.busy_nodes,
         )
         run_burst(cluster.kube, cluster.driver, burst, setup, result, progress)
         return result
@@ -278,13 +299,14 @@ def run_burst(
     progress: Callable[[str], None] = lambda _: None,
 ) -> None:
     """Create ``burst`` and follow it to its end; fill in ``result``."""
-    kube.create(cast(Namespace, Namespace.from_dict({"metadata": {"name": burst.namespace}})))
-    wait_for(
-        f"the default service account of namespace {burst.namespace}",
-        partial(service_account_exists, kube, burst.namespace, "default"),
-        timeout=30,
-        interval=0.2,
-    )
+    if setup.busy_nodes:
+        simulated = sorted(
+            (n.name for n in driver.nodes if not n.runs_pods), key=lambda n: int(n.split("-")[-1])
+        )
+        _create_namespace(kube, BUSY_NAMESPACE)
+        for pod in busy_pods(simulated[: setup.busy_nodes], SIMULATED_CAPACITY):
+            kube.create(cast(Pod, from_dict(pod)))
+    _create_namespace(kube, burst.namespace)
     manifests = burst.manifests()
     offsets = creation_offsets(len(manifests), setup.create_qps)
     wall_start = time.time()
@@ -317,7 +339,28 @@ def run_burst(
     result.most_reschedules = max(claims.reschedules.values(), default=0)
     result.watch_errors = sum(len(w.errors) for w in watchers)
     result.unbound_reasons = _unbound_reasons(kube, burst.namespace, set(claims.bound_at))
+    result.unplaced_nominated = _unplaced_nominated(kube, burst.namespace)
     read_driver(driver, wall_start, result)
+
+
+def _create_namespace(kube: Client, name: str) -> None:
+    kube.create(cast(Namespace, Namespace.from_dict({"metadata": {"name": name}})))
+    wait_for(
+        f"the default service account of namespace {name}",
+        partial(service_account_exists, kube, name, "default"),
+        timeout=30,
+        interval=0.2,
+    )
+
+
+def _unplaced_nominated(kube: Client, namespace: str) -> dict[str, int]:
+    nominated: dict[str, int] = {}
+    for pod in kube.list(Pod, namespace=namespace):
+        if pod.spec is not None and pod.spec.nodeName:
+            continue
+        node = (pod.status.nominatedNodeName if pod.status else None) or ""
+        nominated[node] = nominated.get(node, 0) + 1
+    return nominated
 
 
 def _unbound_reasons(kube: Client, namespace: str, bound_claims: set[str]) -> dict[str, int]:

@@ -243,12 +243,31 @@ def setup_line(result: RunResult) -> str:
         if result.create_qps is None
         else f"{result.create_qps:g} a second"
     )
+    busy = (
+        f" ({result.busy_nodes} of them busy: another pod asks for half their CPU and memory)"
+        if result.busy_nodes
+        else ""
+    )
     return (
-        f"{result.nodes} simulated nodes with a {format_quantity(result.pool_bytes)} pool each, "
-        f"{result.provisioning} provisioning; {made} with one generic ephemeral volume of "
+        f"{result.nodes} simulated nodes{busy} with a {format_quantity(result.pool_bytes)} pool "
+        f"each, {result.provisioning} provisioning; {made} with one generic ephemeral volume of "
         f"{result.sizes} (seed {result.seed}), created {rate}: "
         f"{format_quantity(result.requested_bytes)} asked for, {fill:.1%} of all pools"
     )
+
+
+def common_gates(results: Sequence[RunResult]) -> str:
+    """kube-scheduler feature gates every run set alike, as NAME=value."""
+    if not results:
+        return ""
+    shared = set(results[0].scheduler_gates.items())
+    for r in results[1:]:
+        shared &= set(r.scheduler_gates.items())
+    return ", ".join(f"{name}={str(on).lower()}" for name, on in sorted(shared))
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{key or 'none'} {n}" for key, n in sorted(counts.items()))
 
 
 def _setup_of(results: Sequence[RunResult]) -> str:
@@ -274,12 +293,22 @@ def write_report(
             notes.append(f"- {title}: the journal dropped records; counts are from metrics")
         for reason, count in sorted(r.unbound_reasons.items()):
             notes.append(f"- {title}: {count} unbound claim(s) whose pod says: {reason}")
+        if r.unplaced_nominated:
+            notes.append(
+                f"- {title}: nominated node of the pods not placed: {_counts(r.unplaced_nominated)}"
+            )
+        if r.exhausted_by_instance:
+            notes.append(
+                f"- {title}: RESOURCE_EXHAUSTED by instance: {_counts(r.exhausted_by_instance)}"
+            )
         if r.watch_errors:
             notes.append(f"- {title}: the claim watch restarted {r.watch_errors} times")
     body = [
         f"# {comparison}",
         "",
         _setup_of(results) if results else "no runs",
+        "",
+        f"kube-scheduler feature gates of every run: {common_gates(results) or 'defaults'}",
         "",
         "```sh",
         command,

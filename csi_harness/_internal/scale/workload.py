@@ -165,6 +165,33 @@ def _deployment_of(pod: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+BUSY_NAMESPACE = "scale-busy"
+"""Where the other pods of busy nodes live, apart from the burst the run follows."""
+BUSY_SHARE = 0.5
+"""What a busy node's other pod asks for, of the node's CPU and memory."""
+
+
+def busy_pods(nodes: Sequence[str], capacity: dict[str, str]) -> list[dict[str, Any]]:
+    """One pod per node in ``nodes``, bound to it (``spec.nodeName``), asking for
+    ``BUSY_SHARE`` of the CPU and memory in ``capacity``: nodes that carry other work,
+    as real ones do, so that they are no longer alike to kube-scheduler's scoring. The
+    pods have no volumes; kube-scheduler counts their requests whether or not anything
+    starts them."""
+    cpu_millis = int(parse_quantity(capacity["cpu"]) * 1000 * BUSY_SHARE)
+    memory = int(parse_quantity(capacity["memory"]) * BUSY_SHARE)
+    made = []
+    for node in nodes:
+        pod = objects.pod(f"busy-{node}", BUSY_NAMESPACE)
+        pod["metadata"]["labels"] = {APP_LABEL: "busy"}
+        pod["spec"]["nodeName"] = node
+        for container in pod["spec"]["containers"]:
+            container["resources"] = {
+                "requests": {"cpu": f"{cpu_millis}m", "memory": format_quantity(memory)}
+            }
+        made.append(pod)
+    return made
+
+
 def creation_offsets(count: int, qps: float | None) -> list[float]:
     """When to create each of ``count`` objects, in seconds after the first: evenly
     ``1/qps`` apart (clusterloader2's steady rate, 10/s in the KEP author's runs), or

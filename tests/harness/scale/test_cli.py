@@ -117,3 +117,32 @@ def test_runs_go_round_by_round_over_the_variants(monkeypatch: pytest.MonkeyPatc
     setup = Setup(nodes=1, pool="1Gi", pods=1, sizes=SizeRange.parse("1Gi"), seed=1, runs=2)
     comparisons.run_comparison(comparisons.KEP1472, setup)
     assert calls == [("tracking", 1), ("no-tracking", 1), ("tracking", 2), ("no-tracking", 2)]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--busy-nodes", "51"], "--busy-nodes: 51 is not in 0..50"),
+        (["--busy-nodes", "-1"], "--busy-nodes: -1 is not in 0..50"),
+        (["--scheduler-gates", "OpportunisticBatching"], "is not true or false"),
+        (["--scheduler-gates", "Foo=yes"], "--scheduler-gates: Foo='yes' is not true or false"),
+        (["--scheduler-gates", "=true"], "--scheduler-gates: '=true' is not NAME=true|false"),
+        (
+            ["--scheduler-gates", "StorageCapacityScoring=true"],
+            "--scheduler-gates: StorageCapacityScoring is set by the variants of kep1472",
+        ),
+    ],
+)
+def test_bad_busy_nodes_and_gates_exit_2_naming_the_option(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["scale", "kep1472", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_gates_and_busy_nodes_are_read_into_the_setup() -> None:
+    gates = "A=true, NominatedNodeNameForExpectation=False"
+    argv = ["--busy-nodes", "5", "--scheduler-gates", gates]
+    setup = scale_cli.setup_of(build_parser().parse_args(["scale", "kep1472", *argv]))
+    assert setup.busy_nodes == 5
+    assert setup.scheduler_gates == {"A": True, "NominatedNodeNameForExpectation": False}

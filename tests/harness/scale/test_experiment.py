@@ -54,3 +54,15 @@ def test_distributed_without_tracking_also_stops_publishing_capacity_as_the_auth
     assert cluster_config(DISTRIBUTED, no_tracking).driver.publish_capacity is False
     # Central keeps publishing (ignored by kube-scheduler), as the earlier runs did.
     assert cluster_config(SETUP, no_tracking).driver.publish_capacity is True
+
+
+def test_gates_of_the_setup_go_to_every_variant_beneath_its_own() -> None:
+    setup = dataclasses.replace(
+        SETUP,
+        scheduler_gates={"NominatedNodeNameForExpectation": False, "StorageCapacityScoring": True},
+    )
+    config = cluster_config(setup, KEP1472.variants[1])
+    assert config.feature_gates_for(Component.SCHEDULER) == {
+        "NominatedNodeNameForExpectation": False,
+        "StorageCapacityScoring": False,
+    }

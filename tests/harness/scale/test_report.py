@@ -156,3 +156,26 @@ def test_results_written_before_placement_was_measured_still_load(tmp_path: Path
     )
     _, _, (loaded,) = load_results(tmp_path / "results.json")
     assert loaded.provisioning == "central" and loaded.volumes and loaded.run == 1
+
+
+def test_the_report_names_busy_nodes_shared_gates_nominated_nodes_and_refusers(
+    tmp_path: Path,
+) -> None:
+    gates = {"NominatedNodeNameForExpectation": False, "StorageCapacityScoring": False}
+    stuck = dataclasses.replace(
+        result("off", [2 * GI, GI], left=1, exhausted=3),
+        busy_nodes=1,
+        scheduler_gates=gates,
+        unplaced_nominated={"node-2": 1},
+        exhausted_by_instance={"node-2": 3},
+    )
+    other = dataclasses.replace(
+        result("on", [2 * GI, 2 * GI]),
+        busy_nodes=1,
+        scheduler_gates={**gates, "StorageCapacityScoring": True},
+    )
+    text = write_report(tmp_path, "title", "cmd", [other, stuck]).read_text()
+    assert "2 simulated nodes (1 of them busy: another pod asks for half" in text
+    assert "feature gates of every run: NominatedNodeNameForExpectation=false\n" in text
+    assert "- off: nominated node of the pods not placed: node-2 1" in text
+    assert "- off: RESOURCE_EXHAUSTED by instance: node-2 3" in text

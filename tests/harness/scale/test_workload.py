@@ -9,12 +9,14 @@ import pytest
 
 from csi_harness._internal.kube.objects import NODE_TYPE_LABEL
 from csi_harness._internal.scale.workload import (
+    BUSY_NAMESPACE,
     DEPLOYMENT_LABEL,
     VOLUME,
     Burst,
     SizeRange,
     WorkloadError,
     WorkloadKind,
+    busy_pods,
     create_paced,
     creation_offsets,
     fill_ratio,
@@ -169,3 +171,12 @@ def test_without_a_rate_objects_are_created_one_after_the_other_in_order() -> No
     manifests = [{"name": str(i)} for i in range(5)]
     create_paced(lambda m: created.append(m["name"]), manifests, creation_offsets(5, None), 0.0)
     assert created == ["0", "1", "2", "3", "4"]
+
+
+def test_busy_pods_are_bound_to_their_nodes_and_ask_for_half_of_each() -> None:
+    made = busy_pods(["node-2", "node-3"], {"cpu": "4", "memory": "8Gi", "pods": "110"})
+    assert [p["spec"]["nodeName"] for p in made] == ["node-2", "node-3"]
+    assert {p["metadata"]["namespace"] for p in made} == {BUSY_NAMESPACE}
+    assert all(p["spec"]["volumes"] == [] for p in made)
+    (container,) = made[0]["spec"]["containers"]
+    assert container["resources"]["requests"] == {"cpu": "2000m", "memory": "4Gi"}
