@@ -190,6 +190,12 @@ def _add_scale_parser(commands: Any) -> None:
             help="simulated nodes carrying another pod that asks for half their CPU and memory (0)",
         )
         sub.add_argument(
+            "--random-tie-break",
+            action="store_true",
+            help="a scheduler extender scoring every node 0, so that kube-scheduler 1.37 "
+            "breaks ties between nodes at random",
+        )
+        sub.add_argument(
             "--scheduler-gates",
             default="",
             help="kube-scheduler feature gates of every variant: NAME=true|false,...",

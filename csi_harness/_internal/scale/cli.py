@@ -78,6 +78,7 @@ def setup_of(args: argparse.Namespace) -> Setup:
         create_qps=args.create_qps or None,
         runs=args.runs,
         busy_nodes=args.busy_nodes,
+        random_tie_break=args.random_tie_break,
         scheduler_gates=parse_gates(args.scheduler_gates),
         nodes=args.nodes,
         pool=args.pool,

@@ -12,6 +12,7 @@ answers; the controller's, or every node's with distributed provisioning) and po
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from csi_harness._internal.providers.local.config import Component, LocalCluster
 from csi_harness._internal.providers.local.control_plane import SIMULATED_CAPACITY
 from csi_harness._internal.providers.local.host import service_account_exists
 from csi_harness._internal.scale.driver_readings import read_driver
+from csi_harness._internal.scale.tie_break import TieBreakExtender
 from csi_harness._internal.scale.timeline import ClaimTimeline, PodTimeline, Watcher
 from csi_harness._internal.scale.workload import (
     BUSY_NAMESPACE,
@@ -111,6 +113,10 @@ class Setup:
     before the burst (``workload.busy_pods``): nodes no longer alike, as real ones
     are not. The first ones by number."""
 
+    random_tie_break: bool = False
+    """Run a scheduler extender that scores every node 0, so that kube-scheduler breaks
+    ties between nodes at random (``tie_break``)."""
+
     def gates_of(self, variant: Variant) -> dict[str, bool]:
         return {**self.scheduler_gates, **variant.scheduler_gates}
 
@@ -142,6 +148,9 @@ class RunResult:
     run: int = 1
     """Which run of its variant this was (1..Setup.runs)."""
     busy_nodes: int = 0
+    random_tie_break: bool = False
+    tie_break_calls: int = 0
+    """Prioritize calls the tie-break extender answered (0 without it)."""
     placed_times: list[float] = field(default_factory=list)
     """Seconds from the first object created to each pod's placement on a node, sorted."""
     all_placed_after: float | None = None
@@ -212,7 +221,9 @@ def publishes_capacity(setup: Setup, variant: Variant) -> bool:
     return variant.storage_capacity or setup.provisioning is ProvisionerMode.CENTRAL
 
 
-def cluster_config(setup: Setup, variant: Variant) -> LocalClusterConfig:
+def cluster_config(
+    setup: Setup, variant: Variant, extra_scheduler: dict[str, Any] | None = None
+) -> LocalClusterConfig:
     """The cluster of one run: ``setup.nodes`` simulated nodes (plus the real
     kubelet's, which the burst avoids), no zones, one StorageClass, a pool per node,
     no per-node volume limit, kube-scheduler's default backoff; the driver central or
@@ -234,7 +245,7 @@ def cluster_config(setup: Setup, variant: Variant) -> LocalClusterConfig:
         simulated_nodes=setup.nodes,
         zones=[],
         component_feature_gates={Component.SCHEDULER: setup.gates_of(variant)},
-        scheduler={**KUBERNETES_DEFAULT_BACKOFF, **variant.scheduler},
+        scheduler={**KUBERNETES_DEFAULT_BACKOFF, **variant.scheduler, **(extra_scheduler or {})},
         timeout_seconds=setup.bring_up_timeout,
         driver=driver,
     )
@@ -248,7 +259,21 @@ def run_variant(
     run: int = 1,
 ) -> RunResult:
     """Bring a cluster up for ``variant``, run the burst, measure, tear down."""
-    config = cluster_config(setup, variant)
+    with contextlib.ExitStack() as stack:
+        extender = stack.enter_context(TieBreakExtender()) if setup.random_tie_break else None
+        config = cluster_config(setup, variant, extender.scheduler_config() if extender else None)
+        result = _run_on_cluster(config, setup, variant, progress, run)
+        result.tie_break_calls = extender.calls if extender else 0
+        return result
+
+
+def _run_on_cluster(
+    config: LocalClusterConfig,
+    setup: Setup,
+    variant: Variant,
+    progress: Callable[[str], None],
+    run: int,
+) -> RunResult:
     tag = variant.name if setup.runs == 1 else f"{variant.name} {run}/{setup.runs}"
     cluster = LocalCluster(config, progress=lambda m: progress(f"[{tag}] {m}"))
     try:
@@ -282,6 +307,7 @@ def run_variant(
             create_qps=setup.create_qps,
             run=run,
             busy_nodes=setup.busy_nodes,
+            random_tie_break=setup.random_tie_break,
         )
         run_burst(cluster.kube, cluster.driver, burst, setup, result, progress)
         return result

@@ -248,11 +248,16 @@ def setup_line(result: RunResult) -> str:
         if result.busy_nodes
         else ""
     )
+    ties = (
+        f"; kube-scheduler breaks ties at random (a no-op extender, {result.tie_break_calls} calls)"
+        if result.random_tie_break
+        else ""
+    )
     return (
         f"{result.nodes} simulated nodes{busy} with a {format_quantity(result.pool_bytes)} pool "
         f"each, {result.provisioning} provisioning; {made} with one generic ephemeral volume of "
         f"{result.sizes} (seed {result.seed}), created {rate}: "
-        f"{format_quantity(result.requested_bytes)} asked for, {fill:.1%} of all pools"
+        f"{format_quantity(result.requested_bytes)} asked for, {fill:.1%} of all pools{ties}"
     )
 
 
