@@ -13,7 +13,6 @@ answers; the controller's, or every node's with distributed provisioning) and po
 from __future__ import annotations
 
 import contextlib
-import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -36,11 +35,11 @@ from csi_harness._internal.providers.local.config import Component, LocalCluster
 from csi_harness._internal.providers.local.control_plane import SIMULATED_CAPACITY
 from csi_harness._internal.providers.local.host import service_account_exists
 from csi_harness._internal.scale.driver_readings import read_driver
+from csi_harness._internal.scale.pod_readings import read_unplaced_pods
 from csi_harness._internal.scale.tie_break import TieBreakExtender
 from csi_harness._internal.scale.timeline import ClaimTimeline, PodTimeline, Watcher
 from csi_harness._internal.scale.workload import (
     BUSY_NAMESPACE,
-    VOLUME,
     Burst,
     SizeRange,
     WorkloadKind,
@@ -112,7 +111,6 @@ class Setup:
     """Simulated nodes that carry another pod, asking for half their CPU and memory,
     before the burst (``workload.busy_pods``): nodes no longer alike, as real ones
     are not. The first ones by number."""
-
     random_tie_break: bool = False
     """Run a scheduler extender that scores every node 0, so that kube-scheduler breaks
     ties between nodes at random (``tie_break``)."""
@@ -364,8 +362,7 @@ def run_burst(
     result.claims_rescheduled = len(claims.reschedules)
     result.most_reschedules = max(claims.reschedules.values(), default=0)
     result.watch_errors = sum(len(w.errors) for w in watchers)
-    result.unbound_reasons = _unbound_reasons(kube, burst.namespace, set(claims.bound_at))
-    result.unplaced_nominated = _unplaced_nominated(kube, burst.namespace)
+    read_unplaced_pods(kube, burst.namespace, set(claims.bound_at), result)
     read_driver(driver, wall_start, result)
 
 
@@ -377,37 +374,6 @@ def _create_namespace(kube: Client, name: str) -> None:
         timeout=30,
         interval=0.2,
     )
-
-
-def _unplaced_nominated(kube: Client, namespace: str) -> dict[str, int]:
-    nominated: dict[str, int] = {}
-    for pod in kube.list(Pod, namespace=namespace):
-        if pod.spec is not None and pod.spec.nodeName:
-            continue
-        node = (pod.status.nominatedNodeName if pod.status else None) or ""
-        nominated[node] = nominated.get(node, 0) + 1
-    return nominated
-
-
-def _unbound_reasons(kube: Client, namespace: str, bound_claims: set[str]) -> dict[str, int]:
-    """Why each pod not placed on a node, and whose claim is not bound, is waiting
-    (a pod's claim is ``<pod>-scratch``, whatever named the pod)."""
-    reasons: dict[str, int] = {}
-    for pod in kube.list(Pod, namespace=namespace):
-        name = (pod.metadata.name if pod.metadata else None) or ""
-        if f"{name}-{VOLUME}" in bound_claims or (pod.spec is not None and pod.spec.nodeName):
-            continue
-        conditions = (pod.status.conditions if pod.status else None) or []
-        scheduled = next((c for c in conditions if c.type == "PodScheduled"), None)
-        if scheduled is None:
-            reason = "no PodScheduled condition yet"
-        elif scheduled.status == "True":
-            reason = "scheduled"
-        else:
-            message = (scheduled.message or scheduled.reason or "").split(" preemption:")[0]
-            reason = re.sub(r'PVC "[^"]*"', 'PVC "<its claim>"', message)
-        reasons[reason] = reasons.get(reason, 0) + 1
-    return reasons
 
 
 def _follow_until_done(
