@@ -135,14 +135,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_scale_parser(commands: Any) -> None:
-    scale = _command(commands, "scale", "scale experiments on local clusters")
+    scale = _command(commands, "scale", "scale experiments on local, kind or existing clusters")
     experiments = scale.add_subparsers(dest="experiment", required=True)
     for name, text in (
         ("kep1472", "capacity tracking on and off (KEP-1472)"),
         ("scoring", "StorageCapacityScoring off, on, inverted (KEP-4049)"),
     ):
         sub = _command(experiments, name, text)
-        sub.add_argument("--nodes", type=int, default=50, help="simulated nodes (50)")
+        sub.add_argument(
+            "--nodes", type=int, help="simulated nodes (50; on kind or --kubeconfig: every node)"
+        )
+        sub.add_argument(
+            "--provider",
+            choices=["local", "kind"],
+            default="local",
+            help="a fresh local cluster of simulated nodes per run (local), or one kind "
+            "cluster with csi-mock deployed into it per run",
+        )
+        sub.add_argument(
+            "--kubeconfig",
+            help="run on the existing cluster of this kubeconfig, csi-mock deployed into it",
+        )
+        sub.add_argument("--name", default="csi-scale", help="kind cluster name (csi-scale)")
+        sub.add_argument(
+            "--keep", action="store_true", help="keep the kind cluster (adopt a running one)"
+        )
         sub.add_argument("--pool", default="10Gi", help="pool size of every node (10Gi)")
         sub.add_argument("--pods", type=int, default=450, help="pods in the burst (450)")
         sub.add_argument(

@@ -158,9 +158,12 @@ class Cluster(Protocol):
         explicitly, the kubelets differ, or it cannot be known."""
         ...
 
-    def restart_scheduler(self, scheduler: Mapping[str, object]) -> None:
-        """Restart kube-scheduler with ``scheduler`` merged into its configuration, or
-        raise Unsupported saying why this cluster cannot."""
+    def restart_scheduler(
+        self, scheduler: Mapping[str, object], feature_gates: Mapping[str, bool] | None = None
+    ) -> None:
+        """Restart kube-scheduler with ``scheduler`` merged into its configuration (and
+        ``feature_gates`` set over its own), or raise Unsupported saying why this
+        cluster cannot."""
         ...
 
     @property

@@ -157,7 +157,9 @@ class ExistingCluster:
             return None
         return values.pop() if len(values) == 1 else None
 
-    def restart_scheduler(self, scheduler: Mapping[str, object]) -> None:
+    def restart_scheduler(
+        self, scheduler: Mapping[str, object], feature_gates: Mapping[str, bool] | None = None
+    ) -> None:
         raise Unsupported(
             "the harness cannot reconfigure the scheduler of a cluster it did not make"
         )

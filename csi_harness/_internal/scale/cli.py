@@ -11,6 +11,8 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from csi_harness._internal.deploy.spec import ProvisionerMode
@@ -43,9 +45,31 @@ def _progress(message: str) -> None:
     print(f"csi-harness: {message}", file=sys.stderr, flush=True)
 
 
+def on_real_nodes(args: argparse.Namespace) -> bool:
+    """Whether the runs go to kind or an existing cluster instead of simulated nodes."""
+    return args.provider == "kind" or args.kubeconfig is not None
+
+
 def setup_of(args: argparse.Namespace) -> Setup:
-    if not 1 <= args.nodes <= MAX_SIMULATED_NODES:
-        raise ScaleUsageError(f"--nodes: {args.nodes} is not in 1..{MAX_SIMULATED_NODES}")
+    real = on_real_nodes(args)
+    if args.provider == "kind" and args.kubeconfig is not None:
+        raise ScaleUsageError("--kubeconfig: an existing cluster is not a kind one (--provider)")
+    if real:
+        for option, given in (
+            ("--nodes", args.nodes is not None),
+            ("--busy-nodes", args.busy_nodes != 0),
+            ("--random-tie-break", args.random_tie_break),
+        ):
+            if given:
+                raise ScaleUsageError(
+                    f"{option}: only on the local provider's simulated nodes (a kind or "
+                    "existing cluster runs on every node csi-mock runs on, with the other "
+                    "pods it has, and its kube-scheduler cannot reach an extender on this "
+                    "host's loopback)"
+                )
+    nodes = 50 if args.nodes is None else args.nodes
+    if not 1 <= nodes <= MAX_SIMULATED_NODES:
+        raise ScaleUsageError(f"--nodes: {nodes} is not in 1..{MAX_SIMULATED_NODES}")
     if args.pods < 1:
         raise ScaleUsageError(f"--pods: {args.pods} is not a positive number")
     for option, value in (("--deadline", args.deadline), ("--stall", args.stall)):
@@ -69,8 +93,8 @@ def setup_of(args: argparse.Namespace) -> Setup:
         raise ScaleUsageError(f"--create-qps: {args.create_qps} is negative")
     if args.runs < 1:
         raise ScaleUsageError(f"--runs: {args.runs} is not a positive number")
-    if not 0 <= args.busy_nodes <= args.nodes:
-        raise ScaleUsageError(f"--busy-nodes: {args.busy_nodes} is not in 0..{args.nodes}")
+    if not 0 <= args.busy_nodes <= nodes:
+        raise ScaleUsageError(f"--busy-nodes: {args.busy_nodes} is not in 0..{nodes}")
     return Setup(
         provisioner_api_qps=args.provisioner_qps or None,
         provisioning=ProvisionerMode(args.provisioning),
@@ -80,7 +104,8 @@ def setup_of(args: argparse.Namespace) -> Setup:
         busy_nodes=args.busy_nodes,
         random_tie_break=args.random_tie_break,
         scheduler_gates=parse_gates(args.scheduler_gates),
-        nodes=args.nodes,
+        nodes=nodes,
+        until_running=real,
         pool=args.pool,
         pods=args.pods,
         sizes=sizes,
@@ -150,7 +175,10 @@ def run(args: argparse.Namespace, command: str) -> int:
         done.append(result)
         write_report(directory, comparison.title, command, done)
 
-    run_comparison(comparison, setup, _progress, keep)
+    if on_real_nodes(args):
+        _run_on_real_nodes(args, comparison, setup, keep)
+    else:
+        run_comparison(comparison, setup, _progress, keep)
     report = write_report(directory, comparison.title, command, done)
     for r in done:
         spread = Spread.of(r)
@@ -171,6 +199,38 @@ def run(args: argparse.Namespace, command: str) -> int:
         _progress(f"{v.title}: {v.completed} of {v.runs} runs complete; placed in {placed}{ratio}")
     _progress(f"report: {report}")
     return 0
+
+
+def _run_on_real_nodes(
+    args: argparse.Namespace,
+    comparison: Comparison,
+    setup: Setup,
+    keep: Callable[[RunResult], None],
+) -> None:
+    """Every run on one kind cluster (brought up, or adopted with ``--keep``) or on
+    the existing cluster of ``--kubeconfig``, csi-mock deployed into it per run."""
+    # Imported here: the local runs need neither kind nor the in-cluster deployment.
+    from csi_harness._internal.providers.existing import ExistingProvider
+    from csi_harness._internal.providers.kind.provider import KindProvider
+    from csi_harness._internal.providers.provider import ClusterProvider
+    from csi_harness._internal.scale.on_cluster import ClusterRuns
+
+    provider: ClusterProvider
+    if args.kubeconfig is not None:
+        kubeconfig = Path(args.kubeconfig)
+        if not kubeconfig.is_file():
+            raise ScaleUsageError(f"--kubeconfig {kubeconfig}: no such file")
+        provider, kind = ExistingProvider(kubeconfig.resolve(), progress=_progress), "existing"
+    else:
+        provider = KindProvider(args.name, progress=_progress, keep=args.keep)
+        kind = "kind"
+    with provider as cluster:
+        runs = ClusterRuns(cluster, kind)
+        setup = replace(setup, nodes=len(cluster.nodes()))
+        try:
+            run_comparison(comparison, setup, _progress, keep, run_one=runs.run_variant)
+        finally:
+            runs.restore()
 
 
 def _run_nodes(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from csi_harness._internal.kube.scheduler_config import PACKING_SHAPE, volume_binding_shape
 from csi_harness._internal.scale.experiment import RunResult, Setup, Variant, run_variant
@@ -88,18 +89,29 @@ def with_baseline(comparison: Comparison) -> Comparison:
     return Comparison(comparison.name, comparison.title, (BASELINE, *comparison.variants))
 
 
+class RunVariant(Protocol):
+    def __call__(
+        self, setup: Setup, variant: Variant, progress: Callable[[str], None], *, run: int
+    ) -> RunResult: ...
+
+
 def run_comparison(
     comparison: Comparison,
     setup: Setup,
     progress: Callable[[str], None] = lambda _: None,
     on_result: Callable[[RunResult], None] = lambda _: None,
+    run_one: RunVariant | None = None,
 ) -> list[RunResult]:
-    """Run every variant one after the other, each on a cluster of its own;
-    ``setup.runs`` rounds of that."""
+    """Run every variant one after the other (``run_one``: by default ``run_variant``,
+    each on a local cluster of its own; ``on_cluster.ClusterRuns.run_variant`` on one
+    given cluster); ``setup.runs`` rounds of that."""
+    # Looked up at call time, not bound as a default: what a caller (or a test) put
+    # in this module's run_variant is what runs.
+    run_one = run_one or run_variant
     results = []
     for run in range(1, setup.runs + 1):
         for variant in comparison.variants:
-            result = run_variant(setup, variant, progress, run=run)
+            result = run_one(setup, variant, progress, run=run)
             on_result(result)
             results.append(result)
     return results

@@ -4,26 +4,30 @@ each simulated node's pool."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from csi_harness._internal.deploy.local import LocalDriver
-from csi_harness._internal.deploy.spec import CONTROLLER, node_pool_name
+from csi_harness._internal.deploy.spec import CONTROLLER, ProvisionerMode, node_pool_name
+from csi_harness._internal.providers.base import Driver
 
 if TYPE_CHECKING:
     from csi_harness._internal.scale.experiment import RunResult
 
 
-def read_driver(driver: LocalDriver, wall_start: float, result: RunResult) -> None:
+def read_driver(
+    driver: Driver, wall_start: float, result: RunResult, burst_nodes: Sequence[str]
+) -> None:
     """CreateVolume answers from the journals of the instances that provision (the
-    controller, or every node's with distributed provisioning), pool usage per node
-    (from the same instances)."""
+    controller, or every node's with distributed provisioning), pool usage of each of
+    ``burst_nodes`` (from the same instances)."""
     records: list[Any] = []
     counted: dict[str, int] = {}
     pools: dict[str, Any] = {}
     complete = True
-    provisioning = [n.name for n in driver.driver_nodes] if driver.distributed else [CONTROLLER]
+    distributed = driver.spec.provisioner_mode is ProvisionerMode.DISTRIBUTED
+    provisioning = [n.name for n in driver.nodes] if distributed else [CONTROLLER]
     for instance in provisioning:
         with driver.admin(instance) as admin:
             journal = admin.journal(method="CreateVolume")
@@ -52,11 +56,11 @@ def read_driver(driver: LocalDriver, wall_start: float, result: RunResult) -> No
     result.resource_exhausted = codes.pop("RESOURCE_EXHAUSTED", 0)
     result.other_errors = codes
     result.exhausted_times.sort()
-    for node in driver.nodes:
-        pool = pools.get(node_pool_name(node.name))
-        if pool is not None and not node.runs_pods:
-            result.pool_used[node.name] = pool.used
-            result.pool_total[node.name] = pool.total
+    for node in burst_nodes:
+        pool = pools.get(node_pool_name(node))
+        if pool is not None:
+            result.pool_used[node] = pool.used
+            result.pool_total[node] = pool.total
 
 
 def counted_calls(metrics: str, method: str) -> dict[str, int]:

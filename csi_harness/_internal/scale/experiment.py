@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any, cast
@@ -25,11 +25,11 @@ from lightkube.resources.core_v1 import Namespace, Pod
 from lightkube.resources.core_v1 import PersistentVolumeClaim as Claim
 
 from csi_harness._internal.core.waiting import wait_for
-from csi_harness._internal.deploy.local import LocalDriver
 from csi_harness._internal.deploy.spec import (
     DriverDeployment,
     ProvisionerMode,
 )
+from csi_harness._internal.providers.base import Driver
 from csi_harness._internal.providers.local.cluster import LocalCluster
 from csi_harness._internal.providers.local.config import Component, LocalClusterConfig
 from csi_harness._internal.providers.local.control_plane import SIMULATED_CAPACITY
@@ -114,6 +114,10 @@ class Setup:
     random_tie_break: bool = False
     """Run a scheduler extender that scores every node 0, so that kube-scheduler breaks
     ties between nodes at random (``tie_break``)."""
+    until_running: bool = False
+    """Follow the burst until every pod is Running too, not only placed: on clusters
+    whose kubelets start the pods (kind, an existing cluster); simulated nodes start
+    nothing."""
 
     def gates_of(self, variant: Variant) -> dict[str, bool]:
         return {**self.scheduler_gates, **variant.scheduler_gates}
@@ -149,6 +153,15 @@ class RunResult:
     random_tie_break: bool = False
     tie_break_calls: int = 0
     """Prioritize calls the tie-break extender answered (0 without it)."""
+    cluster: str = "local"
+    """Where the run ran: "local" (simulated nodes), "kind" or "existing"."""
+    until_running: bool = False
+    running_times: list[float] = field(default_factory=list)
+    """With ``until_running``: seconds from the first object created to each pod's
+    first Running, sorted."""
+    all_running_after: float | None = None
+    pods_not_running: int = 0
+    """With ``until_running``: pods not Running when the run ended."""
     placed_times: list[float] = field(default_factory=list)
     """Seconds from the first object created to each pod's placement on a node, sorted."""
     all_placed_after: float | None = None
@@ -190,7 +203,7 @@ class RunResult:
 
     @property
     def completed(self) -> bool:
-        return self.claims_left == 0 and self.pods_left == 0
+        return self.claims_left == 0 and self.pods_left == 0 and self.pods_not_running == 0
 
     @property
     def placed_after_creation(self) -> float | None:
@@ -223,10 +236,24 @@ def cluster_config(
     setup: Setup, variant: Variant, extra_scheduler: dict[str, Any] | None = None
 ) -> LocalClusterConfig:
     """The cluster of one run: ``setup.nodes`` simulated nodes (plus the real
-    kubelet's, which the burst avoids), no zones, one StorageClass, a pool per node,
-    no per-node volume limit, kube-scheduler's default backoff; the driver central or
-    distributed (``--strict-topology`` either way)."""
-    driver = DriverDeployment(
+    kubelet's, which the burst avoids), no zones, kube-scheduler's default backoff,
+    the variant's gates and configuration, the driver of ``driver_spec``."""
+    return LocalClusterConfig(
+        name=f"{setup.cluster_prefix}-{variant.name}",
+        simulated_nodes=setup.nodes,
+        zones=[],
+        component_feature_gates={Component.SCHEDULER: setup.gates_of(variant)},
+        scheduler={**KUBERNETES_DEFAULT_BACKOFF, **variant.scheduler, **(extra_scheduler or {})},
+        timeout_seconds=setup.bring_up_timeout,
+        driver=driver_spec(setup, variant),
+    )
+
+
+def driver_spec(setup: Setup, variant: Variant) -> DriverDeployment:
+    """The driver of one run, on any cluster: a pool per node, no zones, one
+    StorageClass, no per-node volume limit, central or distributed
+    (``--strict-topology`` either way)."""
+    return DriverDeployment(
         storage_capacity=variant.storage_capacity,
         publish_capacity=publishes_capacity(setup, variant),
         provisioner_mode=setup.provisioning,
@@ -237,15 +264,6 @@ def cluster_config(
         capacity_poll_interval=setup.capacity_poll_interval,
         provisioner_api_qps=setup.provisioner_api_qps,
         overrides={"admin": {"journal_size": JOURNAL_SIZE}},
-    )
-    return LocalClusterConfig(
-        name=f"{setup.cluster_prefix}-{variant.name}",
-        simulated_nodes=setup.nodes,
-        zones=[],
-        component_feature_gates={Component.SCHEDULER: setup.gates_of(variant)},
-        scheduler={**KUBERNETES_DEFAULT_BACKOFF, **variant.scheduler, **(extra_scheduler or {})},
-        timeout_seconds=setup.bring_up_timeout,
-        driver=driver,
     )
 
 
@@ -307,28 +325,44 @@ def _run_on_cluster(
             busy_nodes=setup.busy_nodes,
             random_tie_break=setup.random_tie_break,
         )
-        run_burst(cluster.kube, cluster.driver, burst, setup, result, progress)
+        run_burst(
+            cluster.kube,
+            cluster.driver,
+            burst,
+            setup,
+            result,
+            progress,
+            burst_nodes=simulated_nodes(cluster.driver),
+        )
         return result
     finally:
         report = cluster.down()
         progress(f"[{tag}] cluster removed in {report.seconds:.1f}s")
 
 
+def simulated_nodes(driver: Driver) -> list[str]:
+    """The local provider's simulated nodes the burst runs on, in number order (the
+    real kubelet's node is left out)."""
+    return sorted(
+        (n.name for n in driver.nodes if not n.runs_pods), key=lambda n: int(n.split("-")[-1])
+    )
+
+
 def run_burst(
     kube: Client,
-    driver: LocalDriver,
+    driver: Driver,
     burst: Burst,
     setup: Setup,
     result: RunResult,
     progress: Callable[[str], None] = lambda _: None,
+    *,
+    burst_nodes: Sequence[str],
 ) -> None:
-    """Create ``burst`` and follow it to its end; fill in ``result``."""
+    """Create ``burst`` and follow it to its end; fill in ``result``. ``burst_nodes``:
+    the nodes the burst may use, whose pools are read at the end (busy ones first)."""
     if setup.busy_nodes:
-        simulated = sorted(
-            (n.name for n in driver.nodes if not n.runs_pods), key=lambda n: int(n.split("-")[-1])
-        )
         _create_namespace(kube, BUSY_NAMESPACE)
-        for pod in busy_pods(simulated[: setup.busy_nodes], SIMULATED_CAPACITY):
+        for pod in busy_pods(list(burst_nodes[: setup.busy_nodes]), SIMULATED_CAPACITY):
             kube.create(cast(Pod, from_dict(pod)))
     _create_namespace(kube, burst.namespace)
     manifests = burst.manifests()
@@ -357,13 +391,16 @@ def run_burst(
     result.bound_times = sorted(claims.bound_at.values())
     result.claims_left = (burst.pods if burst.volumes else 0) - len(claims.bound_at)
     result.placed_times = sorted(pods.placed_at.values())
+    result.running_times = sorted(pods.running_at.values())
+    if setup.until_running:
+        result.pods_not_running = burst.pods - len(pods.running_at)
     result.pods_left = burst.pods - len(pods.placed_at)
     result.reschedules = claims.total_reschedules
     result.claims_rescheduled = len(claims.reschedules)
     result.most_reschedules = max(claims.reschedules.values(), default=0)
     result.watch_errors = sum(len(w.errors) for w in watchers)
     read_unplaced_pods(kube, burst.namespace, set(claims.bound_at), result)
-    read_driver(driver, wall_start, result)
+    read_driver(driver, wall_start, result, burst_nodes)
 
 
 def _create_namespace(kube: Client, name: str) -> None:
@@ -387,16 +424,19 @@ def _follow_until_done(
     """Until every claim is bound and every pod placed, or stuck."""
     start = cast(PodTimeline, pods.timeline).start
     claims_wanted = burst.pods if burst.volumes else 0
-    last_counts, last_change, last_report = (-1, -1), start, start
+    last_counts, last_change, last_report = (-1, -1, -1), start, start
     while True:
         now = time.monotonic()
-        counts = (claims.count("bound_at"), pods.count("placed_at"))
+        counts = (claims.count("bound_at"), pods.count("placed_at"), pods.count("running_at"))
         if counts != last_counts:
             last_counts, last_change = counts, now
-        bound, placed = counts
-        if bound >= claims_wanted and placed >= burst.pods:
+        bound, placed, running = counts
+        running_wanted = burst.pods if setup.until_running else 0
+        if bound >= claims_wanted and placed >= burst.pods and running >= running_wanted:
             timeline = cast(PodTimeline, pods.timeline)
             result.all_placed_after = max(timeline.placed_at.values())
+            if setup.until_running:
+                result.all_running_after = max(timeline.running_at.values())
             bound_at = cast(ClaimTimeline, claims.timeline).bound_at
             result.all_bound_after = max(bound_at.values()) if bound_at else None
             result.stop_reason = (
@@ -408,12 +448,14 @@ def _follow_until_done(
             break
         if now - last_change >= setup.stall_seconds:
             what = "claim bound or pod placed" if claims_wanted else "pod placed"
+            what += " or running" if setup.until_running else ""
             result.stop_reason = f"stuck: no {what} for {setup.stall_seconds:.0f}s"
             break
         if now - last_report >= 10:
+            running_text = f", {running} running" if setup.until_running else ""
             progress(
                 f"[{result.variant}] {bound}/{claims_wanted} claims bound, "
-                f"{placed}/{burst.pods} pods placed after {now - start:.0f}s"
+                f"{placed}/{burst.pods} pods placed{running_text} after {now - start:.0f}s"
             )
             last_report = now
         time.sleep(0.25)

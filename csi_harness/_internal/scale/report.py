@@ -167,6 +167,33 @@ def summary_table(results: Sequence[RunResult]) -> str:
     return "\n".join(lines)
 
 
+def running_lines(results: Sequence[RunResult]) -> list[str]:
+    """On real nodes (``until_running``): per variant, how long until every pod was
+    Running (the KEP author's measure), median (range) over its completed runs, from
+    the first and from the last object created; nothing on simulated nodes."""
+    if not any(r.until_running for r in results):
+        return []
+    lines = ["Every pod Running (the kubelets start them here), median (range):", ""]
+    by_variant: dict[str, list[RunResult]] = {}
+    for r in results:
+        by_variant.setdefault(r.title, []).append(r)
+    for title, runs in by_variant.items():
+        done = [
+            (r.all_running_after, r.create_seconds)
+            for r in runs
+            if r.completed and r.all_running_after is not None
+        ]
+        first = Range.of([running for running, _ in done])
+        last = Range.of([max(running - created, 0.0) for running, created in done])
+        text = (
+            "none completed"
+            if first is None or last is None
+            else f"{first.text(' s')} from the first object, {last.text(' s')} from the last"
+        )
+        lines.append(f"- {title}: {text}")
+    return [*lines, ""]
+
+
 def save_results(
     directory: Path, comparison: str, command: str, results: Sequence[RunResult]
 ) -> Path:
@@ -194,13 +221,24 @@ def _seconds(value: float | None) -> str:
 def _outcome(result: RunResult, *, markdown: bool = True) -> str:
     placed_in = _seconds(result.all_placed_after)
     placed = "" if result.all_placed_after is None else f", placed in {placed_in}"
+    if result.all_running_after is not None:
+        placed += f", running in {_seconds(result.all_running_after)}"
     if result.completed and not result.volumes:
-        return f"all {result.pods} pods placed in {placed_in}"
+        running = (
+            ""
+            if result.all_running_after is None
+            else f", running in {_seconds(result.all_running_after)}"
+        )
+        return f"all {result.pods} pods placed in {placed_in}{running}"
     if result.completed:
         return f"all {result.pods} bound in {_seconds(result.all_bound_after)}{placed}"
     stuck = "**stuck**" if markdown else "STUCK"
     if not result.volumes or result.claims_left == 0:
-        left = f"{result.pods_left} of {result.pods} pods not placed"
+        left = (
+            f"{result.pods_not_running} of {result.pods} pods not running"
+            if result.pods_left == 0 and result.pods_not_running
+            else f"{result.pods_left} of {result.pods} pods not placed"
+        )
         return f"{stuck}: {left} ({result.stop_reason})"
     return f"{stuck}: {result.claims_left} of {result.pods} unbound ({result.stop_reason})"
 
@@ -253,8 +291,13 @@ def setup_line(result: RunResult) -> str:
         if result.random_tie_break
         else ""
     )
+    where = {
+        "local": "simulated nodes",
+        "kind": "nodes of a kind cluster",
+        "existing": "nodes of an existing cluster",
+    }.get(result.cluster, f"nodes ({result.cluster})")
     return (
-        f"{result.nodes} simulated nodes{busy} with a {format_quantity(result.pool_bytes)} pool "
+        f"{result.nodes} {where}{busy} with a {format_quantity(result.pool_bytes)} pool "
         f"each, {result.provisioning} provisioning; {made} with one generic ephemeral volume of "
         f"{result.sizes} (seed {result.seed}), created {rate}: "
         f"{format_quantity(result.requested_bytes)} asked for, {fill:.1%} of all pools{ties}"
@@ -324,6 +367,7 @@ def write_report(
         "",
         summary_table(results),
         "",
+        *running_lines(results),
         "Per run:",
         "",
         markdown_table(results),

@@ -87,6 +87,9 @@ class PodTimeline:
 
     start: float
     placed_at: dict[str, float] = field(default_factory=dict)
+    running_at: dict[str, float] = field(default_factory=dict)
+    """When each pod was first seen Running: on a cluster whose kubelets start pods
+    (kind, an existing one), the author's "pods running" itself."""
     seen: set[str] = field(default_factory=set)
 
     def observe(self, pods: Mapping[str, Pod], now: float) -> None:
@@ -94,6 +97,11 @@ class PodTimeline:
             self.seen.add(name)
             if name not in self.placed_at and pod.spec is not None and pod.spec.nodeName:
                 self.placed_at[name] = now - self.start
+            running = pod.status is not None and pod.status.phase == "Running"
+            if running and name not in self.running_at:
+                self.running_at[name] = now - self.start
+                # A pod seen Running first was placed at least as early.
+                self.placed_at.setdefault(name, now - self.start)
 
 
 class Timeline(Protocol):

@@ -106,6 +106,9 @@ class Burst:
     namespace: str
     volumes: bool = True
     kind: WorkloadKind = WorkloadKind.PODS
+    node_type: str | None = NodeType.SIMULATED.value
+    """The local provider's node type the pods must run on; None: any node (a cluster
+    whose nodes are all alike, such as kind's workers)."""
 
     def __post_init__(self) -> None:
         if self.pods < 1:
@@ -130,9 +133,10 @@ class Burst:
         return f"{cls.pod_name(index)}-{VOLUME}"
 
     def manifests(self) -> list[dict[str, Any]]:
-        """The pods or Deployments, in creation order. The pods may run only on
-        simulated nodes: those are alike, and the real kubelet's node differs in
-        allocatable and images, which kube-scheduler's scoring would weigh."""
+        """The pods or Deployments, in creation order. On the local provider the pods
+        may run only on simulated nodes (``node_type``): those are alike, and the real
+        kubelet's node differs in allocatable and images, which kube-scheduler's
+        scoring would weigh."""
         made = []
         for index, size in enumerate(self.volume_sizes()):
             ephemeral = [(VOLUME, str(size), self.storage_class)] if self.volumes else []
@@ -140,7 +144,7 @@ class Burst:
                 self.pod_name(index),
                 self.namespace,
                 ephemeral=ephemeral,
-                node_type=NodeType.SIMULATED.value,
+                node_type=self.node_type,
             )
             pod["metadata"]["labels"] = {APP_LABEL: "burst"}
             made.append(pod if self.kind is WorkloadKind.PODS else _deployment_of(pod))

@@ -92,3 +92,23 @@ def test_apply_writes_config_and_manifest_and_restore_puts_kubeadms_back() -> No
     assert f"--config={CONFIG_PATH}" in node.files[MANIFEST]
     manifest.apply({})
     assert node.files[MANIFEST] == original
+
+
+def test_feature_gates_are_set_over_the_manifests_own_once() -> None:
+    manifest = scheduler.with_config(KUBEADM_MANIFEST, {"A": True})
+    (container,) = manifest["spec"]["containers"]
+    container["command"].append("--feature-gates=B=true,A=true")
+    pod = scheduler.with_config(manifest, {"A": False, "C": True})
+    (container,) = pod["spec"]["containers"]
+    gates = [a for a in container["command"] if a.startswith("--feature-gates=")]
+    assert gates == ["--feature-gates=A=false,B=true,C=true"]
+
+
+def test_gates_alone_rewrite_the_manifest_and_nothing_puts_kubeadms_back() -> None:
+    node = FakeNode()
+    original = node.files[MANIFEST]
+    manifest = SchedulerManifest(node.run)
+    manifest.apply({}, {"StorageCapacityScoring": False})
+    assert "--feature-gates=StorageCapacityScoring=false" in node.files[MANIFEST]
+    manifest.apply({}, {})
+    assert node.files[MANIFEST] == original

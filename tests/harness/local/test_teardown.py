@@ -9,7 +9,7 @@ import pytest
 
 from csi_harness._internal.core.processes import Supervisor, is_running, process_start_time
 from csi_harness._internal.core.run_state import ProcessRecord, RunState
-from csi_harness._internal.providers.local.teardown import teardown
+from csi_harness._internal.providers.local.teardown import _cgroup_tree, teardown
 from csi_mock.host.loop import KernelLoopDevices
 from csi_mock.host.mounts import mount_points
 
@@ -217,7 +217,7 @@ def test_teardown_spares_processes_of_a_run_dir_whose_name_extends_this_one(
 def test_teardown_spares_the_command_that_runs_it(run_dir: Path) -> None:
     script = (
         "import sys; from pathlib import Path;"
-        " from csi_harness._internal.providers.local.teardown import teardown;"
+        " from csi_harness._internal.providers.local.teardown import _cgroup_tree, teardown;"
         " teardown(Path(sys.argv[1]), None)"
     )
     # Like `sudo csi-harness cluster down --run-dir DIR`: the wrapper names DIR too.
@@ -230,3 +230,26 @@ def test_teardown_spares_the_command_that_runs_it(run_dir: Path) -> None:
         timeout=30,
     )
     assert (result.returncode, result.stdout) == (0, "teardown finished\n")
+
+
+def test_the_cgroup_walk_lists_the_deepest_first_and_skips_what_goes_under_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cgroupfs changes while teardown walks it (a cgroup goes when another teardown
+    removes it): the walk lists what it found, deepest first, and does not fail."""
+    top = tmp_path / "run"
+    (top / "a" / "b").mkdir(parents=True)
+    (top / "c").mkdir()
+    tree = _cgroup_tree(top)
+    assert tree[0] == top / "a" / "b" and tree[-1] == top
+    assert sorted(tree) == sorted([top, top / "a", top / "a" / "b", top / "c"])
+    real_scandir = os.scandir
+
+    def vanishing(path: object) -> object:
+        if str(path) == str(top / "a"):
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real_scandir(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "scandir", vanishing)
+    assert sorted(_cgroup_tree(top)) == sorted([top, top / "a", top / "c"])
+    assert _cgroup_tree(tmp_path / "gone") == [tmp_path / "gone"]

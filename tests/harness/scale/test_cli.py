@@ -37,6 +37,11 @@ def no_runs(monkeypatch: pytest.MonkeyPatch) -> None:
         (["--variants", "tracking,bogus"], "--variants: bogus not among tracking, no-tracking"),
         (["--runs", "0"], "--runs: 0 is not a positive number"),
         (["--create-qps", "-1"], "--create-qps: -1.0 is negative"),
+        (["--provider", "kind", "--nodes", "3"], "--nodes: only on the local provider"),
+        (["--provider", "kind", "--busy-nodes", "1"], "--busy-nodes: only on the local"),
+        (["--kubeconfig", "k", "--random-tie-break"], "--random-tie-break: only on the local"),
+        (["--provider", "kind", "--kubeconfig", "k"], "--kubeconfig: an existing cluster is not"),
+        (["--kubeconfig", "/nonexistent/kubeconfig"], "/nonexistent/kubeconfig: no such file"),
     ],
 )
 def test_bad_arguments_exit_2_naming_the_option(
@@ -146,3 +151,11 @@ def test_gates_and_busy_nodes_are_read_into_the_setup() -> None:
     setup = scale_cli.setup_of(build_parser().parse_args(["scale", "kep1472", *argv]))
     assert setup.busy_nodes == 5
     assert setup.scheduler_gates == {"A": True, "NominatedNodeNameForExpectation": False}
+
+
+def test_on_kind_the_runs_follow_every_pod_until_it_runs_on_whatever_nodes_there_are() -> None:
+    args = build_parser().parse_args(["scale", "kep1472", "--provider", "kind"])
+    setup = scale_cli.setup_of(args)
+    assert setup.until_running
+    local = scale_cli.setup_of(build_parser().parse_args(["scale", "kep1472"]))
+    assert (local.nodes, local.until_running) == (50, False)

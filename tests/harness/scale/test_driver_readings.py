@@ -7,7 +7,12 @@ import dataclasses
 from types import SimpleNamespace
 from typing import Any, cast
 
-from csi_harness._internal.deploy.spec import node_pool_name
+from csi_harness._internal.deploy.spec import (
+    CONTROLLER,
+    DriverDeployment,
+    ProvisionerMode,
+    node_pool_name,
+)
 from csi_harness._internal.scale.driver_readings import counted_calls, read_driver
 from csi_harness._internal.scale.experiment import RunResult
 
@@ -76,15 +81,38 @@ def test_distributed_counts_every_nodes_create_volume_answers_and_its_pool() -> 
         "node-3": FakeAdmin([FakeRecord("OK", 103.0)], Pool(node_pool_name("node-3"), 2, 10)),
     }
     driver = SimpleNamespace(
-        distributed=True,
-        driver_nodes=[SimpleNamespace(name=n) for n in names],
+        spec=DriverDeployment(provisioner_mode=ProvisionerMode.DISTRIBUTED),
         nodes=[SimpleNamespace(name=n, runs_pods=False) for n in names],
         admin=lambda instance: admins[instance],
     )
     result = RunResult("v", "v", 2, 10, 3, "1Gi", 1, 3, True, {})
-    read_driver(cast(Any, driver), 100.0, result)
+    read_driver(cast(Any, driver), 100.0, result, names)
     assert (result.create_volume_calls, result.create_volume_ok) == (3, 2)
     assert result.resource_exhausted == 1
     assert result.exhausted_times == [2.0]
     assert result.journal_complete
     assert result.pool_used == {"node-2": 1, "node-3": 2}
+
+
+def test_only_the_burst_nodes_pools_are_read() -> None:
+    """The pools read are those of the nodes the burst could use (on the local provider
+    the simulated ones, not the real kubelet's node), from the central controller."""
+    pools = [Pool(node_pool_name(n), 5, 10) for n in ("kubelet-node", "node-2")]
+    admin = FakeAdmin([FakeRecord("OK", 101.0)], pools[0])
+    admin.pools = lambda: pools  # type: ignore[method-assign]
+    asked: list[str] = []
+
+    def admin_of(instance: str) -> FakeAdmin:
+        asked.append(instance)
+        return admin
+
+    driver = SimpleNamespace(
+        spec=DriverDeployment(provisioner_mode=ProvisionerMode.CENTRAL),
+        nodes=[SimpleNamespace(name=n) for n in ("kubelet-node", "node-2")],
+        admin=admin_of,
+    )
+    result = RunResult("v", "v", 1, 10, 1, "1Gi", 1, 1, True, {})
+    read_driver(cast(Any, driver), 100.0, result, ["node-2"])
+    assert asked == [CONTROLLER]
+    assert result.pool_used == {"node-2": 5}
+    assert result.pool_total == {"node-2": 10}

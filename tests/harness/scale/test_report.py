@@ -16,8 +16,10 @@ from csi_harness._internal.scale.report import (
     UTILISATION_CHART,
     Range,
     Spread,
+    _setup_of,
     load_results,
     markdown_table,
+    running_lines,
     summaries,
     summary_table,
     write_report,
@@ -179,3 +181,24 @@ def test_the_report_names_busy_nodes_shared_gates_nominated_nodes_and_refusers(
     assert "feature gates of every run: NominatedNodeNameForExpectation=false\n" in text
     assert "- off: nominated node of the pods not placed: node-2 1" in text
     assert "- off: RESOURCE_EXHAUSTED by instance: node-2 3" in text
+
+
+def test_on_real_nodes_the_report_says_where_and_when_every_pod_ran() -> None:
+    ran = [
+        dataclasses.replace(
+            result("on", [GI, GI]),
+            cluster="kind",
+            until_running=True,
+            all_placed_after=4.0 + run,
+            all_running_after=6.0 + run,
+            create_seconds=2.0,
+            run=run,
+        )
+        for run in (1, 2, 3)
+    ]
+    stuck = dataclasses.replace(ran[0], pods_not_running=2, all_running_after=None, run=4)
+    lines = running_lines([*ran, stuck])
+    assert "- on: 8.0 s (7.0-9.0) from the first object, 6.0 s (5.0-7.0) from the last" in lines
+    assert "not running" in markdown_table([stuck])
+    assert "2 nodes of a kind cluster" in _setup_of(ran)
+    assert running_lines([result("local", [GI])]) == []

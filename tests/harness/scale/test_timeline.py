@@ -3,7 +3,7 @@ PodTimeline: when each pod was placed on a node."""
 
 from __future__ import annotations
 
-from lightkube.models.core_v1 import PersistentVolumeClaimStatus, PodSpec
+from lightkube.models.core_v1 import PersistentVolumeClaimStatus, PodSpec, PodStatus
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import PersistentVolumeClaim, Pod
 
@@ -74,8 +74,12 @@ def test_claims_that_never_had_a_node_are_seen_but_not_rescheduled() -> None:
     assert timeline.reschedules == {}
 
 
-def pod(name: str, node: str | None = None) -> Pod:
-    return Pod(metadata=ObjectMeta(name=name), spec=PodSpec(containers=[], nodeName=node))
+def pod(name: str, node: str | None = None, phase: str = "Pending") -> Pod:
+    return Pod(
+        metadata=ObjectMeta(name=name),
+        spec=PodSpec(containers=[], nodeName=node),
+        status=PodStatus(phase=phase),
+    )
 
 
 def test_a_pod_is_placed_when_it_first_has_a_node_and_only_then() -> None:
@@ -86,3 +90,14 @@ def test_a_pod_is_placed_when_it_first_has_a_node_and_only_then() -> None:
     timeline.observe({"a": pod("a", "node-2"), "b": pod("b", "node-3")}, 20.0)
     assert timeline.placed_at == {"a": 2.5, "b": 4.0}
     assert timeline.seen == {"a", "b"}
+
+
+def test_a_pod_is_running_from_when_it_is_first_seen_running() -> None:
+    timeline = PodTimeline(start=10.0)
+    timeline.observe({"a": pod("a", "node-2")}, 11.0)
+    timeline.observe({"a": pod("a", "node-2", "Running")}, 13.0)
+    timeline.observe({"a": pod("a", "node-2", "Running")}, 15.0)
+    # Seen Running at once (the placement in between was missed): placed then too.
+    timeline.observe({"b": pod("b", "node-3", "Running")}, 16.0)
+    assert timeline.running_at == {"a": 3.0, "b": 6.0}
+    assert timeline.placed_at == {"a": 1.0, "b": 6.0}

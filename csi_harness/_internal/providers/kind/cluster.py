@@ -109,12 +109,14 @@ class KindCluster(ExistingCluster):
     def scheduler_config(self) -> dict[str, object]:
         return dict(self._scheduler_config)
 
-    def restart_scheduler(self, scheduler: Mapping[str, object]) -> None:
+    def restart_scheduler(
+        self, scheduler: Mapping[str, object], feature_gates: Mapping[str, bool] | None = None
+    ) -> None:
         """Rewrite the scheduler's static pod (``csi_harness._internal.providers.kind.scheduler``)
         and wait
         until the kubelet runs the new one, Ready."""
         before = _config_hash(self._scheduler_pod())
-        self._scheduler.apply(scheduler)
+        self._scheduler.apply(scheduler, feature_gates)
         self._scheduler_config = dict(scheduler)
 
         def restarted() -> tuple[bool, str]:

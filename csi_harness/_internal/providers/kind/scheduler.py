@@ -41,10 +41,13 @@ def scheduler_configuration(scheduler: Mapping[str, object]) -> dict[str, Any]:
     return merged
 
 
-def with_config(manifest: Mapping[str, Any]) -> dict[str, Any]:
+def with_config(
+    manifest: Mapping[str, Any], feature_gates: Mapping[str, bool] | None = None
+) -> dict[str, Any]:
     """The static pod ``manifest`` running kube-scheduler with ``--config=CONFIG_PATH``
     (any earlier ``--config`` and ``--kubeconfig`` dropped: the file names the
-    kubeconfig) and the file mounted read-only."""
+    kubeconfig) and the file mounted read-only; with ``feature_gates``, those set
+    over the manifest's own ``--feature-gates``."""
     pod = copy.deepcopy(dict(manifest))
     (container,) = [c for c in pod["spec"]["containers"] if c["name"] == "kube-scheduler"]
     command = [
@@ -59,6 +62,10 @@ def with_config(manifest: Mapping[str, Any]) -> dict[str, Any]:
             )
         )
     ]
+    if feature_gates:
+        gates = merged_gates(command, feature_gates)
+        command = [arg for arg in command if not arg.startswith("--feature-gates=")]
+        command.append("--feature-gates=" + ",".join(f"{k}={str(v).lower()}" for k, v in gates))
     # kubeadm's authn/authz kubeconfigs are the same file; keep them explicit.
     command += [
         f"--config={CONFIG_PATH}",
@@ -79,6 +86,21 @@ def with_config(manifest: Mapping[str, Any]) -> dict[str, Any]:
     return pod
 
 
+def merged_gates(
+    command: Sequence[str], feature_gates: Mapping[str, bool]
+) -> list[tuple[str, bool]]:
+    """The manifest's ``--feature-gates`` with ``feature_gates`` set over them, sorted."""
+    gates: dict[str, bool] = {}
+    for arg in command:
+        if arg.startswith("--feature-gates="):
+            for item in arg.split("=", 1)[1].split(","):
+                name, _, value = item.partition("=")
+                if name.strip():
+                    gates[name.strip()] = value.strip().lower() == "true"
+    gates.update(feature_gates)
+    return sorted(gates.items())
+
+
 class SchedulerManifest:
     """The control-plane node's kube-scheduler manifest, changed and put back."""
 
@@ -86,10 +108,13 @@ class SchedulerManifest:
         self._run = run
         self._original: str | None = None
 
-    def apply(self, scheduler: Mapping[str, object]) -> None:
-        """Write the configuration and the manifest that uses it (the kubelet then
-        replaces the scheduler pod); an empty mapping restores kubeadm's manifest."""
-        if not scheduler:
+    def apply(
+        self, scheduler: Mapping[str, object], feature_gates: Mapping[str, bool] | None = None
+    ) -> None:
+        """Write the configuration and the manifest that uses it, with
+        ``feature_gates`` set (the kubelet then replaces the scheduler pod); with
+        neither, kubeadm's manifest is put back."""
+        if not scheduler and not feature_gates:
             self.restore()
             return
         self._run(["mkdir", "-p", CONFIG_DIR], None)
@@ -97,7 +122,7 @@ class SchedulerManifest:
             self._original = self._run(["cat", MANIFEST], None)
         config = yaml.safe_dump(scheduler_configuration(scheduler), sort_keys=False)
         self._write(CONFIG_PATH, config)
-        manifest = with_config(yaml.safe_load(self._original))
+        manifest = with_config(yaml.safe_load(self._original), feature_gates)
         self._write(MANIFEST, yaml.safe_dump(manifest, sort_keys=False))
 
     def restore(self) -> None:

@@ -319,14 +319,25 @@ class LocalCluster:
         self.driver.deploy()
         return self.driver
 
-    def restart_scheduler(self, scheduler: Mapping[str, object]) -> None:
+    def restart_scheduler(
+        self, scheduler: Mapping[str, object], feature_gates: Mapping[str, bool] | None = None
+    ) -> None:
         """Restart kube-scheduler with ``scheduler`` merged into its configuration
-        (e.g. a VolumeBinding shape); wait until it serves /healthz."""
+        (e.g. a VolumeBinding shape) and ``feature_gates`` set over its own; wait until
+        it serves /healthz."""
         if self._supervisor is None:
             raise RuntimeError(
                 "restart_scheduler needs a cluster brought up or attached by this object"
             )
-        self._set_config(self.config.model_copy(update={"scheduler": dict(scheduler)}))
+        update: dict[str, object] = {"scheduler": dict(scheduler)}
+        if feature_gates:
+            gates = dict(self.config.component_feature_gates)
+            gates[Component.SCHEDULER] = {
+                **gates.get(Component.SCHEDULER, {}),
+                **feature_gates,
+            }
+            update["component_feature_gates"] = gates
+        self._set_config(self.config.model_copy(update=update))
         (self.layout.configs / "kube-scheduler.yaml").write_text(
             yaml.safe_dump(c.scheduler_configuration(self.config, self.layout), sort_keys=False)
         )

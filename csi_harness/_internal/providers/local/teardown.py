@@ -110,12 +110,22 @@ def _cgroup_dirs(cgroup_root: str) -> list[Path]:
     return [h / relative for h in sorted(CGROUP_V1.iterdir()) if (h / relative).is_dir()]
 
 
+def _cgroup_tree(top: Path) -> list[Path]:
+    """``top`` and every cgroup below it, deepest first. A cgroup that goes while it
+    is read (its last task exited, another teardown removed it) is skipped, not an
+    error: cgroupfs changes under the walk."""
+    found = []
+    for parent, children, _ in os.walk(top, onerror=lambda _: None):
+        found += [Path(parent, child) for child in children]
+    return sorted([top, *found], key=lambda p: len(p.parts), reverse=True)
+
+
 def _kill_cgroup_tasks(cgroup_root: str) -> int:
     pids: set[int] = set()
     for top in _cgroup_dirs(cgroup_root):
-        for procs in top.rglob("cgroup.procs"):
+        for cgroup in _cgroup_tree(top):
             with contextlib.suppress(OSError, ValueError):
-                pids.update(int(line) for line in procs.read_text().split())
+                pids.update(int(line) for line in (cgroup / "cgroup.procs").read_text().split())
     return _kill_all(pids)
 
 
@@ -216,13 +226,11 @@ def _detach_loops_below(run_dir: Path, report: TeardownReport) -> int:
 
 def _remove_cgroups(cgroup_root: str, report: TeardownReport) -> None:
     for top in _cgroup_dirs(cgroup_root):
-        for directory in sorted(
-            (p for p in [top, *top.rglob("*")] if p.is_dir()),
-            key=lambda p: len(p.parts),
-            reverse=True,
-        ):
+        for directory in _cgroup_tree(top):
             try:
                 directory.rmdir()
+            except FileNotFoundError:
+                pass  # gone already
             except OSError as exc:
                 report.problems.append(f"rmdir {directory}: {exc.strerror}")
         # Parents this run created (/csi-harness) go when empty.
