@@ -295,35 +295,14 @@ def _run_on_cluster(
     try:
         up = cluster.up()
         assert cluster.kube is not None and cluster.driver is not None
-        burst = Burst(
-            pods=setup.pods,
-            sizes=setup.sizes,
-            seed=setup.seed,
-            storage_class=config.driver.storage_class(),
-            namespace=NAMESPACE,
-            volumes=variant.volumes,
-            kind=setup.workload,
-        )
-        result = RunResult(
-            variant=variant.name,
-            title=variant.title,
-            nodes=setup.nodes,
-            pool_bytes=parse_quantity(setup.pool),
-            pods=setup.pods,
-            sizes=str(setup.sizes),
-            seed=setup.seed,
-            requested_bytes=burst.total_bytes(),
-            storage_capacity=variant.storage_capacity,
-            scheduler_gates=setup.gates_of(variant),
-            bring_up_seconds=up.seconds,
-            provisioning=setup.provisioning.value,
-            workload=setup.workload.value,
-            volumes=variant.volumes,
-            publish_capacity=config.driver.publish_capacity,
-            create_qps=setup.create_qps,
+        burst = burst_of(setup, variant, config.driver.storage_class())
+        result = new_result(
+            setup,
+            variant,
+            burst,
             run=run,
-            busy_nodes=setup.busy_nodes,
-            random_tie_break=setup.random_tie_break,
+            bring_up_seconds=up.seconds,
+            publish_capacity=config.driver.publish_capacity,
         )
         run_burst(
             cluster.kube,
@@ -346,6 +325,48 @@ def simulated_nodes(driver: Driver) -> list[str]:
     return sorted(
         (n.name for n in driver.nodes if not n.runs_pods), key=lambda n: int(n.split("-")[-1])
     )
+
+
+def burst_of(setup: Setup, variant: Variant, storage_class: str, **extra: Any) -> Burst:
+    """The burst of one run (``extra``: other ``Burst`` fields, such as its node type)."""
+    return Burst(
+        pods=setup.pods,
+        sizes=setup.sizes,
+        seed=setup.seed,
+        storage_class=storage_class,
+        namespace=NAMESPACE,
+        volumes=variant.volumes,
+        kind=setup.workload,
+        **extra,
+    )
+
+
+def new_result(
+    setup: Setup, variant: Variant, burst: Burst, *, run: int, **measured: Any
+) -> RunResult:
+    """The result of one run before its burst: what it is (``measured`` adds or
+    replaces fields, such as the bring-up time or the cluster)."""
+    fields: dict[str, Any] = {
+        "variant": variant.name,
+        "title": variant.title,
+        "nodes": setup.nodes,
+        "pool_bytes": parse_quantity(setup.pool),
+        "pods": setup.pods,
+        "sizes": str(setup.sizes),
+        "seed": setup.seed,
+        "requested_bytes": burst.total_bytes(),
+        "storage_capacity": variant.storage_capacity,
+        "scheduler_gates": setup.gates_of(variant),
+        "provisioning": setup.provisioning.value,
+        "workload": setup.workload.value,
+        "volumes": variant.volumes,
+        "create_qps": setup.create_qps,
+        "run": run,
+        "busy_nodes": setup.busy_nodes,
+        "random_tie_break": setup.random_tie_break,
+        "until_running": setup.until_running,
+    }
+    return RunResult(**{**fields, **measured})
 
 
 def run_burst(
@@ -439,9 +460,8 @@ def _follow_until_done(
                 result.all_running_after = max(timeline.running_at.values())
             bound_at = cast(ClaimTimeline, claims.timeline).bound_at
             result.all_bound_after = max(bound_at.values()) if bound_at else None
-            result.stop_reason = (
-                "all claims bound, all pods placed" if claims_wanted else "all pods placed"
-            )
+            pods_done = "all pods running" if setup.until_running else "all pods placed"
+            result.stop_reason = f"all claims bound, {pods_done}" if claims_wanted else pods_done
             break
         if now - start >= setup.deadline:
             result.stop_reason = f"stuck: deadline of {setup.deadline:.0f}s passed"

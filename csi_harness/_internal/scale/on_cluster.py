@@ -21,26 +21,27 @@ from collections.abc import Callable
 from functools import partial
 
 from lightkube import Client, KubeConfig
-from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Namespace, PersistentVolume
 
 from csi_harness._internal.core.unsupported import Unsupported
 from csi_harness._internal.core.waiting import wait_for
-from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.kube.objects import exists, gone
 from csi_harness._internal.providers.base import Cluster
 from csi_harness._internal.scale.experiment import (
     NAMESPACE,
     RunResult,
     Setup,
     Variant,
+    burst_of,
     driver_spec,
+    new_result,
     run_burst,
 )
-from csi_harness._internal.scale.workload import BUSY_NAMESPACE, Burst
-from csi_mock.model.quantity import parse_quantity
+from csi_harness._internal.scale.workload import BUSY_NAMESPACE
 
 CLEAR_TIMEOUT = 900.0
-"""Seconds to wait for a burst's namespace and its volumes to be gone."""
+"""Seconds to wait for a burst's namespaces and its volumes to be gone."""
+BURST_NAMESPACES = (NAMESPACE, BUSY_NAMESPACE)
 
 
 class ClusterRuns:
@@ -75,42 +76,23 @@ class ClusterRuns:
         kube = Client(config=KubeConfig.from_file(self.cluster.kubeconfig))
         try:
             nodes = [n.name for n in driver.nodes]
-            burst = Burst(
-                pods=setup.pods,
-                sizes=setup.sizes,
-                seed=setup.seed,
-                storage_class=spec.storage_class(),
-                namespace=NAMESPACE,
-                volumes=variant.volumes,
-                kind=setup.workload,
-                node_type=None,
-            )
-            result = RunResult(
-                variant=variant.name,
-                title=variant.title,
+            burst = burst_of(setup, variant, spec.storage_class(), node_type=None)
+            result = new_result(
+                setup,
+                variant,
+                burst,
+                run=run,
                 nodes=len(nodes),
-                pool_bytes=parse_quantity(setup.pool),
-                pods=setup.pods,
-                sizes=str(setup.sizes),
-                seed=setup.seed,
-                requested_bytes=burst.total_bytes(),
-                storage_capacity=variant.storage_capacity,
                 scheduler_gates=gates,
                 bring_up_seconds=deployed,
-                provisioning=setup.provisioning.value,
-                workload=setup.workload.value,
-                volumes=variant.volumes,
                 publish_capacity=spec.publish_capacity,
-                create_qps=setup.create_qps,
-                run=run,
                 cluster=self.kind,
-                until_running=setup.until_running,
             )
-            _clear(kube, spec, say)
+            _clear(kube, say)
             try:
                 run_burst(kube, driver, burst, setup, result, progress, burst_nodes=nodes)
             finally:
-                _clear(kube, spec, say)
+                _clear(kube, say)
             return result
         finally:
             kube.close()
@@ -163,25 +145,23 @@ class ClusterRuns:
             return known
 
 
-def _clear(kube: Client, spec: DriverDeployment, say: Callable[[str], None]) -> None:
-    """Delete the burst's namespaces and wait until they, and every volume of the
-    driver's StorageClass, are gone (the driver deletes them: it must still run)."""
+def _clear(kube: Client, say: Callable[[str], None]) -> None:
+    """Delete the burst's namespaces and wait until they, and the volumes of their
+    claims, are gone (the driver deletes those: it must still run)."""
     started = time.monotonic()
-    for name in (NAMESPACE, BUSY_NAMESPACE):
-        try:
+    for name in BURST_NAMESPACES:
+        if exists(kube, Namespace, name):
             kube.delete(Namespace, name)
-        except ApiError as exc:
-            if exc.status.code != 404:
-                raise
+    for name in BURST_NAMESPACES:
+        wait_for(
+            f"namespace {name} to be gone",
+            partial(gone, kube, Namespace, name),
+            timeout=CLEAR_TIMEOUT,
+            interval=1.0,
+        )
     wait_for(
-        "the scale namespaces to be gone",
-        partial(_namespaces_gone, kube),
-        timeout=CLEAR_TIMEOUT,
-        interval=1.0,
-    )
-    wait_for(
-        f"the volumes of StorageClass {spec.storage_class()} to be deleted",
-        partial(_volumes_gone, kube, spec.storage_class()),
+        "the burst's volumes to be deleted",
+        partial(_volumes_gone, kube),
         timeout=CLEAR_TIMEOUT,
         interval=1.0,
     )
@@ -189,19 +169,12 @@ def _clear(kube: Client, spec: DriverDeployment, say: Callable[[str], None]) -> 
         say(f"burst cleared away in {seconds:.1f}s")
 
 
-def _namespaces_gone(kube: Client) -> tuple[bool, str]:
-    left = [
-        name
-        for name in (NAMESPACE, BUSY_NAMESPACE)
-        if any(True for _ in kube.list(Namespace, fields={"metadata.name": name}))
-    ]
-    return not left, f"still there: {', '.join(left)}"
-
-
-def _volumes_gone(kube: Client, storage_class: str) -> tuple[bool, str]:
+def _volumes_gone(kube: Client) -> tuple[bool, str]:
     left = [
         pv
         for pv in kube.list(PersistentVolume)
-        if pv.spec is not None and pv.spec.storageClassName == storage_class
+        if pv.spec is not None
+        and pv.spec.claimRef is not None
+        and pv.spec.claimRef.namespace in BURST_NAMESPACES
     ]
     return not left, f"{len(left)} PersistentVolumes left"
