@@ -220,6 +220,13 @@ def _run_on_real_nodes(
         kubeconfig = Path(args.kubeconfig)
         if not kubeconfig.is_file():
             raise ScaleUsageError(f"--kubeconfig {kubeconfig}: no such file")
+        configured = [v.name for v in comparison.variants if v.scheduler]
+        if configured:
+            raise ScaleUsageError(
+                f"--kubeconfig: {', '.join(configured)} needs a kube-scheduler configuration "
+                "of its own, which the harness gives only to clusters it made; leave it out "
+                "with --variants"
+            )
         provider, kind = ExistingProvider(kubeconfig.resolve(), progress=_progress), "existing"
     else:
         provider = KindProvider(args.name, progress=_progress, keep=args.keep)
@@ -230,7 +237,8 @@ def _run_on_real_nodes(
         try:
             run_comparison(comparison, setup, _progress, keep, run_one=runs.run_variant)
         finally:
-            runs.restore()
+            if provider.keep:  # a cluster left running gets its scheduler back
+                runs.restore()
 
 
 def _run_nodes(args: argparse.Namespace) -> int:

@@ -117,11 +117,8 @@ class ClusterRuns:
         if not differs and not variant.scheduler and self._scheduler is None:
             return wanted
         try:
-            say(
-                "restarting kube-scheduler with "
-                + (", ".join(f"{g}={str(on).lower()}" for g, on in sorted(wanted.items())) or "")
-                + (" and the variant's configuration" if variant.scheduler else "")
-            )
+            configured = " and the variant's configuration" if variant.scheduler else ""
+            say(f"restarting kube-scheduler with {gates_text(wanted)}{configured}")
             self.cluster.restart_scheduler(variant.scheduler, feature_gates=wanted)
             self._scheduler = (dict(variant.scheduler), wanted)
             return wanted
@@ -131,18 +128,18 @@ class ClusterRuns:
                     f"variant {variant.name} needs its own kube-scheduler configuration: {exc}"
                 ) from exc
             known = {g: on for g, on in running.items() if on is not None}
+            unknown = sorted(g for g, on in running.items() if on is None)
             say(
-                f"kube-scheduler left as it is ({exc}); it runs "
-                + (", ".join(f"{g}={str(on).lower()}" for g, on in sorted(known.items())) or "")
-                + (
-                    "; unknown: " + ", ".join(sorted(g for g, on in running.items() if on is None))
-                    if len(known) < len(running)
-                    else ""
-                )
-                + "; the variant asked for "
-                + ", ".join(f"{g}={str(on).lower()}" for g, on in sorted(wanted.items()))
+                f"kube-scheduler left as it is ({exc}); it runs {gates_text(known) or '-'}"
+                + (f"; unknown: {', '.join(unknown)}" if unknown else "")
+                + f"; the variant asked for {gates_text(wanted)}"
             )
             return known
+
+
+def gates_text(gates: dict[str, bool]) -> str:
+    """``NAME=true, ...`` sorted by name."""
+    return ", ".join(f"{g}={str(on).lower()}" for g, on in sorted(gates.items()))
 
 
 def _clear(kube: Client, say: Callable[[str], None]) -> None:

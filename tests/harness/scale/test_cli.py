@@ -153,6 +153,18 @@ def test_gates_and_busy_nodes_are_read_into_the_setup() -> None:
     assert setup.scheduler_gates == {"A": True, "NominatedNodeNameForExpectation": False}
 
 
+def test_an_existing_cluster_refuses_a_variant_that_needs_its_own_scheduler_configuration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("")
+    argv = ["scale", "scoring", "--kubeconfig", str(kubeconfig)]
+    assert cli.main(argv) == 2
+    assert "--kubeconfig: scoring-inverted needs a kube-scheduler configuration" in (
+        capsys.readouterr().err
+    )
+
+
 def test_on_kind_the_runs_follow_every_pod_until_it_runs_on_whatever_nodes_there_are() -> None:
     args = build_parser().parse_args(["scale", "kep1472", "--provider", "kind"])
     setup = scale_cli.setup_of(args)
