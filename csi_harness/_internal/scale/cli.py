@@ -25,7 +25,7 @@ from csi_harness._internal.scale.comparisons import (
     run_comparison,
     with_baseline,
 )
-from csi_harness._internal.scale.experiment import RunResult, Setup
+from csi_harness._internal.scale.experiment import Setup
 from csi_harness._internal.scale.report import (
     RESULTS,
     Spread,
@@ -33,6 +33,7 @@ from csi_harness._internal.scale.report import (
     summaries,
     write_report,
 )
+from csi_harness._internal.scale.run_result import RunResult
 from csi_harness._internal.scale.workload import SizeRange, WorkloadError, WorkloadKind
 from csi_mock.model.quantity import QuantityError, parse_quantity
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from csi_harness._internal.kube.scheduler_config import PACKING_SHAPE, volume_binding_shape
-from csi_harness._internal.scale.experiment import RunResult, Setup, Variant, run_variant
+from csi_harness._internal.scale.experiment import Setup, Variant, run_variant
+from csi_harness._internal.scale.run_result import RunResult
 
 SCORING_GATE = "StorageCapacityScoring"
 

@@ -13,7 +13,7 @@ from csi_harness._internal.deploy.spec import CONTROLLER, ProvisionerMode, node_
 from csi_harness._internal.providers.base import Driver
 
 if TYPE_CHECKING:
-    from csi_harness._internal.scale.experiment import RunResult
+    from csi_harness._internal.scale.run_result import RunResult
 
 
 def read_driver(

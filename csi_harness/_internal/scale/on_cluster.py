@@ -27,9 +27,9 @@ from csi_harness._internal.core.unsupported import Unsupported
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.kube.objects import exists, gone
 from csi_harness._internal.providers.base import Cluster
+from csi_harness._internal.providers.local.config import format_feature_gates
 from csi_harness._internal.scale.experiment import (
     NAMESPACE,
-    RunResult,
     Setup,
     Variant,
     burst_of,
@@ -37,6 +37,7 @@ from csi_harness._internal.scale.experiment import (
     new_result,
     run_burst,
 )
+from csi_harness._internal.scale.run_result import RunResult
 from csi_harness._internal.scale.workload import BUSY_NAMESPACE
 
 CLEAR_TIMEOUT = 900.0
@@ -118,7 +119,7 @@ class ClusterRuns:
             return wanted
         try:
             configured = " and the variant's configuration" if variant.scheduler else ""
-            say(f"restarting kube-scheduler with {gates_text(wanted)}{configured}")
+            say(f"restarting kube-scheduler with {format_feature_gates(wanted)}{configured}")
             self.cluster.restart_scheduler(variant.scheduler, feature_gates=wanted)
             self._scheduler = (dict(variant.scheduler), wanted)
             return wanted
@@ -129,17 +130,13 @@ class ClusterRuns:
                 ) from exc
             known = {g: on for g, on in running.items() if on is not None}
             unknown = sorted(g for g, on in running.items() if on is None)
+            runs = format_feature_gates(known) or "-"
             say(
-                f"kube-scheduler left as it is ({exc}); it runs {gates_text(known) or '-'}"
+                f"kube-scheduler left as it is ({exc}); it runs {runs}"
                 + (f"; unknown: {', '.join(unknown)}" if unknown else "")
-                + f"; the variant asked for {gates_text(wanted)}"
+                + f"; the variant asked for {format_feature_gates(wanted)}"
             )
             return known
-
-
-def gates_text(gates: dict[str, bool]) -> str:
-    """``NAME=true, ...`` sorted by name."""
-    return ", ".join(f"{g}={str(on).lower()}" for g, on in sorted(gates.items()))
 
 
 def _clear(kube: Client, say: Callable[[str], None]) -> None:

@@ -13,7 +13,7 @@ from lightkube.resources.core_v1 import Pod
 from csi_harness._internal.scale.workload import VOLUME
 
 if TYPE_CHECKING:
-    from csi_harness._internal.scale.experiment import RunResult
+    from csi_harness._internal.scale.run_result import RunResult
 
 
 def read_unplaced_pods(

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from csi_harness._internal.scale.experiment import RunResult
+from csi_harness._internal.scale.run_result import RunResult
 from csi_mock.model.quantity import format_quantity
 
 RESULTS = "results.json"

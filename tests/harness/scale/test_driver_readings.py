@@ -14,7 +14,7 @@ from csi_harness._internal.deploy.spec import (
     node_pool_name,
 )
 from csi_harness._internal.scale.driver_readings import counted_calls, read_driver
-from csi_harness._internal.scale.experiment import RunResult
+from csi_harness._internal.scale.run_result import RunResult
 
 
 def test_counted_calls_are_read_by_method_and_code_from_the_metrics_text() -> None:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from csi_harness._internal.scale.experiment import RunResult
 from csi_harness._internal.scale.report import (
     BOUND_CHART,
     REPORT,
@@ -24,6 +23,7 @@ from csi_harness._internal.scale.report import (
     summary_table,
     write_report,
 )
+from csi_harness._internal.scale.run_result import RunResult
 
 GI = 1 << 30
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -17,6 +17,10 @@ from typing import Any
 import yaml
 
 from csi_harness._internal.deploy.spec import deep_merge
+from csi_harness._internal.providers.local.config import (
+    format_feature_gates,
+    parse_feature_gates,
+)
 
 MANIFEST = "/etc/kubernetes/manifests/kube-scheduler.yaml"
 CONFIG_DIR = "/etc/kubernetes/csi-harness"
@@ -65,7 +69,7 @@ def with_config(
     if feature_gates:
         gates = merged_gates(command, feature_gates)
         command = [arg for arg in command if not arg.startswith("--feature-gates=")]
-        command.append("--feature-gates=" + ",".join(f"{k}={str(v).lower()}" for k, v in gates))
+        command.append(f"--feature-gates={format_feature_gates(gates)}")
     # kubeadm's authn/authz kubeconfigs are the same file; keep them explicit.
     command += [
         f"--config={CONFIG_PATH}",
@@ -86,19 +90,13 @@ def with_config(
     return pod
 
 
-def merged_gates(
-    command: Sequence[str], feature_gates: Mapping[str, bool]
-) -> list[tuple[str, bool]]:
-    """The manifest's ``--feature-gates`` with ``feature_gates`` set over them, sorted."""
+def merged_gates(command: Sequence[str], feature_gates: Mapping[str, bool]) -> dict[str, bool]:
+    """The manifest's ``--feature-gates`` with ``feature_gates`` set over them."""
     gates: dict[str, bool] = {}
     for arg in command:
         if arg.startswith("--feature-gates="):
-            for item in arg.split("=", 1)[1].split(","):
-                name, _, value = item.partition("=")
-                if name.strip():
-                    gates[name.strip()] = value.strip().lower() == "true"
-    gates.update(feature_gates)
-    return sorted(gates.items())
+            gates.update(parse_feature_gates(arg.split("=", 1)[1]))
+    return {**gates, **feature_gates}
 
 
 class SchedulerManifest:
