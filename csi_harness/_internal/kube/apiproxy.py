@@ -36,12 +36,15 @@ class ApiServerAccess:
     ssl_context: ssl.SSLContext
     headers: dict[str, str] = field(default_factory=dict)
 
-    def pod_proxy_url(self, namespace: str, pod: str, port: int) -> str:
+    def pod_proxy_url(self, namespace: str, pod: str, port: int, *, https: bool = False) -> str:
         """The base URL of ``pod``'s ``port`` through the API server; a path appended to
-        it reaches the same path on the pod (``.../proxy`` + ``/healthz``)."""
+        it reaches the same path on the pod (``.../proxy`` + ``/healthz``). With
+        ``https`` the API server speaks HTTPS to the pod (it does not verify the pod's
+        certificate)."""
+        scheme = "https:" if https else ""
         return (
             f"{self.server}/api/v1/namespaces/{quote(namespace, safe='')}"
-            f"/pods/{quote(pod, safe='')}:{port}/proxy"
+            f"/pods/{scheme}{quote(pod, safe='')}:{port}/proxy"
         )
 
     def client(self, timeout: float) -> httpx.Client:

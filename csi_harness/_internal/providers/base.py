@@ -182,6 +182,12 @@ class Cluster(Protocol):
         saying why this cluster cannot give it."""
         ...
 
+    def controller_manager_metrics(self) -> str:
+        """The Prometheus text of the cluster's kube-controller-manager (its
+        SELinuxWarningController's ``selinux_warning_controller_selinux_volume_conflict``
+        among them), or raise Unsupported saying why this cluster cannot give it."""
+        ...
+
     def admin_instances(self) -> Mapping[str, AdminClient]:
         """For failure diagnostics: a client per instance of the current driver (the
         caller closes them); empty without a driver."""

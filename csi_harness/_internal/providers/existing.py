@@ -122,6 +122,12 @@ class ExistingCluster:
             "serves them on loopback there); in a cluster the harness does not scrape them"
         )
 
+    def controller_manager_metrics(self) -> str:
+        raise Unsupported(
+            "kube-controller-manager's metrics are read only on the clusters the harness "
+            "brings up (local and kind), whose SELinuxWarningController it turns on"
+        )
+
     def scheduler_feature_gate(self, gate: str) -> bool | None:
         """From the kube-scheduler pod's ``--feature-gates`` (kubeadm-style clusters);
         None when it is not set there or the pod is not visible."""

@@ -140,3 +140,24 @@ def test_the_suites_cluster_has_a_zone_with_two_workers_and_another_zone() -> No
     assert [n["role"] for n in nodes] == ["control-plane", "worker", "worker", "worker"]
     zones = [n["labels"][ZONE_LABEL] for n in nodes[1:]]
     assert sorted(zones.count(z) for z in set(zones)) == [1, 2]
+
+
+def test_the_suites_cluster_runs_the_selinux_warning_controller_with_readable_metrics() -> None:
+    """Both kubeadm API versions' patches turn the controller on, allow /metrics without
+    credentials and listen where the pod proxy reaches (kind applies the one it writes)."""
+    patches = [yaml.safe_load(p) for p in load("suites.yaml")["kubeadmConfigPatches"]]
+    clusters = {p["apiVersion"]: p for p in patches if p["kind"] == "ClusterConfiguration"}
+    assert sorted(clusters) == ["kubeadm.k8s.io/v1beta3", "kubeadm.k8s.io/v1beta4"]
+    by_version = {
+        "kubeadm.k8s.io/v1beta3": clusters["kubeadm.k8s.io/v1beta3"]["controllerManager"][
+            "extraArgs"
+        ],
+        "kubeadm.k8s.io/v1beta4": {
+            arg["name"]: arg["value"]
+            for arg in clusters["kubeadm.k8s.io/v1beta4"]["controllerManager"]["extraArgs"]
+        },
+    }
+    for args in by_version.values():
+        assert "selinux-warning-controller" in args["controllers"].split(",")
+        assert "/metrics" in args["authorization-always-allow-paths"].split(",")
+        assert args["bind-address"] == "0.0.0.0"

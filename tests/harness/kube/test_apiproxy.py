@@ -204,3 +204,10 @@ def test_pod_proxy_url_quotes_names_and_keeps_the_port() -> None:
     assert access.pod_proxy_url("csi-mock", "p", 9809) == (
         "https://api.example:6443/prefix/api/v1/namespaces/csi-mock/pods/p:9809/proxy"
     )
+
+
+def test_pod_proxy_url_asks_for_https_to_the_pod_with_the_scheme_prefix() -> None:
+    access = ApiServerAccess("https://api.example:6443", ssl.create_default_context())
+    assert access.pod_proxy_url("kube-system", "kcm", 10257, https=True) == (
+        "https://api.example:6443/api/v1/namespaces/kube-system/pods/https:kcm:10257/proxy"
+    )

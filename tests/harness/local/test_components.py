@@ -114,6 +114,17 @@ def test_controller_manager_and_scheduler_bind_loopback(
     assert flag(argv, "bind-address") == ["127.0.0.1"]
 
 
+def test_controller_manager_runs_the_selinux_warning_controller_and_serves_metrics(
+    tools: Tools, layout: Layout, pki: ClusterPKI
+) -> None:
+    argv = control_plane_argvs(LocalClusterConfig(), tools, layout, pki)[
+        Component.CONTROLLER_MANAGER
+    ]
+    assert flag(argv, "controllers") == ["*,selinux-warning-controller"]
+    (allowed,) = flag(argv, "authorization-always-allow-paths")
+    assert "/metrics" in allowed.split(",")
+
+
 def test_snapshot_controller_serves_its_metrics_on_loopback(tools: Tools, layout: Layout) -> None:
     argv = snapshot_controller_argv(tools, layout, PORTS)
     assert flag(argv, "http-endpoint") == ["127.0.0.1:10260"]

@@ -49,6 +49,8 @@ from csi_harness._internal.providers.kind.node_image import IMAGE_REPOSITORY, bu
 from csi_harness._internal.providers.kind.scheduler import SchedulerManifest
 
 DEFAULT_CONFIG = KIND_CONFIG_DIR / "suites.yaml"
+CONTROLLER_MANAGER_PORT = 10257
+"""kube-controller-manager's secure port (kubeadm's default)."""
 READY_TIMEOUT = 240.0
 
 
@@ -191,6 +193,25 @@ class KindCluster(ExistingCluster):
         with access.client(timeout=10) as http:
             response = http.get(f"{url}/metrics")
         response.raise_for_status()
+        return response.text
+
+    # -- kube-controller-manager ---------------------------------------------------------
+
+    def controller_manager_metrics(self) -> str:
+        """The kube-controller-manager's ``/metrics`` through the API server's pod proxy.
+        kind-config/suites.yaml has it listen on every address and allow the path without
+        credentials; a cluster of another configuration refuses, and that is Unsupported."""
+        pod = f"kube-controller-manager-{self.control_plane}"
+        access = api_server_access(self.kubeconfig)
+        url = access.pod_proxy_url("kube-system", pod, CONTROLLER_MANAGER_PORT, https=True)
+        with access.client(timeout=10) as http:
+            response = http.get(f"{url}/metrics")
+        if response.status_code != 200:
+            raise Unsupported(
+                f"the kube-controller-manager of kind cluster {self.name!r} does not serve "
+                f"/metrics through the pod proxy (HTTP {response.status_code}): it needs "
+                "kind-config/suites.yaml's controllerManager settings"
+            )
         return response.text
 
     # -- lifecycle -----------------------------------------------------------------------

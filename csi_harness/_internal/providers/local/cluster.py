@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -143,6 +145,31 @@ class LocalCluster:
         url = f"http://{c.LOOPBACK}:{port}/metrics"
         with urllib.request.urlopen(url, timeout=5) as response:
             return str(response.read().decode())
+
+    def controller_manager_metrics(self) -> str:
+        """Its kube-controller-manager's ``/metrics`` on loopback (the path is allowed
+        without credentials)."""
+        state = RunState.load(self.layout.root)
+        port = None if state is None else state.ports.get("controller-manager")
+        if port is None:
+            raise Unsupported(f"cluster {self.name!r} has no kube-controller-manager port")
+        # It serves HTTPS with a certificate it made itself at start, signed by no CA
+        # the harness knows; the peer is our own process on loopback.
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        url = f"https://{c.LOOPBACK}:{port}/metrics"
+        try:
+            with urllib.request.urlopen(url, timeout=5, context=context) as response:
+                return str(response.read().decode())
+        except urllib.error.HTTPError as exc:
+            if exc.code == 403:
+                raise Unsupported(
+                    f"the kube-controller-manager of cluster {self.name!r} does not serve "
+                    "/metrics without credentials: it was brought up by an older "
+                    "csi-harness; bring it up again"
+                ) from None
+            raise
 
     def admin_instances(self) -> dict[str, AdminClient]:
         driver = self.driver

@@ -213,8 +213,13 @@ def controller_manager_argv(
         f"--bind-address={LOOPBACK}",
         f"--secure-port={ports['controller-manager']}",
         # Every default controller, including persistentvolume-binder, attachdetach and
-        # ephemeral-volume; each with its own service account, as in real clusters.
-        "--controllers=*",
+        # ephemeral-volume; each with its own service account, as in real clusters. And
+        # the SELinuxWarningController, off by default, which reports pods that would
+        # mount one volume with conflicting SELinux labels
+        # (tests/e2e/test_selinux_warning_controller.py).
+        "--controllers=*,selinux-warning-controller",
+        # Its metrics on loopback without credentials, as its health endpoints.
+        "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
         "--use-service-account-credentials=true",
         f"--service-account-private-key-file={pki.service_account_key}",
         f"--root-ca-file={pki.ca.cert}",
