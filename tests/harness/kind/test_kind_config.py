@@ -157,6 +157,10 @@ def test_the_suites_cluster_runs_the_selinux_warning_controller_with_readable_me
             for arg in clusters["kubeadm.k8s.io/v1beta4"]["controllerManager"]["extraArgs"]
         },
     }
+    gates = ",".join(
+        f"{k}={str(v).lower()}" for k, v in load("suites.yaml")["featureGates"].items()
+    )
+    assert by_version["kubeadm.k8s.io/v1beta4"]["feature-gates"] == gates
     for args in by_version.values():
         assert "selinux-warning-controller" in args["controllers"].split(",")
         assert "/metrics" in args["authorization-always-allow-paths"].split(",")
