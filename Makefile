@@ -24,16 +24,14 @@ KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach.py
 # VolumeAttributesClass and expansion (the in-cluster snapshot-controller, csi-snapshotter
 # and csi-resizer); what only kind does differently (its kubelets' feature gates read
 # from /configz, kubelet restarts, the snapshot-controller's metrics through the pod
-# proxy, kube-controller-manager's SELinuxWarningController and its metrics from a
-# kubeadm-configured controller manager); and the driver image as a testcontainers
-# module (CsiMockContainer), which needs the engine started there.
+# proxy); and the driver image as a testcontainers module (CsiMockContainer), which
+# needs the engine started there.
 CI_KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach.py \
 	tests/e2e/test_volume_limits.py tests/e2e/test_image_smoke.py \
 	tests/e2e/test_snapshots_and_clones.py tests/e2e/test_volume_attributes_class.py \
 	tests/e2e/test_expansion.py tests/e2e/test_scheduling_requeue.py \
 	tests/e2e/test_volume_limit_counting.py tests/e2e/test_node_volume_health.py \
-	tests/e2e/test_kubelet_restart.py tests/e2e/test_snapshot_upstream.py \
-	tests/e2e/test_selinux_warning_controller.py
+	tests/e2e/test_kubelet_restart.py tests/e2e/test_snapshot_upstream.py
 
 # Left out of CI's kind part, which runs them locally already: the three longest kind
 # tests, each bound by a fixed wait of a Kubernetes component (session 16's warm CI run
