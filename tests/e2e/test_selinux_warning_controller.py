@@ -25,7 +25,6 @@ is.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -313,10 +312,17 @@ def wait_reported(
     )
 
 
+def pair_conflicts(
+    cluster: Cluster, namespace: str, pod: str, other: str
+) -> set[tuple[str, str, str]]:
+    """The metric's conflicts between ``pod`` and ``other``, in either direction."""
+    return {c for c in conflicts(cluster, namespace) if {c[1], c[2]} == {pod, other}}
+
+
 def assert_not_reported(
     kube: Client, cluster: Cluster, namespace: str, pod: str, other: str
 ) -> None:
-    pairs = {(p, a, b) for p, a, b in conflicts(cluster, namespace) if {a, b} == {pod, other}}
+    pairs = pair_conflicts(cluster, namespace, pod, other)
     assert not pairs, f"the controller reports {pod} and {other}: {sorted(pairs)}"
     for this, that in ((pod, other), (other, pod)):
         assert not conflict_events(kube, namespace, this, that)
@@ -345,7 +351,7 @@ def wait_withdrawn(cluster: Cluster, namespace: str, pod: str, other: str) -> No
     """Wait until the controller's metric no longer holds any conflict of the pair."""
 
     def withdrawn() -> tuple[bool, object]:
-        pairs = {(p, a, b) for p, a, b in conflicts(cluster, namespace) if {a, b} == {pod, other}}
+        pairs = pair_conflicts(cluster, namespace, pod, other)
         return not pairs, sorted(pairs)
 
     wait_for(
@@ -379,16 +385,16 @@ def params() -> list[Any]:
 
 
 @pytest.fixture
-def controller_metrics(cluster: Cluster) -> Callable[[], str]:
-    """The cluster's kube-controller-manager metrics; the test is skipped where the
-    harness cannot read them (a cluster it did not bring up)."""
+def controller_metrics(cluster: Cluster) -> None:
+    """Skips the test where the harness cannot read kube-controller-manager's metrics
+    (a cluster it did not bring up)."""
     try:
         cluster.controller_manager_metrics()
     except Unsupported as unsupported:
         pytest.skip(str(unsupported))
-    return cluster.controller_manager_metrics
 
 
+@pytest.mark.usefixtures("controller_metrics")
 @pytest.mark.parametrize("case", params())
 @pytest.mark.scenario(
     FEATURE, "pods that could not share a volume's SELinux mount are reported, others are not"
@@ -399,7 +405,6 @@ def test_selinux_warning_controller_reports_pods_that_cannot_share_the_volume(
     namespace: str,
     driver: Driver,
     pod_node: str,
-    controller_metrics: Callable[[], str],
     case: Case,
 ) -> None:
     claim = objects.claim("data", namespace, "1Gi", driver.spec.storage_class(IMMEDIATE))
