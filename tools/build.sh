@@ -40,6 +40,28 @@ SELF="${CSI_MOCK_TOOLS_COMMAND:-${BASH_SOURCE[0]}}"
 
 die() { echo "tools: $*" >&2; exit 1; }
 
+# usage [COMMAND]: the header above (lines 2-19), or COMMAND's line of it as its usage.
+usage() {
+  local line
+  if [[ -n ${1:-} ]]; then
+    line=$(sed -n "s|^#   tools/build.sh \($1\( .*\)\{0,1\}\)\$|\1|p" "${BASH_SOURCE[0]}")
+    if [[ $line =~ ^(.*[^ ])\ {2,}(.*)$ ]]; then
+      printf 'usage: %s %s\n\n%s\n' "$SELF" "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
+      return
+    fi
+  fi
+  sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+}
+
+# --help or -h after a command prints that command's usage and does nothing else (no
+# build, no prune), and needs no Go; so does either one alone.
+for arg in "$@"; do
+  if [[ $arg == --help || $arg == -h ]]; then
+    [[ ${1:-} == "$arg" ]] && { usage; exit 0; }
+    case $1 in build|doctor|path|list|regen|prune) usage "$1"; exit 0 ;; esac
+  fi
+done
+
 GOVERSION=$(go env GOVERSION 2>/dev/null) || die "go not found in PATH"
 
 # load_unit UNIT: sets MODULE VERSION PACKAGES TESTPACKAGES BINARIES CGO LDFLAGS TAGS DATA UNAVAILABLE
@@ -259,6 +281,7 @@ cmd_path() {
   dir=$(store_dir "$u")
   load_unit "$u"
   [[ -z $UNAVAILABLE ]] || die "$1 is unavailable: $UNAVAILABLE"
+  [[ -f $dir/.complete ]] || die "$1 is not built: run '$SELF build $1'"
   if [[ " $BINARIES " == *" $1 "* ]]; then echo "$dir/$1"; else echo "$dir"; fi
 }
 
@@ -302,7 +325,7 @@ main() {
     list) shift; cmd_list "$@" ;;
     regen) shift; cmd_regen "$@" ;;
     prune) shift; cmd_prune "$@" ;;
-    *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) usage; exit 2 ;;
   esac
 }
 
