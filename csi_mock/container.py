@@ -19,6 +19,7 @@ The container is ready when csi-mock's Probe says so over the mounted socket
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -27,8 +28,20 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from testcontainers.core.container import DockerContainer
-from testcontainers.core.waiting_utils import WaitStrategy, WaitStrategyTarget
+
+try:
+    from testcontainers.core.container import DockerContainer
+    from testcontainers.core.waiting_utils import WaitStrategy, WaitStrategyTarget
+except ModuleNotFoundError as missing:
+    if (missing.name or "").partition(".")[0] != "testcontainers":
+        raise
+    _NEEDS_EXTRA = (
+        "csi_mock.container needs testcontainers, which comes with the containers extra:"
+        " pip install 'csi-mock[containers]'"
+    )
+    if __name__ == "__main__":  # python -m csi_mock.container: the one line, no traceback
+        sys.exit(_NEEDS_EXTRA)
+    raise ModuleNotFoundError(_NEEDS_EXTRA, name=missing.name) from None
 
 from csi_mock.admin.client import AdminClient
 from csi_mock.testing import DEFAULT_CONFIG, merge_config, probe_ready
