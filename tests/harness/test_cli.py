@@ -7,7 +7,7 @@ import pytest
 
 from csi_harness._internal import cli
 from csi_harness._internal.cli import UsageError, build_config, build_parser, duration, main
-from csi_harness._internal.providers.local.config import parse_feature_gates
+from csi_harness._internal.kube.feature_gates import parse_feature_gates
 
 
 def up_args(**given: Any) -> argparse.Namespace:

@@ -42,7 +42,7 @@ def test_a_missing_kind_config_is_a_usage_error(tmp_path: Path) -> None:
 def test_kind_options_without_kind_are_a_usage_error() -> None:
     run = run_pytest("--csi-cluster=local", "--csi-node-image=my/node:dev")
     assert run.returncode == 4
-    assert "options of --csi-cluster kind" in run.stderr
+    assert "--csi-node-image: is an option of the kind provider" in run.stderr
 
 
 def test_an_existing_cluster_that_does_not_answer_is_a_usage_error(tmp_path: Path) -> None:
@@ -53,9 +53,32 @@ def test_an_existing_cluster_that_does_not_answer_is_a_usage_error(tmp_path: Pat
         "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
         "users: [{name: u, user: {token: t}}]\n"
     )
-    run = run_pytest("--csi-cluster=existing", f"--csi-kubeconfig={kubeconfig}")
+    run = run_pytest(
+        "--csi-cluster=existing", f"--csi-kubeconfig={kubeconfig}", "--csi-images=built"
+    )
     assert run.returncode == 4, run.stdout[-2000:] + run.stderr[-2000:]
     assert "does not answer" in run.stderr
+
+
+def test_a_misspelt_image_source_is_a_usage_error_naming_the_option() -> None:
+    run = run_pytest("--csi-cluster=kind", "--csi-images=upstrem")
+    assert run.returncode == 4, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "--csi-images: 'upstrem' is not an image source" in run.stderr
+
+
+def test_pulled_images_on_the_local_provider_are_a_usage_error() -> None:
+    run = run_pytest("--csi-cluster=local", "--csi-images=upstream")
+    assert run.returncode == 4, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "only 'built' applies to it" in run.stderr
+
+
+def test_an_existing_cluster_pulling_images_needs_the_driver_image(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    run = run_pytest("--csi-cluster=existing", f"--csi-kubeconfig={kubeconfig}")
+    assert run.returncode == 4, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "--csi-driver-image: " in run.stderr
+    assert "csi-harness images push --registry" in run.stderr
 
 
 # The options other Kubernetes pytest plugins define (pytest-kind: --cluster-name and

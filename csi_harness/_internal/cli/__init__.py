@@ -5,7 +5,8 @@ csi-harness cluster up [--simulated-nodes N] [--zones a,b] [--feature-gates G=tr
 csi-harness cluster status [--json]
 csi-harness cluster down
 csi-harness cluster up --provider kind [--name NAME] [--kind-config FILE]
-                       [--node-image IMAGE] [--reuse]
+                       [--node-image IMAGE] [--reuse] [--images built|upstream|REGISTRY]
+                       [--driver-image NAME] [--registry-mirror HOST:PORT]
 csi-harness cluster down --provider kind [--name NAME]
 csi-harness upstream [--procs N] [--focus RE] [--skip RE] [--report-dir DIR] [--keep]
                            Kubernetes' External Storage e2e suites (e2e.test) against
@@ -22,6 +23,10 @@ csi-harness kind prepare --name NAME
                            make a kind cluster made by hand ready for --cluster existing:
                            pod network if kind's CNI is off, driver, sidecar and busybox
                            images loaded
+csi-harness registry serve|stop|pulls
+                           a registry on loopback for machines that cannot pull
+csi-harness images push --registry R [--stand-ins]
+                           csi-mock's image (and stand-ins of the public ones) into R
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from csi_harness._internal.cli.commands import (
     _tools_main,
     _upstream_main,
 )
+from csi_harness._internal.cli.images import images_main, registry_main
 from csi_harness._internal.cli.local_cluster import (
     UsageError,
     _print_progress,
@@ -62,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         return _upstream_main(args)
     if args.command == "tools":
         return _tools_main(args.tools_args)
+    if args.command == "registry":
+        return registry_main(args)
+    if args.command == "images":
+        return images_main(args)
     if args.command == "kind" or getattr(args, "provider", "local") == "kind":
         return _kind_main(args)
     try:

@@ -36,11 +36,14 @@ def _kind_main(args: argparse.Namespace) -> int:
     # commands do not.
     from csi_harness._internal.core.commands import CommandFailed
     from csi_harness._internal.deploy.images import DriverImageError
-    from csi_harness._internal.providers.kind.cluster import (
-        DEFAULT_CONFIG,
-        KindClusterError,
+    from csi_harness._internal.providers.factory import (
+        ClusterOptionError,
+        ClusterOptions,
+        open_provider,
     )
+    from csi_harness._internal.providers.kind.cluster import KindClusterError
     from csi_harness._internal.providers.kind.node_image import build_node_image
+    from csi_harness._internal.providers.kind.node_image_traits import NodeImageUnusable
     from csi_harness._internal.providers.kind.provider import KindProvider
 
     def progress(message: str) -> None:
@@ -60,25 +63,39 @@ def _kind_main(args: argparse.Namespace) -> int:
             print(image.tag)
             progress(f"{image.tag} ({state})")
             return 0
-        config = Path(getattr(args, "kind_config", None) or DEFAULT_CONFIG)
-        if not config.is_file():
-            raise UsageError(f"--kind-config {config}: no such file")
-        provider = KindProvider(
-            args.name or "csi-mock",
-            config.resolve(),
-            node_image=getattr(args, "node_image", None),
-            progress=progress,
-            keep=getattr(args, "reuse", False),
-        )
         if args.action == "down":
-            progress(provider.tear_down(keep=False))
+            down = KindProvider(args.name or "csi-mock", progress=progress)
+            progress(down.tear_down(keep=False))
             return 0
+        provider = open_provider(
+            ClusterOptions(
+                provider="kind",
+                name=args.name or "csi-mock",
+                kind_config=Path(args.kind_config) if args.kind_config else None,
+                node_image=args.node_image,
+                keep=args.reuse,
+                images=args.images,
+                driver_image=args.driver_image,
+                registry_mirror=args.registry_mirror,
+            ),
+            progress=progress,
+        )
         print(f"export KUBECONFIG={provider.bring_up().kubeconfig}")
         return 0
     except UsageError as exc:
         print(f"csi-harness: {exc}", file=sys.stderr)
         return 2
-    except (KindClusterError, NodeImageError, DriverImageError, CommandFailed, ToolsMissing) as exc:
+    except ClusterOptionError as exc:
+        print(f"csi-harness: --{exc.option.replace('_', '-')}: {exc.message}", file=sys.stderr)
+        return 2
+    except (
+        KindClusterError,
+        NodeImageError,
+        NodeImageUnusable,
+        DriverImageError,
+        CommandFailed,
+        ToolsMissing,
+    ) as exc:
         print(f"csi-harness: {exc}", file=sys.stderr)
         return 1
 

@@ -12,7 +12,8 @@ import yaml
 from pydantic import ValidationError
 
 from csi_harness._internal.core.validation import describe_validation_error
-from csi_harness._internal.providers.local.config import LocalClusterConfig, parse_feature_gates
+from csi_harness._internal.kube.feature_gates import parse_feature_gates
+from csi_harness._internal.providers.local.config import LocalClusterConfig
 
 
 class UsageError(Exception):

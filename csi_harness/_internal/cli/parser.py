@@ -89,8 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument(
                 "--kind-config", help="kind configuration file (default: csi-harness's own)"
             )
-            sub.add_argument("--node-image", help="kind node image of your own (default: built)")
+            sub.add_argument(
+                "--node-image",
+                help="kind node image (default: kindest/node of the pinned Kubernetes, or "
+                "with --images built csi-mock's offline image)",
+            )
             sub.add_argument("--reuse", action="store_true", help="keep a running kind cluster")
+            _add_image_options(sub)
     upstream = _command(
         commands, "upstream", "Kubernetes' External Storage e2e suites against csi-mock"
     )
@@ -115,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     upstream.add_argument("--name", default="csi-upstream", help="cluster name")
     upstream.add_argument("--keep", action="store_true", help="leave the cluster running")
     _add_scale_parser(commands)
+    _add_registry_parsers(commands)
     kind = _command(commands, "kind", "kind's node image, and kind clusters made by hand")
     kind_actions = kind.add_subparsers(dest="action", required=True)
     _command(kind_actions, "image", "build the offline node image (cached); print its tag")
@@ -132,6 +138,68 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="build [TOOL...] | doctor | path [TOOL] | list | prune",
     )
     return parser
+
+
+IMAGES_HELP = (
+    "built (every image built here from the pinned tools), upstream (the sidecars from "
+    "registry.k8s.io, busybox from Docker Hub, at pinned versions; the default on kind) or "
+    "a registry prefix holding every upstream image under its upstream path"
+)
+
+
+def _add_image_options(parser: argparse.ArgumentParser) -> None:
+    """The image options of every command that deploys csi-mock into a cluster."""
+    parser.add_argument("--images", metavar="built|upstream|REGISTRY", help=IMAGES_HELP)
+    parser.add_argument(
+        "--driver-image",
+        metavar="NAME",
+        help="csi-mock's image as you publish it (default on kind: built and loaded)",
+    )
+    parser.add_argument(
+        "--registry-mirror",
+        metavar="HOST:PORT",
+        help="kind: pull registry.k8s.io and Docker Hub names through this registry "
+        "(csi-harness registry serve prints the one it starts)",
+    )
+
+
+def _add_registry_parsers(commands: Any) -> None:
+    registry = _command(
+        commands,
+        "registry",
+        "a registry on loopback (crane registry serve in a container) for machines "
+        "without access to public registries",
+    )
+    actions = registry.add_subparsers(dest="action", required=True)
+    _command(actions, "serve", "start it (or keep the running one); print its addresses")
+    _command(actions, "stop", "remove its container (the pushed blobs stay cached)")
+    pulls = _command(actions, "pulls", "list the images pulled from it, from its log")
+    pulls.add_argument(
+        "--expect-upstream",
+        action="store_true",
+        help="exit 1 unless every sidecar and busybox upstream name was pulled",
+    )
+    images = _command(commands, "images", "put csi-mock's image (and stand-ins) in a registry")
+    image_actions = images.add_subparsers(dest="action", required=True)
+    push = _command(
+        image_actions,
+        "push",
+        "build csi-mock's image from the installed package and push it as "
+        "REGISTRY/csi-mock:VERSION; print that name",
+    )
+    push.add_argument("--registry", required=True, help="HOST[:PORT][/PATH] to push to")
+    push.add_argument(
+        "--stand-ins",
+        action="store_true",
+        help="also push sidecars, busybox and the Python base built here under their "
+        "upstream names (a mirror for machines that cannot pull; needs the pinned tools)",
+    )
+    push.add_argument(
+        "--no-driver", action="store_true", help="push only the stand-ins, not csi-mock"
+    )
+    push.add_argument(
+        "--base", help="Python base image of csi-mock's image (default python:3.11-slim)"
+    )
 
 
 def _add_scale_parser(commands: Any) -> None:

@@ -66,11 +66,17 @@ def _pinned_versions() -> dict[str, str]:
     return versions
 
 
-def sidecar_version(sidecar: str) -> str:
+def pinned_version(name: str) -> str:
+    """The pinned version of a tool unit or binary (``kubernetes``, ``csi-provisioner``),
+    as ``tools/build.sh list`` reads it from the pins (no Go needed)."""
     try:
-        return _pinned_versions()[sidecar]
+        return _pinned_versions()[name]
     except KeyError:
-        raise DriverImageError(f"{TOOLS_SCRIPT} list does not name {sidecar}") from None
+        raise DriverImageError(f"{TOOLS_SCRIPT} list does not name {name}") from None
+
+
+def sidecar_version(sidecar: str) -> str:
+    return pinned_version(sidecar)
 
 
 def sidecar_tag(sidecar: str) -> str:

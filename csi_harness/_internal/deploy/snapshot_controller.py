@@ -9,12 +9,15 @@ provider runs the same binary as a process (csi_harness._internal.providers.loca
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, cast
 
 from lightkube import Client
 from lightkube.codecs import from_dict
 
+from csi_harness._internal.core.tools import Tools
+from csi_harness._internal.deploy.images import pinned_version
 from csi_harness._internal.deploy.sidecars import snapshot_controller_flags
 from csi_harness._internal.kube.snapshots import install_crds
 
@@ -24,6 +27,21 @@ LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "csi-mock
 SELECTOR = {"app.kubernetes.io/name": NAME}
 METRICS_PORT = 8080
 """Where it serves its Prometheus metrics (``--http-endpoint``) in its pod."""
+
+SNAPSHOTTER_MODULE = "github.com/kubernetes-csi/external-snapshotter/v8"
+
+
+def snapshot_crd_dir(tools: Tools | None) -> Path | None:
+    """external-snapshotter's CRDs at the pinned version: beside the pinned build, else
+    in the Go module cache (``$GOMODCACHE``, default ``~/go/pkg/mod``); None without
+    either (a machine with no Go toolchain)."""
+    if tools is not None and tools.snapshot_crds().is_dir():
+        return tools.snapshot_crds()
+    cache = Path(os.environ.get("GOMODCACHE") or Path.home() / "go" / "pkg" / "mod")
+    version = pinned_version("csi-snapshotter")
+    crds = cache / f"{SNAPSHOTTER_MODULE}@{version}" / "client" / "config" / "crd"
+    return crds if crds.is_dir() else None
+
 
 # What the controller reads and writes (external-snapshotter's own RBAC for it).
 _RULES: list[dict[str, Any]] = [

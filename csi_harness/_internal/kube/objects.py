@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Collection, Iterable
+from dataclasses import dataclass
 from typing import Any, cast
 
 from lightkube import Client
@@ -14,6 +15,31 @@ from lightkube.resources.core_v1 import Node
 from lightkube.types import PatchType
 
 BUSYBOX = "csi-mock.local/busybox:1"
+
+
+@dataclass(frozen=True)
+class PodImage:
+    """The image the suites' pods run, and when the kubelet pulls it: the busybox built
+    here, never pulled, unless the session's images are pulled (``--csi-images``)."""
+
+    reference: str = BUSYBOX
+    pull_policy: str = "Never"
+
+
+_session_pod_image = [PodImage()]
+
+
+def use_pod_image(image: PodImage) -> None:
+    """Make ``image`` the one every ``pod()`` of this process runs. The pytest plugin
+    calls it once per session (and per xdist worker) from the session's image set."""
+    _session_pod_image[0] = image
+
+
+def pod_image() -> PodImage:
+    """The image ``pod()`` gives its container now."""
+    return _session_pod_image[0]
+
+
 NODE_TYPE_LABEL = "harness.csi-mock.example/node-type"
 """Whether a node of the local provider runs a real kubelet or is simulated."""
 
@@ -119,8 +145,8 @@ def pod(
         )
     container: dict[str, Any] = {
         "name": "app",
-        "image": BUSYBOX,
-        "imagePullPolicy": "Never",
+        "image": pod_image().reference,
+        "imagePullPolicy": pod_image().pull_policy,
         "command": command or ["sleep", "3600"],
         "volumeMounts": [{"name": v["name"], "mountPath": f"/mnt/{v['name']}"} for v in volumes],
     }

@@ -27,6 +27,7 @@ from lightkube import Client, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Node, Pod
 
+from csi_harness._internal.deploy.image_set import ImageSet
 from csi_harness._internal.deploy.images import DRIVER_IMAGE, default_sidecar_images
 from csi_harness._internal.deploy.incluster import InClusterDriver
 from csi_harness._internal.deploy.spec import DriverDeployment, check_side_by_side
@@ -242,9 +243,22 @@ class ExistingProvider(ClusterProvider):
     """Any running cluster by its kubeconfig. Nothing is brought up or torn down:
     entering checks that the cluster answers, leaving removes the suites' csi-mock."""
 
-    def __init__(self, kubeconfig: Path, *, progress: Progress = silent) -> None:
+    def __init__(
+        self, kubeconfig: Path, *, images: ImageSet | None = None, progress: Progress = silent
+    ) -> None:
         super().__init__(progress=progress, keep=True)
         self.kubeconfig = kubeconfig
+        self.images = images
+
+    def _cluster_of(self, progress: Progress) -> ExistingCluster:
+        if self.images is None:
+            return ExistingCluster(self.kubeconfig, progress=progress)
+        return ExistingCluster(
+            self.kubeconfig,
+            driver_image=self.images.driver or DRIVER_IMAGE,
+            sidecar_images=self.images.sidecars,
+            progress=progress,
+        )
 
     @property
     def key(self) -> str:
@@ -262,7 +276,7 @@ class ExistingProvider(ClusterProvider):
         return self.kubeconfig.parent
 
     def bring_up(self, progress: Progress | None = None) -> Cluster:
-        cluster = ExistingCluster(self.kubeconfig, progress=progress or self.progress)
+        cluster = self._cluster_of(progress or self.progress)
         cluster.check_reachable()
         self.progress(
             f"using the cluster of {self.kubeconfig}; each test's csi-mock goes to a "
@@ -274,6 +288,6 @@ class ExistingProvider(ClusterProvider):
         return self.bring_up()
 
     def tear_down(self, *, keep: bool) -> str:
-        cluster = self._cluster or ExistingCluster(self.kubeconfig, progress=self.progress)
+        cluster = self._cluster or self._cluster_of(self.progress)
         cluster.remove_driver()
         return "csi-mock removed; the cluster is left running"

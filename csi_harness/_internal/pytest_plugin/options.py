@@ -33,6 +33,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--csi-feature-gates", default="", help="NAME=true|false,... for every component"
     )
     group.addoption(
+        "--csi-images",
+        default=None,
+        metavar="built|upstream|REGISTRY",
+        help="where the sidecar and test pod images come from: built here from the pinned "
+        "tools (the local provider's only choice), upstream (registry.k8s.io and Docker Hub "
+        "names at the pinned versions; the default on kind and existing clusters), or every "
+        "upstream image under a registry prefix (a mirror)",
+    )
+    group.addoption(
+        "--csi-driver-image",
+        default=None,
+        metavar="NAME",
+        help="csi-mock's image as published by you (default on kind: built from the "
+        "installed package and loaded; an existing cluster pulling images needs it)",
+    )
+    group.addoption(
+        "--csi-registry-mirror",
+        default=None,
+        metavar="HOST:PORT",
+        help="kind: a registry the nodes pull registry.k8s.io and Docker Hub names through "
+        "(csi-harness registry serve starts one holding images built here)",
+    )
+    group.addoption(
         "--csi-no-driver-pool",
         action="store_true",
         help="deploy a new driver for every test instead of reusing reset ones",

@@ -14,7 +14,11 @@ from csi_harness._internal import reporting
 from csi_harness._internal.providers.base import Cluster
 from csi_harness._internal.providers.provider import ClusterProvider
 from csi_harness._internal.pytest_plugin import scheduling
-from csi_harness._internal.pytest_plugin.providers import open_cluster, progress_writer
+from csi_harness._internal.pytest_plugin.providers import (
+    open_cluster,
+    progress_writer,
+    use_session_images,
+)
 from csi_harness._internal.shared_session import end_session, worker_cluster
 
 _SESSION_CLUSTER = pytest.StashKey[AbstractContextManager[Cluster]]()
@@ -67,6 +71,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "skipped, with the reason, where the cluster does not run it on",
     )
     # Here rather than in the fixture, so that a wrong option is a usage error.
+    use_session_images(config)
     if _is_xdist_worker(config):
         # The controller brought the cluster up before it started this worker.
         config.stash[_SESSION_CLUSTER] = _worker_cluster(config)

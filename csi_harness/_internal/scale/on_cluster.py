@@ -25,9 +25,9 @@ from lightkube.resources.core_v1 import Namespace, PersistentVolume
 
 from csi_harness._internal.core.unsupported import Unsupported
 from csi_harness._internal.core.waiting import wait_for
+from csi_harness._internal.kube.feature_gates import format_feature_gates
 from csi_harness._internal.kube.objects import exists, gone
 from csi_harness._internal.providers.base import Cluster
-from csi_harness._internal.providers.local.config import format_feature_gates
 from csi_harness._internal.scale.experiment import (
     NAMESPACE,
     Setup,

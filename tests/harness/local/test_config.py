@@ -4,11 +4,11 @@ import pytest
 from pydantic import ValidationError
 
 from csi_harness._internal.core.validation import describe_validation_error
+from csi_harness._internal.kube.feature_gates import format_feature_gates
 from csi_harness._internal.providers.local.config import (
     Component,
     LocalClusterConfig,
     NodeType,
-    format_feature_gates,
 )
 
 

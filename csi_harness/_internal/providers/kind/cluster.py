@@ -12,6 +12,7 @@ and csi-mock deployed in-cluster like on any existing cluster.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,28 +25,43 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.apps_v1 import DaemonSet, Deployment
 from lightkube.resources.core_v1 import Node, Pod
 
+from csi_harness._internal.core import registry
 from csi_harness._internal.core.commands import CommandFailed
 from csi_harness._internal.core.images import build_busybox_image
 from csi_harness._internal.core.resources import DOCKER_ENGINE_SCRIPT, KIND_CONFIG_DIR
-from csi_harness._internal.core.tools import Tools
+from csi_harness._internal.core.tools import Tools, ToolsMissing
 from csi_harness._internal.core.unsupported import Unsupported
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.deploy import snapshot_controller
+from csi_harness._internal.deploy.image_set import (
+    BUILT,
+    PYTHON_BASE_UPSTREAM,
+    ImageSet,
+    ImageSource,
+    image_set,
+    kind_node_image,
+)
 from csi_harness._internal.deploy.images import (
     DRIVER_IMAGE,
     build_driver_image,
     build_sidecar_images,
+    pinned_version,
 )
+from csi_harness._internal.deploy.snapshot_controller import snapshot_crd_dir
 from csi_harness._internal.kube.apiproxy import api_server_access
 from csi_harness._internal.kube.nodes import heartbeat_since
 from csi_harness._internal.providers.existing import ExistingCluster
 from csi_harness._internal.providers.kind import network
+from csi_harness._internal.providers.kind.cluster_config import write_effective_config
+from csi_harness._internal.providers.kind.kind_binary import find_kind
 from csi_harness._internal.providers.kind.kind_cli import (
     DEFAULT_KUBECONFIG_ROOT,
     ImageArchive,
     KindCli,
 )
-from csi_harness._internal.providers.kind.node_image import IMAGE_REPOSITORY, build_node_image
+from csi_harness._internal.providers.kind.node_image import build_node_image
+from csi_harness._internal.providers.kind.node_image_traits import check_version, read_traits
+from csi_harness._internal.providers.kind.registry_mirror import MirrorAddress
 from csi_harness._internal.providers.kind.scheduler import SchedulerManifest
 
 DEFAULT_CONFIG = KIND_CONFIG_DIR / "suites.yaml"
@@ -72,23 +88,38 @@ class KindCluster(ExistingCluster):
         config_file: Path = DEFAULT_CONFIG,
         *,
         node_image: str | None = None,
+        images: ImageSet | None = None,
+        registry_mirror: MirrorAddress | None = None,
         reuse: bool = False,
         tools: Tools | None = None,
         progress: Callable[[str], None] = lambda _: None,
     ) -> None:
-        self.tools = tools or Tools.locate()
+        self.images = images or image_set(ImageSource(BUILT))
+        # Built images need the pinned tools; pulled ones only kind and kubectl, from
+        # PATH when the user has them.
+        self.tools = tools or (
+            Tools.locate() if not self.images.source.pulls else _tools_if_built()
+        )
         kubeconfig = DEFAULT_KUBECONFIG_ROOT / f"kind-{name}" / "kubeconfig"
-        super().__init__(kubeconfig, name=name, kubectl=self.tools["kubectl"], progress=progress)
+        super().__init__(
+            kubeconfig,
+            name=name,
+            kubectl=self._kubectl(),
+            driver_image=self.images.driver or DRIVER_IMAGE,
+            sidecar_images=self.images.sidecars,
+            progress=progress,
+        )
         self.config_file = config_file
         self.node_image = node_image
+        self.registry_mirror = registry_mirror
         self.reuse = reuse
         self.cli = KindCli(
             name,
             config_file,
-            DRIVER_IMAGE,
+            self.driver_image,
             kubeconfig=kubeconfig,
             wait=None,
-            kind=self.tools["kind"],
+            kind=find_kind(prefer_path=self.images.source.pulls),
         )
         self.timings: dict[str, float] = {}
         self._scheduler = SchedulerManifest(
@@ -99,6 +130,20 @@ class KindCluster(ExistingCluster):
         # tests compare (e.g. by free capacity, where the scheduler's resource scoring
         # also counts pods) are alike.
         self.controller_host = self.control_plane
+
+    def _built_tools(self) -> Tools:
+        """The pinned tools, which ``built`` images need (located in __init__)."""
+        if self.tools is None:
+            raise ToolsMissing("images 'built' need the pinned tools: csi-harness tools build")
+        return self.tools
+
+    def _kubectl(self) -> str:
+        if self.tools is not None:
+            return self.tools["kubectl"]
+        found = shutil.which("kubectl")
+        if found is None:
+            raise ToolsMissing("no kubectl on PATH (https://kubernetes.io/docs/tasks/tools/)")
+        return found
 
     @property
     def control_plane(self) -> str:
@@ -237,11 +282,26 @@ class KindCluster(ExistingCluster):
             mark = now
 
         image = self.node_image
-        if image is None:
-            built = build_node_image(self.tools, progress=self.progress)
+        if image is None and not self.images.source.pulls:
+            built = build_node_image(self._built_tools(), progress=self.progress)
             image = built.tag
             self.progress(f"node image {image} ({'cached' if built.cached else 'built'})")
+        elif image is None:
+            image = self.images.source.name(kind_node_image(pinned_version("kubernetes")))
+        traits = read_traits(image)
+        if self.node_image is None or self.images.source.pulls:
+            check_version(traits, pinned_version("kubernetes"))
         self.cli.node_image = image
+        self.cli.config_file = write_effective_config(
+            self.config_file,
+            kind_cni=traits.carries_cni,
+            mirror=self.registry_mirror,
+            workdir=self.kubeconfig.parent,
+        )
+        self.progress(
+            f"node image {image} (Kubernetes {traits.kubernetes_version}, "
+            + ("kind's CNI and CoreDNS)" if traits.carries_cni else "no CNI of its own)")
+        )
         phase("node image")
         if self.reuse and self.cli.exists():
             self.progress(f"reusing kind cluster {self.name!r}")
@@ -267,20 +327,29 @@ class KindCluster(ExistingCluster):
         cluster``, ready for the suites: pod network when kind's own CNI is off, nodes
         Ready, CoreDNS off when the node image is the offline one, images loaded."""
         self.cli.export_kubeconfig()
+        if self.registry_mirror is not None and self.registry_mirror.host == registry.CONTAINER:
+            # The registry of `csi-harness registry serve`: on kind's network, the nodes
+            # reach it by its name (kind's guide to local registries does the same).
+            registry.connect()
+            self.progress(f"registry {registry.CONTAINER} joined kind's network")
         if not self._has_kindnet():
             self._install_network()
-        self._wait_nodes_ready()
-        if self._runs_offline_image():
             self._without_coredns()
+        self._wait_nodes_ready()
         phase("network")
         self._load_images()
         phase("images")
-        snapshot_controller.install(
-            self.kube,
-            self.tools.snapshot_crds(),
-            self.sidecar_images["snapshot-controller"],
-            field_manager="csi-harness",
-        )
+        crds = snapshot_crd_dir(self.tools)
+        if crds is None:
+            self.progress(
+                "no snapshot CRDs (they come with the pinned csi-snapshotter build or its Go "
+                "module): snapshot-controller not installed, snapshot tests fail"
+            )
+        else:
+            snapshot_controller.install(
+                self.kube, crds, self.sidecar_images["snapshot-controller"],
+                field_manager="csi-harness",
+            )  # fmt: skip
         phase("snapshot controller")
 
     def down(self) -> None:
@@ -304,15 +373,6 @@ class KindCluster(ExistingCluster):
                 return False
             raise
         return True
-
-    def _runs_offline_image(self) -> bool:
-        image = subprocess.run(
-            ["docker", "inspect", "-f", "{{.Config.Image}}", self.control_plane],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip()
-        return image.startswith(IMAGE_REPOSITORY)
 
     # -- steps ---------------------------------------------------------------------------
 
@@ -381,8 +441,23 @@ class KindCluster(ExistingCluster):
                 raise
 
     def _load_images(self) -> None:
-        self.sidecar_images.update(load_suite_images(self.cli, self.tools, self.progress))
-        self.driver_image = DRIVER_IMAGE
+        if not self.images.source.pulls:
+            self.sidecar_images.update(
+                load_suite_images(self.cli, self._built_tools(), self.progress)
+            )
+            self.driver_image = DRIVER_IMAGE
+            return
+        # Pulled by the nodes: the sidecars and the pods' busybox. csi-mock's own image is
+        # the one this cluster is given: the user's (loaded when the engine has it) or
+        # one built from the installed package on the Dockerfile's public base.
+        driver = self.images.driver
+        if driver is None:
+            self.progress(f"building {DRIVER_IMAGE} on {PYTHON_BASE_UPSTREAM}")
+            driver = build_driver_image(DRIVER_IMAGE, base=PYTHON_BASE_UPSTREAM)
+        if driver_image_is_local(driver):
+            self.progress(f"kind load docker-image {driver}")
+            self.cli.load_image(driver)
+        self.driver_image = driver
 
 
 def load_suite_images(
@@ -399,6 +474,23 @@ def load_suite_images(
         sidecars[sidecar] = image.reference
     cli.load_image(build_driver_image(DRIVER_IMAGE))
     return sidecars
+
+
+def driver_image_is_local(image: str) -> bool:
+    """Whether the Docker engine has ``image`` (else the nodes pull it)."""
+    return (
+        subprocess.run(
+            ["docker", "image", "inspect", image], capture_output=True, check=False
+        ).returncode
+        == 0
+    )
+
+
+def _tools_if_built() -> Tools | None:
+    try:
+        return Tools.locate()
+    except ToolsMissing:
+        return None
 
 
 def _config_hash(pod: Pod | None) -> str | None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from csi_harness._internal.deploy.image_set import ImageSet
 from csi_harness._internal.providers.base import Cluster
 from csi_harness._internal.providers.kind.cluster import DEFAULT_CONFIG, KindCluster
 from csi_harness._internal.providers.kind.kind_cli import DEFAULT_KUBECONFIG_ROOT
+from csi_harness._internal.providers.kind.registry_mirror import MirrorAddress
 from csi_harness._internal.providers.provider import ClusterProvider, Progress, silent
 
 
@@ -22,6 +24,8 @@ class KindProvider(ClusterProvider):
         config_file: Path = DEFAULT_CONFIG,
         *,
         node_image: str | None = None,
+        images: ImageSet | None = None,
+        registry_mirror: MirrorAddress | None = None,
         progress: Progress = silent,
         keep: bool = False,
     ) -> None:
@@ -29,6 +33,8 @@ class KindProvider(ClusterProvider):
         self.name = name
         self.config_file = config_file
         self.node_image = node_image
+        self.images = images
+        self.registry_mirror = registry_mirror
 
     def cluster(self, progress: Progress | None = None) -> KindCluster:
         """The cluster object (nothing is created or changed by making it)."""
@@ -36,6 +42,8 @@ class KindProvider(ClusterProvider):
             self.name,
             self.config_file,
             node_image=self.node_image,
+            images=self.images,
+            registry_mirror=self.registry_mirror,
             reuse=self.keep,
             progress=progress or self.progress,
         )

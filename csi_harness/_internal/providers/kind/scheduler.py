@@ -17,10 +17,7 @@ from typing import Any
 import yaml
 
 from csi_harness._internal.deploy.spec import deep_merge
-from csi_harness._internal.providers.local.config import (
-    format_feature_gates,
-    parse_feature_gates,
-)
+from csi_harness._internal.kube.feature_gates import format_feature_gates, parse_feature_gates
 
 MANIFEST = "/etc/kubernetes/manifests/kube-scheduler.yaml"
 CONFIG_DIR = "/etc/kubernetes/csi-harness"

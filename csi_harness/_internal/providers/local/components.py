@@ -17,11 +17,8 @@ import yaml
 from csi_harness._internal.core.tools import Tools
 from csi_harness._internal.deploy.sidecars import snapshot_controller_flags
 from csi_harness._internal.deploy.spec import deep_merge
-from csi_harness._internal.providers.local.config import (
-    Component,
-    LocalClusterConfig,
-    format_feature_gates,
-)
+from csi_harness._internal.kube.feature_gates import format_feature_gates
+from csi_harness._internal.providers.local.config import Component, LocalClusterConfig
 from csi_harness._internal.providers.local.pki import ClusterPKI, KeyPair
 
 LOOPBACK = "127.0.0.1"

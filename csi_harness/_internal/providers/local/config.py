@@ -17,18 +17,6 @@ MAX_SIMULATED_NODES = 1000
 """What `csi-harness scale nodes` measured the local provider at (docs/scale.md)."""
 
 
-def parse_feature_gates(text: str) -> dict[str, bool]:
-    """``NAME=true|false,...`` (any case, blanks ignored) as a mapping; ValueError
-    naming the first item that is not of that form."""
-    gates: dict[str, bool] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, sep, value = item.partition("=")
-        if not sep or value.lower() not in ("true", "false") or not name:
-            raise ValueError(f"{item!r} is not NAME=true|false")
-        gates[name] = value.lower() == "true"
-    return gates
-
-
 class Component(enum.StrEnum):
     APISERVER = "kube-apiserver"
     CONTROLLER_MANAGER = "kube-controller-manager"
@@ -98,7 +86,3 @@ class LocalClusterConfig(BaseModel):
             zone = self.zones[i % len(self.zones)] if self.zones else None
             specs.append(NodeSpec(name=f"node-{i + 1}", type=node_type, zone=zone, index=i))
         return specs
-
-
-def format_feature_gates(gates: dict[str, bool]) -> str:
-    return ",".join(f"{k}={'true' if v else 'false'}" for k, v in sorted(gates.items()))

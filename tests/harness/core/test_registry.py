@@ -1,0 +1,28 @@
+"""What the registry's log says was pulled, and where a mirror keeps each name."""
+
+from __future__ import annotations
+
+from csi_harness._internal.core.registry import pulls
+from csi_harness._internal.deploy.image_push import mirror_paths
+
+LOG = """2026/11/28 05:01:02 GET /v2/
+2026/11/28 05:01:03 HEAD /v2/registry.k8s.io/sig-storage/csi-provisioner/manifests/v6.3.0
+2026/11/28 05:01:03 GET /v2/registry.k8s.io/sig-storage/csi-provisioner/manifests/v6.3.0
+2026/11/28 05:01:04 GET /v2/library/busybox/manifests/1.37.0
+2026/11/28 05:01:04 GET /v2/library/busybox/blobs/sha256:abc
+"""
+
+
+def test_pulls_are_the_manifest_gets_by_path_and_tag() -> None:
+    assert pulls(LOG) == [
+        "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0",
+        "library/busybox:1.37.0",
+    ]
+
+
+def test_docker_hub_names_live_at_the_root_and_under_docker_io() -> None:
+    assert mirror_paths("docker.io/library/busybox:1.37.0") == [
+        "library/busybox:1.37.0",
+        "docker.io/library/busybox:1.37.0",
+    ]
+    assert mirror_paths("registry.k8s.io/sig-storage/x:v1") == ["registry.k8s.io/sig-storage/x:v1"]
