@@ -8,31 +8,54 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from csi_mock import __version__
 from csi_mock.admin.ctl import add_ctl_parser, run_ctl
 from csi_mock.config import ConfigError, DriverConfig, load_config, validate_config
+from csi_mock.model.boolean import BooleanError, parse_bool
 from csi_mock.model.quantity import QuantityError, parse_quantity
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 HOSTPATH_MAX_VOLUME_SIZE = 1 << 40
 """hostpathplugin's --max-volume-size default (1Ti)."""
-_GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")
-_GO_FALSE = ("0", "f", "F", "FALSE", "false", "False")
 _LEGACY_OCTAL = re.compile(r"^[+-]?0[0-7_]+$")
 _DECIMAL = re.compile(r"^[+-]?[0-9]+$")
 
 
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """A flag value its type refused, kept in place of an argparse error so that
+    resolve_config reports every bad flag of the command line at once."""
+
+    problem: str
+
+
+def _collected(parse: Callable[[str], T]) -> Callable[[str], T | _Refused]:
+    """`parse` as an argparse type that keeps a refusal (a _Refused) instead of exiting."""
+
+    def parse_or_keep(value: str) -> T | _Refused:
+        try:
+            return parse(value)
+        except argparse.ArgumentTypeError as error:
+            return _Refused(str(error))
+
+    return parse_or_keep
+
+
 def _go_bool(value: str) -> bool:
-    """A Go flag.BoolVar value: exactly the spellings strconv.ParseBool takes."""
-    if value in _GO_TRUE:
-        return True
-    if value in _GO_FALSE:
-        return False
-    raise argparse.ArgumentTypeError(f"{value!r} is not a boolean (true/false, 1/0, t/f)")
+    """A Go flag.BoolVar value: exactly the spellings strconv.ParseBool takes (the
+    booleans of every csi-mock command)."""
+    try:
+        return parse_bool(value)
+    except BooleanError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _go_int(value: str) -> int:
@@ -71,7 +94,7 @@ class _GoFlagParser(argparse.ArgumentParser):
     def add_go_bool(self, name: str, **kwargs: Any) -> None:
         names = (f"--{name}", f"-{name}")
         self.go_bool_flags.update(names)
-        self.add_argument(*names, type=_go_bool, metavar="BOOL", **kwargs)
+        self.add_argument(*names, type=_collected(_go_bool), metavar="BOOL", **kwargs)
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -107,8 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve",
         help="run the CSI driver",
-        description="Run the driver. Flags override the config file; csi-driver-host-path's"
-        " flag names are accepted with hostpathplugin's meaning (docs/hostpath-flags.md).",
+        description="Run the driver. Flags override the config file. csi-driver-host-path's"
+        " flag names are accepted with hostpathplugin's meaning; where csi-mock differs, the"
+        " flag's help says how. Every bad flag is reported at once (exit 2).",
         allow_abbrev=False,  # Go's flag package matches whole names only
     )
     serve.add_argument("--version", "-version", action="version", version=f"csi-mock {__version__}")
@@ -144,13 +168,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="largest volume, in bytes (a quantity such as 1Ti also works); default 1Ti"
         " for --capacity pools and, without --config, for the default pool",
     )
-    _flag(serve, "maxvolumespernode", type=_go_int, help="NodeGetInfo max_volumes_per_node")
+    _flag(
+        serve,
+        "maxvolumespernode",
+        type=_collected(_go_int),
+        help="NodeGetInfo max_volumes_per_node: 0 (the default) for no limit, negative refused",
+    )
     _flag(
         serve,
         "attach-limit",
-        type=_go_int,
+        type=_collected(_go_int),
         help="ControllerPublishVolume limit per node; when > 0 also NodeGetInfo's"
-        " max_volumes_per_node",
+        " max_volumes_per_node; 0 (the default) for no limit, negative refused (hostpathplugin"
+        " reads -1 as a random limit and other negatives as none)",
     )
     serve.add_go_bool("enable-attach", help="advertise attach (PUBLISH_UNPUBLISH_VOLUME)")
     serve.add_go_bool("enable-topology", help="advertise topology (default true)")
@@ -208,7 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="the CSI socket path as the kubelet sees it (default: the --endpoint path);"
         " enables registration",
     )
-    _flag(serve, "v", type=_klog_level, help="klog verbosity: >=5 means log level debug")
+    _flag(
+        serve, "v", type=_collected(_klog_level), help="klog verbosity: >=5 means log level debug"
+    )
     serve.add_argument(
         "--log-level", choices=["debug", "info", "warning", "error"], help="log level"
     )
@@ -237,39 +269,42 @@ def _flag_name(attribute: str) -> str:
     return "--" + attribute.replace("_", "-")
 
 
-def overrides_from_flags(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any]:
-    """Translate flags (and CSI_ENDPOINT) into dotted configuration keys."""
+def overrides_from_flags(
+    args: argparse.Namespace, env: dict[str, str], problems: list[str]
+) -> dict[str, Any]:
+    """Translate flags (and CSI_ENDPOINT) into dotted configuration keys; a flag that
+    cannot be translated is left out and its problem added to `problems`."""
     overrides: dict[str, Any] = {}
     for attribute, key in _KEY_OF_FLAG.items():
         value = getattr(args, attribute)
         if value is not None:
             overrides[key] = str(value) if isinstance(value, Path) else value
-    if args.maxvolumespernode is not None and args.maxvolumespernode < 0:
-        raise ConfigError(
-            f"--maxvolumespernode: {args.maxvolumespernode} is negative; NodeGetInfo's"
-            " max_volumes_per_node must be 0 (no limit) or more"
-        )
-    if args.attach_limit is not None:
-        if args.attach_limit == -1:
-            raise ConfigError(
+    for attribute, key in (
+        ("maxvolumespernode", "node.max_volumes_per_node"),
+        ("attach_limit", "controller.attach_limit"),
+    ):
+        count = getattr(args, attribute)
+        if count is not None and count < 0:
+            del overrides[key]
+            problems.append(
                 "--attach-limit: -1 (hostpathplugin's random max_volumes_per_node between 1"
                 " and 10 on every NodeGetInfo) is not supported; give the limit itself"
+                if (attribute, count) == ("attach_limit", -1)
+                else f"{_flag_name(attribute)}: {count} is negative; give 0 (no limit) or more"
             )
-        # hostpathplugin: only a positive limit counts attachments, and it replaces
-        # --maxvolumespernode in NodeGetInfo, so the kubelet and the attach check agree.
-        limit = max(args.attach_limit, 0)
-        overrides["controller.attach_limit"] = limit
-        if limit > 0:
-            overrides["node.max_volumes_per_node"] = limit
+    # hostpathplugin: only a positive limit counts attachments, and it replaces
+    # --maxvolumespernode in NodeGetInfo, so the kubelet and the attach check agree.
+    if args.attach_limit is not None and args.attach_limit > 0:
+        overrides["node.max_volumes_per_node"] = args.attach_limit
     endpoint = args.endpoint or env.get("CSI_ENDPOINT")
-    if endpoint:
-        if not endpoint.startswith("unix:///"):
-            source = "--endpoint" if args.endpoint else "CSI_ENDPOINT"
-            raise ConfigError(
-                f"{source}: must be unix:///absolute/path.sock, got {endpoint!r}"
-                " (hostpathplugin also takes tcp:// and relative unix paths; csi-mock serves"
-                " an absolute unix socket only)"
-            )
+    if endpoint and not endpoint.startswith("unix:///"):
+        source = "--endpoint" if args.endpoint else "CSI_ENDPOINT"
+        problems.append(
+            f"{source}: must be unix:///absolute/path.sock, got {endpoint!r}"
+            " (hostpathplugin also takes tcp:// and relative unix paths; csi-mock serves"
+            " an absolute unix socket only)"
+        )
+    elif endpoint:
         overrides["endpoint"] = endpoint
     if args.v is not None and args.log_level is None:
         # hostpathplugin logs each call's request and response from -v=5 on.
@@ -299,17 +334,26 @@ def _max_volume_size(value: str) -> int:
     return size
 
 
-def _capacity_pools(
-    entries: Sequence[str], segment: dict[str, str], max_volume_size: int
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """hostpathplugin's --capacity KIND=QUANTITY: one pool per kind on this node; a
-    repeated kind replaces the earlier quantity, as hostpathplugin's map does."""
+def _capacity_sizes(entries: Sequence[str], problems: list[str]) -> dict[str, int]:
+    """hostpathplugin's --capacity KIND=QUANTITY, each entry checked: a repeated kind
+    replaces the earlier quantity, as hostpathplugin's map does."""
     sizes: dict[str, int] = {}
     for entry in entries:
         kind, sep, quantity = entry.partition("=")
         if not sep or not kind:
-            raise ConfigError(f"--capacity {entry!r}: expected KIND=QUANTITY, e.g. fast=100Gi")
-        sizes[kind] = _quantity_flag(f"--capacity {kind}", quantity)
+            problems.append(f"--capacity {entry!r}: expected KIND=QUANTITY, e.g. fast=100Gi")
+            continue
+        try:
+            sizes[kind] = _quantity_flag(f"--capacity {kind}", quantity)
+        except ConfigError as error:
+            problems.append(str(error))
+    return sizes
+
+
+def _capacity_pools(
+    sizes: dict[str, int], segment: dict[str, str], max_volume_size: int
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One pool per --capacity kind on this node."""
     kinds = {kind: {"cost": 1.0} for kind in sizes}
     pools = [
         {
@@ -332,6 +376,38 @@ def _name_flags(error: ConfigError) -> ConfigError:
             f"{line} [{_flag_name(attribute)}]" if line.startswith(f"  {key}:") else line
             for line in lines
         ]
+    return ConfigError("\n".join(lines))
+
+
+def _without_refused(args: argparse.Namespace, problems: list[str]) -> argparse.Namespace:
+    """The flags with each value its type refused taken out (as if not given), and its
+    problem added to `problems`, naming the flag."""
+    kept = argparse.Namespace(**vars(args))
+    for attribute, value in vars(args).items():
+        if isinstance(value, _Refused):
+            problems.append(f"{_flag_name(attribute)}: {value.problem}")
+            setattr(kept, attribute, None)
+    return kept
+
+
+def _checked(problems: list[str], parse: Callable[[Any], T], value: Any) -> T | None:
+    """`parse(value)`; None when the flag is absent (`value` None), or when it fails,
+    its ConfigError then added to `problems`."""
+    if value is None:
+        return None
+    try:
+        return parse(value)
+    except ConfigError as error:
+        problems.append(str(error))
+        return None
+
+
+def _all_at_once(problems: list[str]) -> ConfigError:
+    """One problem as it is; several under a line that counts them."""
+    if len(problems) == 1:
+        return ConfigError(problems[0])
+    lines = [f"{len(problems)} problems with the flags or the configuration they make:"]
+    lines += [f"  {line}" for problem in problems for line in problem.splitlines()]
     return ConfigError("\n".join(lines))
 
 
@@ -368,20 +444,37 @@ def resolve_config(args: argparse.Namespace, env: dict[str, str]) -> DriverConfi
     caps the configured pools, and the default pool (no pools configured) is made large
     enough for one volume of that size. Without --config the default pool has
     hostpathplugin's default cap of 1Ti too.
+
+    Every problem of the flags is found before any is reported, and all are reported
+    together (one ConfigError), with those of the configuration they make.
     """
+    problems: list[str] = []
+    args = _without_refused(args, problems)
+    overrides = overrides_from_flags(args, env, problems)
+    max_size = _checked(problems, _max_volume_size, args.max_volume_size)
+    sizes = _capacity_sizes(args.capacity, problems)
+    node_max = _checked(problems, _max_volume_size_node, args.max_volume_size_node)
+    names = _checked(problems, _mutable_parameter_names, args.accepted_mutable_parameter_names)
+    if args.enable_list_snapshots is False:
+        problems.append(
+            "--enable-list-snapshots=false: csi-mock does not offer snapshots without"
+            " ListSnapshots (hostpathplugin would still take snapshots); leave the flag out"
+            " for no snapshots, or set it to true"
+        )
     try:
-        config = load_config(_config_file(args), overrides_from_flags(args, env))
+        config = load_config(_config_file(args), overrides)
     except ConfigError as error:
-        raise _name_flags(error) from None
-    config = _modify_flags(args, config)
+        problems.append(str(_name_flags(error)))
+    if problems:
+        raise _all_at_once(problems)
+    config = _modify_flags(args, names or [], config)
     config = _snapshot_flags(args, config)
-    config = _expansion_flags(args, config)
-    max_size = _max_volume_size(args.max_volume_size) if args.max_volume_size is not None else None
+    config = _expansion_flags(args, node_max, config)
     data = config.model_dump()
     if args.capacity:
         segment = config.node_segment() if config.node.id else {}
         data["kinds"], data["pools"] = _capacity_pools(
-            args.capacity, segment, HOSTPATH_MAX_VOLUME_SIZE if max_size is None else max_size
+            sizes, segment, HOSTPATH_MAX_VOLUME_SIZE if max_size is None else max_size
         )
     elif config.pools:
         if max_size is None:
@@ -403,17 +496,17 @@ def resolve_config(args: argparse.Namespace, env: dict[str, str]) -> DriverConfi
         raise _name_flags(error) from None
 
 
-def _modify_flags(args: argparse.Namespace, config: DriverConfig) -> DriverConfig:
+def _modify_flags(args: argparse.Namespace, names: list[str], config: DriverConfig) -> DriverConfig:
     """hostpathplugin's --enable-controller-modify-volume and
     --accepted-mutable-parameter-names: the names (any value) when both are given; any
     name with the flag alone, unless the config file's controller.modify says which;
-    false turns modification off. As in hostpathplugin, the names alone do nothing."""
+    false turns modification off. As in hostpathplugin, the names alone do nothing.
+    `names` are the flag's, parsed."""
     enabled = args.enable_controller_modify_volume
     if enabled is None:
         return config
     modify: dict[str, Any] | None = None
     if enabled:
-        names = _mutable_parameter_names(args.accepted_mutable_parameter_names or [])
         if not names and config.controller.modify is not None:
             return config
         modify = {"mutable_parameters": {name: [] for name in names}} if names else {}
@@ -430,28 +523,23 @@ def _snapshot_flags(args: argparse.Namespace, config: DriverConfig) -> DriverCon
     and the flag (default true) only decides whether LIST_SNAPSHOTS is advertised too;
     csi-mock offers snapshots only when configured, always with ListSnapshots. So true
     turns snapshots on (the config file's controller.snapshots, else full accounting,
-    ready at once), and false, which csi-mock cannot do, is refused."""
-    enabled = args.enable_list_snapshots
-    if enabled is None or (enabled and config.controller.snapshots is not None):
+    ready at once); false, which csi-mock cannot do, resolve_config refuses."""
+    if not args.enable_list_snapshots or config.controller.snapshots is not None:
         return config
-    if not enabled:
-        raise ConfigError(
-            "--enable-list-snapshots=false: csi-mock does not offer snapshots without"
-            " ListSnapshots (hostpathplugin would still take snapshots); leave the flag out"
-            " for no snapshots, or set it to true"
-        )
     data = config.model_dump()
     data["controller"]["snapshots"] = {}
     return validate_config(data, source="flags")
 
 
-def _expansion_flags(args: argparse.Namespace, config: DriverConfig) -> DriverConfig:
+def _expansion_flags(
+    args: argparse.Namespace, node_max: int | None, config: DriverConfig
+) -> DriverConfig:
     """hostpathplugin's expansion flags. --enable-volume-expansion sets both sides;
     --disable-controller-expansion turns the controller's off and keeps the node's as it
     was (node-only expansion, as in hostpathplugin, where the two are separate);
     --disable-node-expansion turns the node's off; --node-expand-required is
     ControllerExpandVolume's node_expansion_required; --max-volume-size-node caps
-    NodeExpandVolume. Absent flags keep the config file's values."""
+    NodeExpandVolume (`node_max`, parsed). Absent flags keep the config file's values."""
     given = (
         args.enable_volume_expansion,
         args.disable_controller_expansion,
@@ -475,11 +563,13 @@ def _expansion_flags(args: argparse.Namespace, config: DriverConfig) -> DriverCo
         data["node"]["expansion"] = node
     if args.node_expand_required is not None:
         data["controller"]["node_expansion_required"] = args.node_expand_required
-    if args.max_volume_size_node is not None:
-        data["node"]["max_expansion_size"] = _byte_flag(
-            "--max-volume-size-node", args.max_volume_size_node
-        )
+    if node_max is not None:
+        data["node"]["max_expansion_size"] = node_max
     return validate_config(data, source="flags")
+
+
+def _max_volume_size_node(value: str) -> int:
+    return _byte_flag("--max-volume-size-node", value)
 
 
 def _byte_flag(flag: str, value: str) -> int:

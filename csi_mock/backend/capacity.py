@@ -10,6 +10,7 @@ from csi_mock.model.capacity import CapacityReport, capacity_at
 from csi_mock.model.errors import CapacityExhausted, FailedPrecondition, NotFound
 from csi_mock.model.kind import VolumeKind
 from csi_mock.model.pool import Pool, PoolSpec
+from csi_mock.model.quantity import format_quantity
 from csi_mock.model.topology import Segment
 from csi_mock.store.interface import Store
 
@@ -97,7 +98,8 @@ class Capacity:
         pool = self.pool(name)
         if amount > pool.free():
             raise CapacityExhausted(
-                f"pool {name} has {pool.free()} bytes free, cannot consume {amount}"
+                f"pool {name} has {format_quantity(pool.free())} free, cannot consume"
+                f" {format_quantity(amount)}"
             )
         return self._set_external(pool, pool.external + amount)
 
@@ -105,7 +107,8 @@ class Capacity:
         pool = self.pool(name)
         if amount > pool.external:
             raise FailedPrecondition(
-                f"pool {name} has only {pool.external} externally consumed bytes to release"
+                f"pool {name} has only {format_quantity(pool.external)} consumed outside CSI,"
+                f" cannot release {format_quantity(amount)}"
             )
         return self._set_external(pool, pool.external - amount)
 

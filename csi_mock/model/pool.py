@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from csi_mock.model.extents import ExtentMap
 from csi_mock.model.kind import VolumeKind
+from csi_mock.model.quantity import format_quantity
 
 
 class Allocation(enum.Enum):
@@ -127,7 +128,9 @@ class Pool:
         if self._extents is not None:
             floor = max(floor, self._extents.highest_allocated_end())
         if new_total < floor:
-            raise ValueError(f"pool {self.name} cannot shrink below {floor} bytes in use")
+            raise ValueError(
+                f"pool {self.name} cannot shrink below {format_quantity(floor)} in use"
+            )
         if self._extents is not None:
             self._extents.resize(new_total)
         self.total = new_total

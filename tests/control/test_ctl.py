@@ -431,6 +431,41 @@ def test_a_negative_size_is_refused_naming_it_and_the_pool_stays(served: ServedD
         assert admin.pool("spare").total == 10 * GiB
 
 
+def test_a_malformed_size_is_a_usage_error_naming_it_and_the_pool_stays(
+    served: ServedDriver,
+) -> None:
+    ran = served.run("pool", "resize", "spare", "10Gb")
+
+    assert ran.code == 2
+    assert "size '10Gb' is not a quantity" in ran.err
+    with served.admin() as admin:
+        assert admin.pool("spare").total == 10 * GiB
+
+
+@pytest.mark.parametrize("flag", ["--max-volumes-per-node", "--attach-limit"])
+def test_a_negative_limit_is_a_usage_error_naming_the_flag(served: ServedDriver, flag: str) -> None:
+    ran = served.run("limits", flag, "-3")
+
+    assert ran.code == 2
+    assert f"{flag}: -3 is negative" in ran.err
+    assert json.loads(ok(served.run("--json", "limits"))) == {
+        "max_volumes_per_node": 0,
+        "attach_limit": 0,
+    }
+
+
+def test_refusals_print_sizes_as_the_tables_do(served: ServedDriver) -> None:
+    too_much = served.run("pool", "consume", "spare", "20Gi")
+    ok(served.run("pool", "consume", "spare", "4Gi"))
+    too_small = served.run("pool", "resize", "spare", "3Gi")
+    too_little = served.run("pool", "release", "spare", "5Gi")
+
+    assert (too_much.code, too_small.code, too_little.code) == (1, 1, 1)
+    assert "pool spare has 10Gi free, cannot consume 20Gi" in too_much.err
+    assert "pool spare cannot shrink below 4Gi in use" in too_small.err
+    assert "pool spare has only 4Gi consumed outside CSI, cannot release 5Gi" in too_little.err
+
+
 def test_a_reader_that_stops_early_ends_ctl_quietly(served: ServedDriver) -> None:
     served.create("pvc-piped")
     argv = ["ctl", "--socket", str(served.admin_socket), "journal"]
@@ -453,6 +488,13 @@ def test_switches_show_and_set(served: ServedDriver) -> None:
     assert shown[0].split() == ["SWITCH", "VALUE"]
     assert ["node_expansion_required", "false"] in [line.split() for line in shown]
     assert json.loads(ok(served.run("--json", "switches")))["node_expansion_required"] is False
+
+
+def test_switches_take_the_boolean_spellings_serve_takes(served: ServedDriver) -> None:
+    off = json.loads(ok(served.run("--json", "switches", "--volume-stats", "f")))
+    on = json.loads(ok(served.run("--json", "switches", "--volume-stats", "1")))
+
+    assert (off["volume_stats"], on["volume_stats"]) == (False, True)
 
 
 def test_a_switch_that_is_not_true_or_false_is_a_usage_error(served: ServedDriver) -> None:

@@ -1,12 +1,14 @@
+import argparse
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from csi_mock import __version__
-from csi_mock.cli import build_parser, resolve_config, resolve_configs
+from csi_mock.cli import build_parser, main, resolve_config, resolve_configs
 from csi_mock.config import ConfigError
 
 NODE_KEY = "topology.csi-mock.example/node"
@@ -175,3 +177,55 @@ def test_two_instances_on_one_socket_are_refused_before_either_starts(tmp_path: 
     assert run.returncode == 2, run.stderr
     assert "endpoint: instances node n1 and node n2 both use" in run.stderr
     assert not (tmp_path / "n1.sock").exists()
+
+
+def test_every_bad_flag_is_reported_at_once_each_naming_its_flag(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bad = {
+        "--maxvolumespernode=-5": "--maxvolumespernode: -5 is negative",
+        "--attach-limit=-3": "--attach-limit: -3 is negative",
+        "--v=high": "--v: 'high' is not a klog verbosity",
+        "--enable-attach=yes": "--enable-attach: 'yes' is not a boolean",
+        "--endpoint=tcp://127.0.0.1:1": "--endpoint: must be unix:///absolute/path.sock",
+        "--capacity=fast": "--capacity 'fast': expected KIND=QUANTITY",
+        "--max-volume-size=-1": "--max-volume-size: '-1' is negative",
+        "--drivername=Not_DNS": "[--drivername]",
+    }
+
+    code = main(["serve", "--nodeid=n1", *bad])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert [problem for problem in bad.values() if problem not in err] == [], err
+
+
+def _parsers(
+    parser: argparse.ArgumentParser, path: str = "csi-mock"
+) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _parsers(sub, f"{path} {name}")
+
+
+def test_every_argument_of_every_command_has_help() -> None:
+    missing = [
+        f"{path} {action.option_strings or action.dest}"
+        for path, parser in _parsers(build_parser())
+        for action in parser._actions
+        if not action.help and not isinstance(action, argparse._SubParsersAction)
+    ]
+
+    assert missing == []
+
+
+def test_no_help_text_sends_the_reader_to_a_file_a_wheel_does_not_have() -> None:
+    texts = [
+        (path, text)
+        for path, parser in _parsers(build_parser())
+        for text in [parser.description or "", *(action.help or "" for action in parser._actions)]
+    ]
+
+    assert [(path, text) for path, text in texts if "docs/" in text or ".md" in text] == []

@@ -19,6 +19,7 @@ from csi_mock.admin.ctl.render import (
     volumes_table,
 )
 from csi_mock.admin.resources import PoolView, record_to_json
+from csi_mock.model.quantity import QuantityError, parse_quantity
 
 
 class UsageError(Exception):
@@ -132,13 +133,18 @@ def limits_command(client: AdminClient, args: argparse.Namespace) -> Output:
     return Output(limits.to_json(), limits_table(limits))
 
 
-SWITCH_NAMES = (
-    "controller_expansion",
-    "node_expansion",
-    "node_expansion_required",
-    "online_expansion",
-    "volume_stats",
-)
+SWITCH_NAMES = {
+    "controller_expansion": "ControllerExpandVolume works and EXPAND_VOLUME is advertised;"
+    " false: UNIMPLEMENTED (node-only expansion)",
+    "node_expansion": "NodeExpandVolume works and the node's EXPAND_VOLUME is advertised;"
+    " false: UNIMPLEMENTED",
+    "node_expansion_required": "ControllerExpandVolume's node_expansion_required",
+    "online_expansion": "VolumeExpansion is ONLINE; false: OFFLINE, and expanding a volume"
+    " attached to a node is FAILED_PRECONDITION",
+    "volume_stats": "NodeGetVolumeStats works and GET_VOLUME_STATS is advertised;"
+    " false: UNIMPLEMENTED",
+}
+"""The switches `ctl switches` sets, each with its --help."""
 
 
 def switches_command(client: AdminClient, args: argparse.Namespace) -> Output:
@@ -235,14 +241,15 @@ def health_command(client: AdminClient, args: argparse.Namespace) -> Output:
     return Output(health.to_json(), text, exit_code=0 if health.ready else 1)
 
 
-def _amount(text: str, argument: str) -> int | str:
-    """Digits travel as a number, quantities ("10Gi") as text for the API to parse; a
-    negative amount is refused here (exit 2)."""
-    if text.startswith("-"):
+def _amount(text: str, argument: str) -> int:
+    """Bytes or a quantity ("10Gi") as bytes; one that is malformed or negative is a
+    usage error (exit 2), as every argument the command line can check itself."""
+    try:
+        return parse_quantity(text)
+    except QuantityError as error:
         raise UsageError(
-            f"{argument} {text!r} is negative; give 0 or more bytes, or a quantity like 1Gi"
-        )
-    return int(text) if text.isdigit() else text
+            f"{argument} {error}; give 0 or more bytes, or a quantity like 1Gi"
+        ) from None
 
 
 def _pool_output(pool: PoolView) -> Output:

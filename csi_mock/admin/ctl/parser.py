@@ -33,6 +33,7 @@ from csi_mock.admin.ctl.commands import (
     switches_command,
     volumes_command,
 )
+from csi_mock.model.boolean import BooleanError, parse_bool
 from csi_mock.model.duration import DurationError, parse_duration
 from csi_mock.observe.field_path import FieldPathError, parse_condition, parse_path_prefix
 
@@ -99,10 +100,23 @@ def _json_object(value: str) -> dict[str, Any]:
     return parsed
 
 
-def _true_or_false(value: str) -> bool:
-    if value in ("true", "false"):
-        return value == "true"
-    raise argparse.ArgumentTypeError(f"{value!r} is not true or false")
+def _boolean(value: str) -> bool:
+    """The booleans `csi-mock serve` takes too (Go's strconv.ParseBool spellings)."""
+    try:
+        return parse_bool(value)
+    except BooleanError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _limit(value: str) -> int:
+    """A count limit: 0 for none, as `csi-mock serve`'s limit flags; negative refused."""
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"{count} is negative; give 0 (no limit) or more")
+    return count
 
 
 def _duration(value: str) -> float:
@@ -254,7 +268,10 @@ def add_ctl_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     ctl = commands.add_parser(
         "ctl",
         help="control a running driver through its admin API",
-        description="Control a running driver through its admin API (docs/admin-api.md).",
+        description="Control a running driver through its admin API: its unix socket"
+        " <state_dir>/admin.sock (--socket), or its TCP listener, config key admin.tcp, with"
+        " the bearer token of admin.token_file (--url, --token). Exit codes: 0 done, 1 refused"
+        " by the driver or not reachable (its message, naming the field, on stderr), 2 usage.",
     )
     _global_options(ctl, default=None)
     verbs = ctl.add_subparsers(
@@ -279,45 +296,66 @@ def add_ctl_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     for flag, options in _FAULT_OPTIONS:
         add.add_argument(flag, **options)
     leaf(fault, "list", fault_list, "list the rules with their counters")
-    leaf(fault, "show", fault_show, "show one rule").add_argument("id")
-    leaf(fault, "rm", fault_rm, "remove a rule").add_argument("id")
+    rule_id = "the rule's id (fault list shows them)"
+    leaf(fault, "show", fault_show, "show one rule").add_argument("id", help=rule_id)
+    leaf(fault, "rm", fault_rm, "remove a rule").add_argument("id", help=rule_id)
     leaf(fault, "clear", fault_clear, "remove every rule")
 
     pool = verbs.add_parser("pool", help="pools and their accounting").add_subparsers(
         dest="pool_command", required=True, metavar="COMMAND", parser_class=_CommandParser
     )
     leaf(pool, "list", pool_list, "list the pools")
-    leaf(pool, "show", pool_show, "show one pool").add_argument("name")
+    pool_name = "the pool's name (pool list shows them)"
+    leaf(pool, "show", pool_show, "show one pool").add_argument("name", help=pool_name)
     resize = leaf(pool, "resize", pool_resize, "set a pool's size")
-    resize.add_argument("name")
+    resize.add_argument("name", help=pool_name)
     resize.add_argument("size", help="bytes or a quantity, e.g. 20Gi")
     for name, command, what in (
         ("consume", pool_consume, "take space outside CSI (drift)"),
         ("release", pool_release, "give back space taken by consume"),
     ):
         parser = leaf(pool, name, command, what)
-        parser.add_argument("name")
+        parser.add_argument("name", help=pool_name)
         parser.add_argument("bytes", help="bytes or a quantity, e.g. 1Gi")
 
     capacity = leaf(verbs, "capacity", capacity_command, "freeze or unfreeze GetCapacity")
-    capacity.add_argument("action", nargs="?", default="status", choices=_CAPACITY_ACTIONS)
+    capacity.add_argument(
+        "action",
+        nargs="?",
+        default="status",
+        choices=_CAPACITY_ACTIONS,
+        help="status (the default); freeze: GetCapacity answers from a snapshot; unfreeze: live",
+    )
 
     limits = leaf(verbs, "limits", limits_command, "show or set the volume and attach limits")
-    limits.add_argument("--max-volumes-per-node", type=int, metavar="N")
-    limits.add_argument("--attach-limit", type=int, metavar="N")
+    limits.add_argument(
+        "--max-volumes-per-node",
+        type=_limit,
+        metavar="N",
+        help="NodeGetInfo's max_volumes_per_node (0: no limit)",
+    )
+    limits.add_argument(
+        "--attach-limit",
+        type=_limit,
+        metavar="N",
+        help="attached volumes per node before ControllerPublishVolume is RESOURCE_EXHAUSTED"
+        " (0: no limit); when > 0 also NodeGetInfo's max_volumes_per_node, unless"
+        " --max-volumes-per-node is given",
+    )
 
     switches = leaf(
         verbs, "switches", switches_command, "show or set the expansion and stats switches"
     )
-    for name in SWITCH_NAMES:
+    for name, text in SWITCH_NAMES.items():
         switches.add_argument(
-            "--" + name.replace("_", "-"), dest=name, type=_true_or_false, metavar="true|false"
+            "--" + name.replace("_", "-"), dest=name, type=_boolean, metavar="BOOL", help=text
         )
 
     condition = leaf(
         verbs, "condition", condition_command, "show, set or clear a volume's condition"
     )
-    condition.add_argument("volume_id")
+    volume_id = "the volume's ID (volumes lists them)"
+    condition.add_argument("volume_id", help=volume_id)
     condition.add_argument("--abnormal", action="store_true", help="report it abnormal")
     condition.add_argument("--message", help="the condition's message")
     condition.add_argument("--clear", action="store_true", help="healthy again")
@@ -325,7 +363,7 @@ def add_ctl_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     volume_health = leaf(
         verbs, "volume-health", reported_health_command, "show, set or clear a volume's health"
     )
-    volume_health.add_argument("volume_id")
+    volume_health.add_argument("volume_id", help=volume_id)
     storage_health = leaf(
         verbs,
         "storage-health",
