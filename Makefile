@@ -9,7 +9,7 @@ REPORTS ?= reports
 TEST_TOOLS ?= csi-sanity actionlint kubernetes etcd containerd runc cni-plugins csi-provisioner \
 	csi-attacher csi-resizer csi-snapshotter
 # ... and what the kind cluster needs besides (its node image is built from all of them).
-KIND_TOOLS ?= crictl kind
+KIND_TOOLS ?= crictl kind crane
 # The suites `make e2e-kind` runs on kind: all five mission suites, snapshots,
 # VolumeAttributesClass and expansion.
 KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach.py \
@@ -63,7 +63,7 @@ MISSION_WORKERS ?= 6
 KIND_WORKERS ?= 3
 CI_KIND_WORKERS ?= $(KIND_WORKERS)
 
-.PHONY: install system-deps run test e2e e2e-kind user-project github-actions e2e-upstream e2e-upstream-run e2e-upstream-kind kind-image cluster-up cluster-down lint unit sanity tools doctor bench bench-e2e mission scale scale-nodes clean
+.PHONY: install system-deps run test e2e e2e-kind kind-mirror user-project github-actions e2e-upstream e2e-upstream-run e2e-upstream-kind kind-image cluster-up cluster-down lint unit sanity tools doctor bench bench-e2e mission scale scale-nodes clean
 
 install:  ## install csi-mock and its development dependencies
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
@@ -78,6 +78,7 @@ run: install  ## run the driver on $(ENDPOINT) with a 100Gi pool for $(NODE_ID)
 lint: install
 	$(PYTHON) scripts/gen_proto.py --check
 	$(PYTHON) scripts/upstream_coverage.py --check  # docs/upstream-coverage.md
+	$(PYTHON) scripts/gen_deploy.py --check  # deploy/kubernetes/ is generated (docs/kind.md)
 	$(PYTHON) -m ruff check csi_mock csi_harness tests scripts benchmarks examples
 	$(PYTHON) -m ruff format --check csi_mock csi_harness tests scripts benchmarks examples
 	$(PYTHON) -m mypy
@@ -92,8 +93,8 @@ doctor:  ## list every pinned tool: version, present or missing
 test: install system-deps lint  ## everything CI runs: lint, unit, driver, crash, csi-sanity, e2e on a local cluster, upstream External Storage suites, then kind
 	bash tools/build.sh build $(TEST_TOOLS) $(UPSTREAM_TOOLS) $(KIND_TOOLS)
 	mkdir -p $(REPORTS)
-	$(PYTHON) -m pytest -ra -n $(WORKERS) --csi-feature-gates=$(E2E_FEATURE_GATES) \
-		--junitxml=$(REPORTS)/junit.xml
+	$(PYTHON) -m pytest -ra -n $(WORKERS) --csi-images built \
+		--csi-feature-gates=$(E2E_FEATURE_GATES) --junitxml=$(REPORTS)/junit.xml
 	bash scripts/user-project.sh --junitxml=$(abspath $(REPORTS))/user-project.xml
 	$(MAKE) --no-print-directory e2e-upstream-run
 	$(MAKE) --no-print-directory e2e-kind-run KIND_SUITES='$(CI_KIND_SUITES) $(CI_KIND_DESELECT)' \
@@ -113,11 +114,31 @@ e2e-kind: install system-deps  ## the mission suites on a fresh kind cluster (Do
 	bash tools/build.sh build $(TEST_TOOLS) $(KIND_TOOLS)
 	$(MAKE) --no-print-directory e2e-kind-run
 
+# Where the kind part's images come from (docs/registry.md). upstream: every sidecar and
+# busybox pulled by its upstream name (registry.k8s.io, Docker Hub) through a registry on
+# loopback that holds stand-ins built here, since no public registry is reachable; the
+# run fails unless the registry's log shows each of them pulled. built: kind load of
+# every image, no registry.
+KIND_IMAGES ?= upstream
+MIRROR ?= 127.0.0.1:5001
+KIND_IMAGE_ARGS = $(if $(filter upstream,$(KIND_IMAGES)),--csi-images upstream \
+	--csi-registry-mirror csi-mock-registry:5000 --csi-node-image $$(csi-harness kind image),\
+	--csi-images built)
+
 e2e-kind-run:
 	bash docker/engine.sh start
+	$(if $(filter upstream,$(KIND_IMAGES)),$(MAKE) --no-print-directory kind-mirror)
 	mkdir -p $(REPORTS)/kind
-	$(PYTHON) -m pytest -ra -m e2e --csi-cluster kind --junitxml=$(REPORTS)/kind/junit.xml \
+	$(PYTHON) -m pytest -ra -m e2e --csi-cluster kind $(KIND_IMAGE_ARGS) \
+		--junitxml=$(REPORTS)/kind/junit.xml \
 		$(if $(filter-out 1,$(KIND_WORKERS)),-n $(KIND_WORKERS)) $(KIND_SUITES)
+	$(if $(filter upstream,$(KIND_IMAGES)),csi-harness registry pulls --expect-upstream \
+		> $(REPORTS)/kind/registry-pulls.txt)
+
+kind-mirror:  ## the loopback registry with stand-ins under upstream names; Docker pulls Docker Hub names through it
+	bash docker/engine.sh mirror http://$(MIRROR)
+	csi-harness registry serve
+	csi-harness images push --registry $(MIRROR) --stand-ins --no-driver
 
 e2e-upstream: install system-deps  ## Kubernetes' External Storage e2e suites (e2e.test) on a local cluster; summary in reports/upstream
 	bash tools/build.sh build $(TEST_TOOLS) $(UPSTREAM_TOOLS)

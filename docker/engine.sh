@@ -3,6 +3,8 @@
 #   docker/engine.sh start    install docker.io if needed, start dockerd
 #   docker/engine.sh base     build csi-mock.local/python-base:bookworm (debootstrap)
 #   docker/engine.sh stop     stop the dockerd this script started
+#   docker/engine.sh mirror URL   pull Docker Hub names through URL (registry-mirrors,
+#                             reloaded without a restart; "none" removes it)
 #
 # dockerd runs with a runc wrapper that drops CAP_SYS_RESOURCE (the VM lacks it), with
 # no default bridge and no iptables rules (nothing here needs container networking;
@@ -26,7 +28,9 @@ start() {
   fi
   mkdir -p "$DOCKER_ROOT"
   if running; then echo "dockerd already running (pid $(cat "$PIDFILE"))"; return; fi
+  [[ -f "$DOCKER_ROOT/daemon.json" ]] || echo '{}' >"$DOCKER_ROOT/daemon.json"
   dockerd \
+    --config-file "$DOCKER_ROOT/daemon.json" \
     --data-root "$DOCKER_ROOT/data" \
     --exec-root "$DOCKER_ROOT/exec" \
     --pidfile "$PIDFILE" \
@@ -70,6 +74,27 @@ base() {
   echo "$BASE_IMAGE built from debootstrap $SUITE"
 }
 
+# Docker reloads registry-mirrors on SIGHUP, so running containers (kind nodes) stay.
+mirror() {
+  local url="${1:?usage: engine.sh mirror URL|none}"
+  running || { echo "dockerd is not running: engine.sh start first" >&2; exit 1; }
+  if [[ "$url" == none ]]; then
+    echo '{}' >"$DOCKER_ROOT/daemon.json"
+  else
+    printf '{"registry-mirrors": ["%s"]}\n' "$url" >"$DOCKER_ROOT/daemon.json"
+  fi
+  kill -HUP "$(cat "$PIDFILE")"
+  for _ in $(seq 1 20); do
+    if [[ "$url" == none ]] || docker info --format '{{json .RegistryConfig.Mirrors}}' | grep -q "$url"; then
+      echo "registry mirror: $url"; return
+    fi
+    sleep 0.25
+  done
+  echo "dockerd did not take the mirror $url; its log:" >&2
+  tail -5 "$LOG" >&2
+  exit 1
+}
+
 stop() {
   if running; then
     kill "$(cat "$PIDFILE")"
@@ -82,5 +107,6 @@ case "${1:-}" in
   start) start ;;
   base) base ;;
   stop) stop ;;
-  *) echo "usage: $0 start|base|stop" >&2; exit 2 ;;
+  mirror) mirror "${2:-}" ;;
+  *) echo "usage: $0 start|base|stop|mirror URL" >&2; exit 2 ;;
 esac

@@ -127,9 +127,23 @@ def _upstream_main(args: argparse.Namespace) -> int:
     def progress(message: str) -> None:
         print(f"csi-harness: {message}", file=sys.stderr, flush=True)
 
+    from csi_harness._internal.providers.factory import ClusterOptionError
+
+    image_options = {
+        option: getattr(args, option) for option in ("images", "driver_image", "registry_mirror")
+    }
     try:
-        runner = run_on_local_cluster if local else run_on_kind_cluster
-        summary = runner(run, name=args.name, keep=args.keep, progress=progress)
+        if local:
+            if any(image_options.values()) and image_options["images"] != "built":
+                raise ClusterOptionError("images", "only for --provider kind")
+            summary = run_on_local_cluster(run, name=args.name, keep=args.keep, progress=progress)
+        else:
+            summary = run_on_kind_cluster(
+                run, name=args.name, keep=args.keep, progress=progress, image_options=image_options
+            )
+    except ClusterOptionError as exc:
+        print(f"csi-harness: --{exc.option.replace('_', '-')}: {exc.message}", file=sys.stderr)
+        return 2
     except (ClusterUpFailed, ToolsMissing, RuntimeError, LookupError) as exc:
         print(f"csi-harness: {exc}", file=sys.stderr)
         return 1

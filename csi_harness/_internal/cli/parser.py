@@ -118,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=duration, default=3600.0, help="how long the suites may take (60m)"
     )
     upstream.add_argument("--name", default="csi-upstream", help="cluster name")
+    _add_image_options(upstream)
     upstream.add_argument("--keep", action="store_true", help="leave the cluster running")
     _add_scale_parser(commands)
     _add_registry_parsers(commands)
@@ -225,6 +226,7 @@ def _add_scale_parser(commands: Any) -> None:
             help="run on the existing cluster of this kubeconfig, csi-mock deployed into it",
         )
         sub.add_argument("--name", default="csi-scale", help="kind cluster name (csi-scale)")
+        _add_image_options(sub)
         sub.add_argument(
             "--keep", action="store_true", help="keep the kind cluster (adopt a running one)"
         )

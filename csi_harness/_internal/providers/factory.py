@@ -62,6 +62,9 @@ class ClusterOptions:
     images: str | None = None
     driver_image: str | None = None
     registry_mirror: str | None = None
+    local_config: LocalClusterConfig | None = None
+    """The local provider: a whole configuration (upstream runs) instead of ``name``
+    and ``feature_gates``."""
 
 
 def session_images(options: ClusterOptions) -> ImageSet:
@@ -100,13 +103,10 @@ def open_provider(options: ClusterOptions, *, progress: Progress = silent) -> Cl
             if getattr(options, option):
                 raise ClusterOptionError(option, "is an option of the kind provider")
     if options.provider == "local":
-        return LocalProvider(
-            LocalClusterConfig(
-                name=options.name or DEFAULT_NAME, feature_gates=_gates(options.feature_gates)
-            ),
-            progress=progress,
-            keep=options.keep,
+        config = options.local_config or LocalClusterConfig(
+            name=options.name or DEFAULT_NAME, feature_gates=_gates(options.feature_gates)
         )
+        return LocalProvider(config, progress=progress, keep=options.keep)
     if options.provider == "kind":
         return _kind_provider(options, images, progress)
     kubeconfig = options.kubeconfig

@@ -68,6 +68,14 @@ def setup_of(args: argparse.Namespace) -> Setup:
                     "pods it has, and its kube-scheduler cannot reach an extender on this "
                     "host's loopback)"
                 )
+    if not real:
+        for option in ("images", "driver_image", "registry_mirror"):
+            value = getattr(args, option, None)
+            if value is not None and not (option == "images" and value == "built"):
+                raise ScaleUsageError(
+                    f"--{option.replace('_', '-')}: only for a kind or existing cluster (the "
+                    "local provider runs csi-mock and its sidecars as processes)"
+                )
     nodes = 50 if args.nodes is None else args.nodes
     if not 1 <= nodes <= MAX_SIMULATED_NODES:
         raise ScaleUsageError(f"--nodes: {nodes} is not in 1..{MAX_SIMULATED_NODES}")
@@ -211,16 +219,15 @@ def _run_on_real_nodes(
     """Every run on one kind cluster (brought up, or adopted with ``--keep``) or on
     the existing cluster of ``--kubeconfig``, csi-mock deployed into it per run."""
     # Imported here: the local runs need neither kind nor the in-cluster deployment.
-    from csi_harness._internal.providers.existing import ExistingProvider
-    from csi_harness._internal.providers.kind.provider import KindProvider
-    from csi_harness._internal.providers.provider import ClusterProvider
+    from csi_harness._internal.providers.factory import (
+        ClusterOptionError,
+        ClusterOptions,
+        open_provider,
+    )
     from csi_harness._internal.scale.on_cluster import ClusterRuns
 
-    provider: ClusterProvider
-    if args.kubeconfig is not None:
-        kubeconfig = Path(args.kubeconfig)
-        if not kubeconfig.is_file():
-            raise ScaleUsageError(f"--kubeconfig {kubeconfig}: no such file")
+    kubeconfig = Path(args.kubeconfig).resolve() if args.kubeconfig is not None else None
+    if kubeconfig is not None:
         configured = [v.name for v in comparison.variants if v.scheduler]
         if configured:
             raise ScaleUsageError(
@@ -228,10 +235,22 @@ def _run_on_real_nodes(
                 "of its own, which the harness gives only to clusters it made; leave it out "
                 "with --variants"
             )
-        provider, kind = ExistingProvider(kubeconfig.resolve(), progress=_progress), "existing"
-    else:
-        provider = KindProvider(args.name, progress=_progress, keep=args.keep)
-        kind = "kind"
+    kind = "existing" if kubeconfig is not None else "kind"
+    try:
+        provider = open_provider(
+            ClusterOptions(
+                provider=kind,
+                name=args.name if kubeconfig is None else None,
+                kubeconfig=kubeconfig,
+                keep=args.keep,
+                images=args.images,
+                driver_image=args.driver_image,
+                registry_mirror=args.registry_mirror,
+            ),
+            progress=_progress,
+        )
+    except ClusterOptionError as exc:
+        raise ScaleUsageError(f"--{exc.option.replace('_', '-')}: {exc.message}") from exc
     with provider as cluster:
         runs = ClusterRuns(cluster, kind)
         setup = replace(setup, nodes=len(cluster.nodes()))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from csi_harness._internal.core.images import (
 )
 from csi_harness._internal.core.tools import Tools, ToolsMissing
 from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.providers.factory import ClusterOptions, open_provider
 from csi_harness._internal.upstream.summary import RunSummary, read_junit
 from csi_harness._internal.upstream.testdriver import (
     attributes_class_manifest,
@@ -269,10 +270,13 @@ def run_on_kind_cluster(
     name: str = "csi-upstream",
     keep: bool = False,
     progress: Callable[[str], None],
+    image_options: Mapping[str, str | None] | None = None,
 ) -> RunSummary:
     """The same on a kind cluster (kind-config/suites.yaml: a control plane and three
     workers in two zones), csi-mock deployed in-cluster; needs the Docker engine
-    (docker/engine.sh start)."""
+    (docker/engine.sh start). ``image_options``: ``images``, ``driver_image``,
+    ``registry_mirror`` of ``ClusterOptions``."""
+    image_options = image_options or {}
     from csi_harness._internal.providers.kind.cluster import KindCluster
     from csi_harness._internal.providers.kind.kind_cli import ImageArchive
 
@@ -280,21 +284,24 @@ def run_on_kind_cluster(
     require_tools(tools)
     images = e2e_images(tools)
     spec = upstream_driver()
-    cluster = KindCluster(name, tools=tools, progress=progress)
-    try:
-        cluster.up()
+    provider = open_provider(
+        ClusterOptions(
+            provider="kind",
+            name=name,
+            keep=keep,
+            images=image_options.get("images"),
+            driver_image=image_options.get("driver_image"),
+            registry_mirror=image_options.get("registry_mirror"),
+        ),
+        progress=progress,
+    )
+    with provider as cluster:
+        assert isinstance(cluster, KindCluster)  # what the kind provider brings up
         for image in images:
             cluster.cli.load_image(ImageArchive(image.tarball))
         progress(f"e2e images loaded: {', '.join(t for i in images for t in i.tags)}")
         cluster.redeploy_driver(spec)  # The cluster's own (unsuffixed) driver.
         return run_external_storage(tools, spec, cluster.kubeconfig, run, progress)
-    finally:
-        if keep:
-            cluster.release()
-            progress(f"kind cluster {name!r} kept; KUBECONFIG={cluster.kubeconfig}")
-        else:
-            cluster.down()
-            progress(f"kind cluster {name!r} deleted")
 
 
 def run_on_local_cluster(
@@ -308,7 +315,7 @@ def run_on_local_cluster(
     (unless ``keep``)."""
     # Imported here: the local provider is only needed for this command.
     from csi_harness._internal.core.images import import_images
-    from csi_harness._internal.providers.local.cluster import LocalCluster, format_teardown
+    from csi_harness._internal.providers.local.cluster import LocalCluster
     from csi_harness._internal.providers.local.config import LocalClusterConfig
 
     tools = Tools.locate()
@@ -323,16 +330,12 @@ def run_on_local_cluster(
         # Specs check the node through a host-exec pod under this fixed path.
         kubelet_root_dir=Path("/var/lib/kubelet"),
     )
-    cluster = LocalCluster(config, progress=progress)
-    try:
-        result = cluster.up()
+    with open_provider(
+        ClusterOptions(local_config=config, keep=keep), progress=progress
+    ) as cluster:
+        assert isinstance(cluster, LocalCluster)  # what the local provider brings up
         for node in config.nodes():
             socket = cluster.layout.containerd_socket(node.name)
             import_images(Path(tools["ctr"]), str(socket), images)
         progress(f"e2e images imported: {', '.join(t for i in images for t in i.tags)}")
-        return run_external_storage(tools, spec, result.kubeconfig, run, progress)
-    finally:
-        if keep:
-            progress(f"cluster {name!r} kept; KUBECONFIG={cluster.kubeconfig}")
-        else:
-            progress(f"cluster {name!r} removed: {format_teardown(cluster.down())}")
+        return run_external_storage(tools, spec, cluster.kubeconfig, run, progress)
