@@ -16,12 +16,30 @@ from csi_harness._internal.kube.describe import (
 _IMAGE_MISSING = frozenset(
     {"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName"}
 )
+_PULL_FAILED = frozenset({"ErrImagePull", "ImagePullBackOff"})
+PULL_HINT = (
+    "the node could not pull it: check the name and the registry, or let csi-harness build "
+    "every image here instead (--csi-images built with pytest, --images built with "
+    "csi-harness), or pull them from a mirror (--csi-images REGISTRY)"
+)
 CRASH_LOOP_RESTARTS = 3
 """A container that crashed this often is taken as broken, not as starting up."""
 
 
 def pod_name(pod: Pod) -> str:
     return str(pod.metadata.name) if pod.metadata else "?"
+
+
+def image_failure(pod: Pod) -> str | None:
+    """Why a container of ``pod`` has no image and will not get one, or None."""
+    for status in container_statuses(pod):
+        state = status.get("state")
+        reason = get_path(state, "waiting", "reason")
+        if reason in _IMAGE_MISSING:
+            hint = f"; {PULL_HINT}" if reason in _PULL_FAILED else ""
+            name = f"{pod_name(pod)}/{status.get('name')}"
+            return f"{name}: {describe_container_state(state)} (image {status.get('image')}){hint}"
+    return None
 
 
 def unrecoverable(pod: Pod) -> str | None:
@@ -32,7 +50,7 @@ def unrecoverable(pod: Pod) -> str | None:
         name = f"{pod_name(pod)}/{status.get('name')}"
         restarts = status.get("restartCount") or 0
         if reason in _IMAGE_MISSING:
-            return f"{name}: {describe_container_state(state)} (image {status.get('image')})"
+            return image_failure(pod)
         if reason == "CrashLoopBackOff" and restarts >= CRASH_LOOP_RESTARTS:
             last = describe_container_state(status.get("lastState"))
             return f"{name} crashed {restarts} times; last: {last}"

@@ -6,7 +6,7 @@ from typing import Any
 
 from lightkube.resources.core_v1 import Pod
 
-from csi_harness._internal.kube.pod_status import CRASH_LOOP_RESTARTS, unrecoverable
+from csi_harness._internal.kube.pod_status import CRASH_LOOP_RESTARTS, image_failure, unrecoverable
 
 
 def pod(*statuses: dict[str, Any], init: tuple[dict[str, Any], ...] = ()) -> Pod:
@@ -57,3 +57,21 @@ def test_starting_containers_are_not_failures() -> None:
         unrecoverable(pod(status("csi-mock", {"waiting": {"reason": "ContainerCreating"}}))) is None
     )
     assert unrecoverable(pod()) is None
+
+
+def test_a_failed_pull_names_the_image_and_the_option_that_builds_it_instead() -> None:
+    message = 'failed to pull "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0": not found'
+    failing = pod(
+        status("csi-provisioner", {"waiting": {"reason": "ErrImagePull", "message": message}})
+    )
+    reason = image_failure(failing)
+    assert reason is not None
+    assert "csi-mock-node-abc/csi-provisioner" in reason and "not found" in reason
+    assert "--csi-images built" in reason
+    assert unrecoverable(failing) == reason
+
+
+def test_an_image_never_pulled_needs_no_pull_hint() -> None:
+    missing = pod(status("app", {"waiting": {"reason": "ErrImageNeverPull", "message": "no"}}))
+    reason = image_failure(missing)
+    assert reason is not None and "--csi-images" not in reason

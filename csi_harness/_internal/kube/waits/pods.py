@@ -8,6 +8,7 @@ from typing import Any
 from lightkube.resources.core_v1 import Pod
 
 from csi_harness._internal.kube.describe import describe_pod
+from csi_harness._internal.kube.pod_status import image_failure
 from csi_harness._internal.kube.watching import Kube, watch_until
 
 
@@ -52,6 +53,8 @@ def wait_pod_scheduled(kube: Kube, name: str, namespace: str, timeout: float = 6
 def wait_pod_running(kube: Kube, name: str, namespace: str, timeout: float = 90) -> Pod:
     def check(pod: Pod) -> tuple[bool, Any]:
         running = pod.status is not None and pod.status.phase == "Running"
+        if not running and (failure := image_failure(pod)) is not None:
+            raise AssertionError(f"pod {namespace}/{name} cannot run: {failure}")
         return running, pod if running else describe_pod(pod)
 
     pod: Pod = _watch_pod(
@@ -68,6 +71,8 @@ def wait_pod_succeeded(kube: Kube, name: str, namespace: str, timeout: float = 9
         phase = pod.status.phase if pod.status else None
         if phase == "Failed":
             raise AssertionError(f"pod {namespace}/{name} failed: {_terminations(pod)}")
+        if (failure := image_failure(pod)) is not None:
+            raise AssertionError(f"pod {namespace}/{name} cannot run: {failure}")
         return phase == "Succeeded", pod if phase == "Succeeded" else describe_pod(pod)
 
     pod: Pod = _watch_pod(
