@@ -1,5 +1,11 @@
 """Names, labels, host paths and placement of one in-cluster deployment, and the csi-mock
-configuration of each of its instances (``DeploymentLayout``)."""
+configuration of each of its instances (``DeploymentLayout``).
+
+A deployment is laid out for the nodes the harness found, or for any node
+(``DeploymentLayout.nodes`` None): the kustomize base ``deploy/kubernetes/``, whose
+nodes are not known when it is rendered. Then every node plugin reads one configuration
+and takes its node's name from the downward API, and the controller's sidecars follow
+its pod to whatever node it runs on."""
 
 from __future__ import annotations
 
@@ -56,7 +62,11 @@ STATE_DIR = "/var/lib/csi-mock"
 """Where csi-mock keeps its state in its container (and the host root of the nodes')."""
 KUBELET_DIR = "/var/lib/kubelet"
 CONTROL_PLANE_TAINT = "node-role.kubernetes.io/control-plane"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 CONTROLLER_CONFIG_KEY = "controller.yaml"
+ANY_NODE_CONFIG_KEY = "node.yaml"
+"""The one node configuration of a deployment laid out for any node (its node ID from
+``--nodeid``)."""
 
 GENERATION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 
@@ -176,6 +186,22 @@ def is_cluster_scoped(obj: Mapping[str, Any]) -> bool:
     return isinstance(from_dict(dict(obj)), GlobalResource)
 
 
+def with_controller(spec: DriverDeployment) -> dict[str, Any]:
+    """A pod's required affinity to the node of the deployment's controller pod (in the
+    pod's own namespace): where nodes are not known in advance, this puts a central
+    sidecar next to the controller, whose socket directory on that node it shares."""
+    return {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": labels(spec, "controller")},
+                    "topologyKey": HOSTNAME_LABEL,
+                }
+            ]
+        }
+    }
+
+
 def controller_node(nodes: Sequence[ClusterNode]) -> str:
     """The node the central controller and its sidecars share (the first by name)."""
     return min(n.name for n in nodes)
@@ -205,7 +231,8 @@ class DeploymentLayout:
     """Names and paths of one deployment, and the csi-mock configurations."""
 
     spec: DriverDeployment
-    nodes: list[ClusterNode]
+    nodes: list[ClusterNode] | None
+    """None: any node of the cluster, not known when rendering (the kustomize base)."""
     generation: str
     controller_host: str | None = None
     """Where the controller Deployments run when not on the first driver node (kind: the
@@ -213,7 +240,7 @@ class DeploymentLayout:
 
     @property
     def node_names(self) -> list[str]:
-        return [n.name for n in self.nodes]
+        return [n.name for n in self.nodes or []]
 
     @property
     def host_generation_dir(self) -> str:
@@ -228,7 +255,10 @@ class DeploymentLayout:
         return f"{KUBELET_DIR}/plugins/{host_dir_name(self.spec)}"
 
     def config_map(self) -> dict[str, Any]:
-        data = {node_config_key(n.name): _yaml(self.node_config(n)) for n in self.nodes}
+        if self.nodes is None:
+            data = {ANY_NODE_CONFIG_KEY: _yaml(self.any_node_config())}
+        else:
+            data = {node_config_key(n.name): _yaml(self.node_config(n)) for n in self.nodes}
         if not is_distributed(self.spec):
             data = {CONTROLLER_CONFIG_KEY: _yaml(self.controller_config()), **data}
         return {
@@ -250,7 +280,7 @@ class DeploymentLayout:
         return driver_config_for(
             self.spec,
             mode="controller",
-            nodes=[(n.name, n.zone) for n in self.nodes],
+            nodes=[(n.name, n.zone) for n in self.nodes or []],
             endpoint=CSI_ENDPOINT,
             state_dir=STATE_DIR,
             admin=self._admin(),
@@ -261,7 +291,9 @@ class DeploymentLayout:
         # Distributed: node-local storage, so each node's instance is controller and
         # node of its own pool, and its provisioner asks it alone.
         topology = (
-            [(node.name, node.zone)] if distributed else [(n.name, n.zone) for n in self.nodes]
+            [(node.name, node.zone)]
+            if distributed
+            else [(n.name, n.zone) for n in self.nodes or []]
         )
         config = driver_config_for(
             self.spec,
@@ -272,6 +304,32 @@ class DeploymentLayout:
             state_dir=f"{STATE_DIR}/{self.generation}/node",
             admin=self._admin(),
         )
+        return self._node_plugin(config)
+
+    def any_node_config(self) -> dict[str, Any]:
+        """The configuration of every node plugin of a deployment laid out for any node:
+        no node ID (``--nodeid`` gives it) and so no zone, and the segment csi-mock
+        derives from the ID. Pools named after nodes cannot be given (``render_objects``
+        refuses a spec with them)."""
+        config = driver_config_for(
+            self.spec,
+            mode="node",
+            nodes=[],
+            endpoint=CSI_ENDPOINT,
+            state_dir=f"{STATE_DIR}/{self.generation}/node",
+            admin=self._admin(),
+        )
+        # NodeGetInfo's limit, as driver_config_for sets it for a node it is given;
+        # the spec's overrides still win.
+        config["node"] = {
+            "max_volumes_per_node": self.spec.max_volumes_per_node,
+            **config.get("node", {}),
+        }
+        return self._node_plugin(config)
+
+    def _node_plugin(self, config: dict[str, Any]) -> dict[str, Any]:
+        """``config`` with what every node plugin pod needs: bind mounts below the
+        kubelet's directory, and its own registration with the kubelet."""
         config["node"]["mount"] = "bind"
         # The kubelet asks for staging and target paths below its root directory only.
         config["node"]["allowed_roots"] = [KUBELET_DIR]
@@ -280,7 +338,7 @@ class DeploymentLayout:
             # The socket as the kubelet sees it: the host directory mounted on /csi.
             "kubelet_endpoint": f"{self.host_node_socket_dir}/csi.sock",
         }
-        if not distributed:
+        if not is_distributed(self.spec):
             # The controller keeps the volumes in its own pod: a node never finds a
             # volume's backing directory and creates it on first use.
             config["node"]["materialize_missing_volumes"] = True

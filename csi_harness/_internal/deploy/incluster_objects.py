@@ -1,9 +1,11 @@
 """The Kubernetes objects of csi-mock deployed into a cluster (kind or any other).
 
 ``render_objects`` is a pure function from a ``DriverDeployment`` and the nodes to the
-objects of one deployment in the spec's namespace (``csi-mock`` + its suffix):
+objects of one deployment in the spec's namespace (``csi-mock`` + its suffix); without
+nodes, of a deployment for any node (the kustomize base ``deploy/kubernetes/``, which
+``csi_harness._internal.deploy.kustomize_base`` renders from it):
 
-* the Namespace and RBAC of ``deploy/kubernetes/`` moved to that namespace, the
+* the Namespace and RBAC of ``spec.MANIFEST_SOURCES`` moved to that namespace, the
   CSIDriver and StorageClasses as ``csi_harness._internal.deploy.spec`` makes them;
 * a ConfigMap with one csi-mock configuration per instance (``controller.yaml``,
   ``node-<node>.yaml``) and a Secret with the admin API token;
@@ -27,7 +29,7 @@ Deployments with suffixes (and names) of their own share nothing, so they can ru
 by side: each has its namespace, its cluster-scoped objects (RBAC, CSIDriver,
 StorageClasses) named after it and labelled with its driver name
 (``cluster_scoped_objects``), and its host directories (``host_dir_name``). The
-unsuffixed deployment renders as ``deploy/kubernetes/`` names things.
+unsuffixed deployment names things as the kustomize base does.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ from csi_harness._internal.kube.nodes import ClusterNode
 
 
 def namespace_and_rbac(spec: DriverDeployment) -> list[dict[str, Any]]:
-    """The Namespace and RBAC of ``deploy/kubernetes/`` for this deployment: in its
+    """The Namespace and RBAC of ``MANIFEST_SOURCES`` for this deployment: in its
     namespace, the cluster-scoped roles and bindings named with its suffix, every
     binding granting to the ServiceAccounts of its namespace."""
     objects = [*read_manifests("namespace.yaml"), *read_manifests("rbac.yaml")]
@@ -92,7 +94,8 @@ def cluster_scoped_objects(spec: DriverDeployment) -> list[dict[str, Any]]:
     ``render_objects`` applies them: the Namespace itself, the ClusterRoles and
     ClusterRoleBindings, the CSIDriver (if any) and the StorageClasses. A suffixed
     deployment labels them with its driver name (INSTANCE_LABEL), which tells them
-    from the unsuffixed deployment's (unlabelled, as ``kubectl apply -k`` makes them)."""
+    from the unsuffixed deployment's (unlabelled, as ``kubectl apply -k deploy/kubernetes``
+    makes them)."""
     return [o for o in namespace_and_rbac(spec) if is_cluster_scoped(o)] + _driver_objects(spec)
 
 
@@ -115,7 +118,7 @@ def _owned(obj: dict[str, Any], spec: DriverDeployment) -> dict[str, Any]:
 
 def render_objects(
     spec: DriverDeployment,
-    nodes: Sequence[ClusterNode],
+    nodes: Sequence[ClusterNode] | None,
     *,
     image: str,
     sidecar_images: Mapping[str, str],
@@ -125,11 +128,17 @@ def render_objects(
 ) -> list[dict[str, Any]]:
     """The objects of one deployment, in the order to apply them.
 
-    ``generation`` names this deployment's state on the nodes
-    (``/var/lib/csi-mock/<driver>/<generation>``): it must differ from every earlier
-    deployment's on the same nodes, so that no volume or pool usage carries over.
+    ``nodes`` None: for any node of any cluster, named when the pods start
+    (``any_node_problems`` says which specs cannot be). ``generation`` names this
+    deployment's state on the nodes (``/var/lib/csi-mock/<driver>/<generation>``): it
+    must differ from every earlier deployment's on the same nodes, so that no volume or
+    pool usage carries over.
     """
-    if not nodes:
+    if nodes is None:
+        problems = any_node_problems(spec)
+        if problems:
+            raise ValueError("a deployment for any node cannot have " + "; ".join(problems))
+    elif not nodes:
         raise ValueError("an in-cluster deployment needs at least one node")
     if not GENERATION.match(generation):
         raise ValueError(
@@ -140,7 +149,10 @@ def render_objects(
     if missing:
         raise ValueError(f"sidecar_images has no image for {', '.join(missing)}")
     layout = DeploymentLayout(
-        spec, sorted(nodes, key=lambda n: n.name), generation, controller_host
+        spec,
+        None if nodes is None else sorted(nodes, key=lambda n: n.name),
+        generation,
+        controller_host,
     )
     objects: list[dict[str, Any]] = [
         *namespace_and_rbac(spec),
@@ -161,6 +173,22 @@ def render_objects(
             workloads.node_daemonset(),
         ]
     return objects
+
+
+def any_node_problems(spec: DriverDeployment) -> list[str]:
+    """What ``spec`` needs to know the nodes for, which a deployment for any node
+    cannot know: its pools named after nodes or zones, and a node's own provisioner."""
+    problems = []
+    if spec.node_pool_size is not None or spec.node_pool_sizes:
+        problems.append(
+            "node pools (node_pool_size, node_pool_sizes: set them to None and {}, and give "
+            "pools without a node through overrides)"
+        )
+    if spec.zone_pool_size is not None:
+        problems.append("zone pools (zone_pool_size: the zones are not known)")
+    if is_distributed(spec):
+        problems.append("distributed provisioning (each node plugin owns its node's pool)")
+    return problems
 
 
 def _sidecars_of(spec: DriverDeployment) -> tuple[str, ...]:

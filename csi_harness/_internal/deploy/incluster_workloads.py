@@ -1,6 +1,10 @@
 """The workloads of one in-cluster deployment (``Workloads``): the csi-mock controller and
 node pods and each sidecar's Deployment or DaemonSet, and the patch that takes a
-DaemonSet's pod off stopped nodes (``excluding_nodes``)."""
+DaemonSet's pod off stopped nodes (``excluding_nodes``).
+
+Laid out for any node (the kustomize base), the node plugin runs on every node that
+takes it and is updated as DaemonSets usually are, and the central sidecars follow the
+controller's pod (``with_controller``) instead of being pinned to a node by name."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from csi_harness._internal.deploy.incluster_layout import (
     ADMIN_PORT,
     ADMIN_SECRET,
     ADMIN_TOKEN_DIR,
+    ANY_NODE_CONFIG_KEY,
     ATTACHER,
     ATTACHER_DEPLOYMENT,
     CONFIG_DIR,
@@ -37,6 +42,7 @@ from csi_harness._internal.deploy.incluster_layout import (
     labels,
     node_affinity,
     node_config_key,
+    with_controller,
 )
 from csi_harness._internal.deploy.sidecars import (
     DISTRIBUTED_PROVISIONER_FLAGS,
@@ -82,6 +88,7 @@ class Workloads:
         self,
         config_file: str,
         *,
+        extra_args: Sequence[str] = (),
         extra_mounts: Sequence[dict[str, Any]] = (),
         **fields: Any,
     ) -> dict[str, Any]:
@@ -96,7 +103,7 @@ class Workloads:
             "name": DRIVER_CONTAINER,
             "image": self.image,
             "imagePullPolicy": "IfNotPresent",
-            "args": ["serve", f"--config={CONFIG_DIR}/{config_file}"],
+            "args": ["serve", f"--config={CONFIG_DIR}/{config_file}", *extra_args],
             "ports": [{"name": "admin", "containerPort": ADMIN_PORT, "protocol": "TCP"}],
             # The admin API starts once the CSI socket serves and the state is loaded.
             "readinessProbe": {
@@ -139,12 +146,7 @@ class Workloads:
         return {"name": name, "namespace": self.spec.namespace, "labels": labels(self.spec, role)}
 
     def _deployment(self, name: str, role: str, pod: dict[str, Any]) -> dict[str, Any]:
-        pinned = self.layout.controller_host or controller_node(self.layout.nodes)
-        pod = {
-            **pod,
-            "affinity": node_affinity([pinned]),
-            "terminationGracePeriodSeconds": 10,
-        }
+        pod = {**pod, **self._central_placement(role), "terminationGracePeriodSeconds": 10}
         if self.layout.controller_host is not None:
             # A control-plane node keeps its NoSchedule taint; only these pods go there.
             pod["tolerations"] = [{"key": CONTROL_PLANE_TAINT, "effect": "NoSchedule"}]
@@ -161,24 +163,35 @@ class Workloads:
             },
         }
 
+    def _central_placement(self, role: str) -> dict[str, Any]:
+        """The affinity of a central Deployment's pod: all on one node, where they
+        share the controller's socket directory."""
+        if self.layout.nodes is None:
+            # Nodes unknown: the controller goes where the scheduler puts it, and the
+            # sidecars follow it there.
+            return {} if role == "controller" else {"affinity": with_controller(self.spec)}
+        pinned = self.layout.controller_host or controller_node(self.layout.nodes)
+        return {"affinity": node_affinity([pinned])}
+
     def _daemonset(self, name: str, role: str, pod: dict[str, Any]) -> dict[str, Any]:
-        pod = {
-            **pod,
-            # Only the nodes that have a configuration; a node is taken out of the set
-            # by patching this affinity (excluding_nodes).
-            "affinity": node_affinity(self.layout.node_names),
-            "terminationGracePeriodSeconds": 10,
+        spec: dict[str, Any] = {
+            "selector": {"matchLabels": labels(self.spec, role)},
+            "template": {
+                "metadata": {"labels": labels(self.spec, role)},
+                "spec": {**pod, "terminationGracePeriodSeconds": 10},
+            },
         }
+        if self.layout.nodes is not None:
+            # Only the nodes that have a configuration; a node is taken out of the set
+            # by patching this affinity (excluding_nodes), and that changed template
+            # must not replace the other pods.
+            spec["template"]["spec"]["affinity"] = node_affinity(self.layout.node_names)
+            spec = {"updateStrategy": {"type": "OnDelete"}, **spec}
         return {
             "apiVersion": "apps/v1",
             "kind": "DaemonSet",
             "metadata": self._metadata(name, role),
-            "spec": {
-                # A changed template (a node taken out) must not replace the other pods.
-                "updateStrategy": {"type": "OnDelete"},
-                "selector": {"matchLabels": labels(self.spec, role)},
-                "template": {"metadata": {"labels": labels(self.spec, role)}, "spec": pod},
-            },
+            "spec": spec,
         }
 
     def _controller_socket_dir(self) -> dict[str, Any]:
@@ -249,8 +262,14 @@ class Workloads:
 
     def node_daemonset(self) -> dict[str, Any]:
         host_dir = host_driver_dir(self.spec)
+        # $(NODE_NAME) is expanded by the kubelet from the environment.
+        if self.layout.nodes is None:
+            config_file, node_args = ANY_NODE_CONFIG_KEY, ["--nodeid=$(NODE_NAME)"]
+        else:
+            config_file, node_args = node_config_key("$(NODE_NAME)"), []
         driver = self._driver_container(
-            node_config_key("$(NODE_NAME)"),  # expanded by the kubelet from env
+            config_file,
+            extra_args=node_args,
             env=[_field_env("NODE_NAME", "spec.nodeName")],
             # Bind mounts into the kubelet's pod directories (mount(2) needs CAP_SYS_ADMIN).
             securityContext={"privileged": True},

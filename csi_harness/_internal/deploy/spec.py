@@ -4,7 +4,7 @@ One ``DriverDeployment`` value describes the driver as a test wants it (pools,
 limits, attach mode, CSIDriver fields); ``driver_config_for`` turns it into the
 csi-mock configuration of the controller and of each node instance, and
 ``csidriver_object`` / ``storage_class_objects`` into the Kubernetes objects, read
-from the same manifests (``deploy/kubernetes/``) the in-cluster deployment uses.
+from the manifests every deployment starts from (``MANIFEST_SOURCES``).
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from __future__ import annotations
 import copy
 import enum
 from collections.abc import Mapping
+from importlib.resources import files
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from csi_harness._internal.core.resources import MANIFEST_DIR
 from csi_harness._internal.deploy.csidriver import (
     FsGroupPolicy,
     TokenRequest,
@@ -35,6 +35,10 @@ NODE_TOPOLOGY_KEY = "topology.csi-mock.example/node"
 ZONE_TOPOLOGY_KEY = "topology.csi-mock.example/zone"
 CONTROLLER = "controller"
 """The controller's instance name (the others are the nodes' names)."""
+MANIFEST_SOURCES = Path(str(files("csi_harness._internal.deploy") / "manifests")).resolve()
+"""The objects every deployment starts from, local and in-cluster: the Namespace, RBAC,
+CSIDriver, StorageClasses and VolumeSnapshotClass (package data). The kustomize base
+``deploy/kubernetes/`` is rendered from them (``scripts/gen_deploy.py``), never read."""
 
 
 class ProvisionerMode(enum.StrEnum):
@@ -150,7 +154,7 @@ class DriverDeployment(BaseModel):
     """``controller.modify.mutable_parameters`` (name -> allowed values, [] for any):
     ControllerModifyVolume, so VolumeAttributesClasses of the driver apply; None: off."""
     storage_classes: list[str] | None = None
-    """Names from deploy/kubernetes/storageclasses.yaml to create; None: all."""
+    """Names from storageclasses.yaml (``MANIFEST_SOURCES``) to create; None: all."""
     overrides: dict[str, Any] = Field(default_factory=dict)
     """Deep-merged into every csi-mock configuration (e.g. ``{"log_level": "debug"}``)."""
 
@@ -211,12 +215,12 @@ class DriverDeployment(BaseModel):
         return DRIVER_NAMESPACE + self.suffix
 
     def storage_class(self, base: str = "csi-mock") -> str:
-        """The name of the StorageClass ``base`` of deploy/kubernetes/storageclasses.yaml
-        as this deployment creates it."""
+        """The name of the StorageClass ``base`` of storageclasses.yaml
+        (``MANIFEST_SOURCES``) as this deployment creates it."""
         return base + self.suffix
 
     def snapshot_class(self) -> str:
-        """The name of its VolumeSnapshotClass (deploy/kubernetes/snapshotclass.yaml)."""
+        """The name of its VolumeSnapshotClass (snapshotclass.yaml of ``MANIFEST_SOURCES``)."""
         return "csi-mock" + self.suffix
 
     def segment(self, node: str, zone: str | None) -> dict[str, str]:
@@ -358,8 +362,8 @@ def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_manifests(file_name: str) -> list[dict[str, Any]]:
-    """The objects of one file of ``deploy/kubernetes/`` (a fresh copy on every call)."""
-    path = MANIFEST_DIR / file_name
+    """The objects of one file of ``MANIFEST_SOURCES`` (a fresh copy on every call)."""
+    path = MANIFEST_SOURCES / file_name
     try:
         return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
     except OSError as exc:
@@ -367,8 +371,8 @@ def read_manifests(file_name: str) -> list[dict[str, Any]]:
 
 
 def csidriver_object(spec: DriverDeployment) -> dict[str, Any]:
-    """The CSIDriver of a deployment: deploy/kubernetes/csidriver.yaml with every field
-    the deployment chooses (the one definition, local and in-cluster)."""
+    """The CSIDriver of a deployment: csidriver.yaml (``MANIFEST_SOURCES``) with every
+    field the deployment chooses (the one definition, local and in-cluster)."""
     (obj,) = read_manifests("csidriver.yaml")
     obj["metadata"]["name"] = spec.name
     fields: dict[str, Any] = {
@@ -405,7 +409,7 @@ def storage_class_objects(spec: DriverDeployment) -> list[dict[str, Any]]:
     unknown = set(spec.storage_classes or []) - {m["metadata"]["name"] for m in manifests}
     if unknown:
         names = ", ".join(sorted(unknown))
-        raise ValueError(f"storage_classes: {names} not in {MANIFEST_DIR}/storageclasses.yaml")
+        raise ValueError(f"storage_classes: {names} not in {MANIFEST_SOURCES}/storageclasses.yaml")
     objects = []
     for obj in manifests:
         if spec.storage_classes is not None and obj["metadata"]["name"] not in spec.storage_classes:
