@@ -116,7 +116,7 @@ class Driver:
                 # another process may have one over a volume's file: DeleteVolume must
                 # see it, and free it only once no mount shows it.
                 loops = KernelLoopDevices()
-            store = open_store(config.state_dir / "state.db")
+            store = open_store(config)
             undo.callback(store.close)
             if config.mode.controller:
                 try:

@@ -1,5 +1,6 @@
 """Start-up checks before anything serves: the state directory (its mode and its lock),
-the database, and the saved pools against the configured ones.
+the database (readable, and not emptied beside the data it describes), and the saved
+pools against the configured ones.
 
 Each failure is a StartupError (a ConfigError: exit 2) naming the key, the path and
 the fix.
@@ -10,9 +11,12 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 from csi_mock.config import ConfigError, DriverConfig
+from csi_mock.host.backing import LOST_DIR, PENDING_DIR, RETIRED_DIR
+from csi_mock.host.paths import is_driver_snapshot_id, is_driver_volume_id
 from csi_mock.host.state_lock import StateLock, StateLockHeld
 from csi_mock.model.quantity import format_quantity
 from csi_mock.store.sqlite import StateStore
@@ -21,6 +25,7 @@ log = logging.getLogger("csi_mock")
 STATE_DIR_MODE = 0o700
 """The state directory holds every volume's data: only the driver's user may enter."""
 LOCK_FILE = "lock"
+DATABASE_FILE = "state.db"
 
 
 class StartupError(ConfigError):
@@ -49,11 +54,53 @@ def claim_state_dir(config: DriverConfig) -> StateLock:
     return lock
 
 
-def open_store(path: Path) -> StateStore:
+def open_store(config: DriverConfig) -> StateStore:
+    """The state database, <state_dir>/state.db, created when absent. StartupError when
+    it cannot be read, or when it is empty beside volume or snapshot data."""
+    path = config.state_dir / DATABASE_FILE
+    _refuse_an_emptied_database(path, config)
     try:
         return StateStore(path)
     except sqlite3.DatabaseError as error:
         raise unreadable_store(path, error) from None
+
+
+def _refuse_an_emptied_database(path: Path, config: DriverConfig) -> None:
+    """The driver writes its schema as it creates state.db, so an empty (0-byte) file is
+    a database that lost its content (truncated, replaced), not a new one. Beside the
+    data it described, starting on it would take that data for data without rows and
+    move it all to lost+found: refused instead, as an unreadable database is."""
+    try:
+        if path.stat().st_size != 0:
+            return
+    except FileNotFoundError:
+        return
+    held = [
+        f"{directory} holds {_count(count, one, many)}"
+        for directory, owns, one, many in (
+            (config.volumes_dir, is_driver_volume_id, "volume", "volumes"),
+            (config.snapshots_dir, is_driver_snapshot_id, "snapshot", "snapshots"),
+        )
+        if (count := _live_entries(directory, owns))
+    ]
+    if held:
+        raise StartupError(
+            f"state_dir: {path} is empty (0 bytes), but {' and '.join(held)}: the database"
+            " that described them was lost or truncated. Restore it from a backup; or, to"
+            f" start without them, remove the empty {path.name}, and start-up moves their"
+            f" data to {LOST_DIR}/ (it never deletes it)"
+        )
+
+
+def _live_entries(directory: Path, owns: Callable[[str], bool]) -> int:
+    """How many entries of `directory` are the driver's live volumes or snapshots."""
+    try:
+        names = [entry.name for entry in os.scandir(directory)]
+    except FileNotFoundError:
+        return 0
+    return sum(
+        1 for name in names if name not in (PENDING_DIR, RETIRED_DIR, LOST_DIR) and owns(name)
+    )
 
 
 def unreadable_store(path: Path, error: sqlite3.DatabaseError) -> StartupError:

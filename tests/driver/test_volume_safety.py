@@ -13,6 +13,7 @@ import pytest
 
 from csi_mock.host.backing import LOST_DIR
 from csi_mock.proto import csi_pb2 as pb
+from csi_mock.startup import StartupError
 from csi_mock.store.sqlite import StateStore
 from tests.driver.conftest import RunningDriver, StartDriver
 from tests.driver.csi_helpers import (
@@ -99,25 +100,20 @@ async def test_node_finds_no_volume_once_its_delete_has_committed(
 # -- missing rows (item 4) ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("damage", ["empty file", "no rows"])
 async def test_a_state_database_without_the_volume_rows_costs_no_data(
-    start_driver: StartDriver, damage: str, caplog: pytest.LogCaptureFixture
+    start_driver: StartDriver, caplog: pytest.LogCaptureFixture
 ) -> None:
     first = await start_driver()
     volume = await create_volume(first, "pvc-1", GiB)
     (first.config.volumes_dir / volume.volume_id / "data").write_text("precious")
     await first.channel.close()
     await first.server.stop(grace=1)
-    database = first.config.state_dir / "state.db"
-    if damage == "empty file":
-        database.write_bytes(b"")
-    else:
-        store = StateStore(database)
-        row = store.volume_by_id(volume.volume_id)
-        assert row is not None
-        with store.transaction():
-            store.delete_volume(row)
-        store.close()
+    store = StateStore(first.config.state_dir / "state.db")
+    row = store.volume_by_id(volume.volume_id)
+    assert row is not None
+    with store.transaction():
+        store.delete_volume(row)
+    store.close()
 
     await start_driver()
 
@@ -125,6 +121,43 @@ async def test_a_state_database_without_the_volume_rows_costs_no_data(
     assert parked.startswith(f"{LOST_DIR}/{volume.volume_id}.")
     assert (first.config.volumes_dir / parked / "data").read_text() == "precious"
     assert f"moved to {first.config.volumes_dir / parked}" in caplog.text
+
+
+async def test_an_empty_state_database_beside_volume_data_stops_start_up_naming_both(
+    start_driver: StartDriver,
+) -> None:
+    """An empty (0-byte) state.db is a lost database, not a new one, while the data it
+    described is there: start-up refuses (as for an unreadable one) and moves nothing."""
+    first = await start_driver()
+    volume = await create_volume(first, "pvc-1", GiB)
+    (first.config.volumes_dir / volume.volume_id / "data").write_text("precious")
+    await first.channel.close()
+    await first.server.stop(grace=1)
+    database = first.config.state_dir / "state.db"
+    database.write_bytes(b"")
+
+    with pytest.raises(StartupError) as refused:
+        await start_driver()
+
+    message = str(refused.value)
+    assert f"{database} is empty (0 bytes)" in message
+    assert f"{first.config.volumes_dir} holds 1 volume" in message
+    assert "Restore it from a backup" in message
+    assert backing_entries(first.config.volumes_dir) == {volume.volume_id}
+    assert database.stat().st_size == 0
+
+
+async def test_an_empty_state_database_without_volume_data_is_a_new_one(
+    start_driver: StartDriver,
+) -> None:
+    first = await start_driver()
+    await first.channel.close()
+    await first.server.stop(grace=1)
+    (first.config.state_dir / "state.db").write_bytes(b"")
+
+    again = await start_driver()
+
+    assert await create_volume(again, "pvc-1", GiB)
 
 
 # -- paths (items 6-8) --------------------------------------------------------------------
