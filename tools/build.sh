@@ -110,7 +110,9 @@ resolve() {
     load_unit "$u"
     for b in $BINARIES; do [[ $b == "$name" ]] && { echo "$u"; return; }; done
   done
-  die "unknown tool '$name' (try: $SELF list)"
+  # A usage error (exit 2), as a command line that cannot be right is everywhere here.
+  echo "tools: unknown tool '$name' (try: $SELF list)" >&2
+  exit 2
 }
 
 # link_unit UNIT: (re)point bin/<binary> symlinks at the unit's store dir, atomically.

@@ -56,3 +56,14 @@ def test_path_of_a_tool_not_built_exits_1_naming_the_command_that_builds_it(
     assert (code, out) == (1, "")
     assert "kubectl is not built" in err
     assert "csi-harness tools build kubectl" in err
+
+
+@pytest.mark.parametrize("command", ["build", "path"])
+def test_an_unknown_tool_is_a_usage_error_exit_2(
+    command: str, cache: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["tools", command, "no-such-tool"])
+
+    out, err = capfd.readouterr()
+    assert (code, out) == (2, "")
+    assert "unknown tool 'no-such-tool' (try: csi-harness tools list)" in err
