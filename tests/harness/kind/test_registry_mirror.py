@@ -70,6 +70,8 @@ def test_a_mirror_is_mounted_into_every_node_and_read_by_containerd(
     k8s = (tmp_path / "certs.d" / "registry.k8s.io" / "hosts.toml").read_text()
     assert '[host."http://csi-mock-registry:5000/v2/registry.k8s.io"]' in k8s
     assert "override_path = true" in k8s
+    pushed = (tmp_path / "certs.d" / "localhost:5001" / "hosts.toml").read_text()
+    assert '[host."http://csi-mock-registry:5000"]' in pushed
     yaml.safe_dump(config)  # writable as kind reads it
 
 

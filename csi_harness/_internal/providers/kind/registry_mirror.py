@@ -69,11 +69,16 @@ def parse_mirror_address(text: str) -> MirrorAddress:
     return MirrorAddress(match["host"], int(match["port"]))
 
 
+LOCAL_NAME = "localhost:5001"
+"""The name this machine pushes to (``csi-harness images push --registry localhost:5001``);
+the nodes resolve it to the mirror's root, as in kind's guide to local registries."""
+
+
 def hosts_toml(registry: str, mirror: MirrorAddress) -> str:
     """containerd's ``hosts.toml`` for ``registry``: the mirror first, for pulls and
     resolving, then the registry itself."""
-    server = UPSTREAM_SERVERS.get(registry, f"https://{registry}")
-    if registry == DOCKER_HUB:
+    server = UPSTREAM_SERVERS.get(registry, f"http://{registry}")
+    if registry in (DOCKER_HUB, LOCAL_NAME):
         host = f'[host."{mirror.url}"]\n  capabilities = ["pull", "resolve"]\n'
     else:
         host = (
@@ -85,7 +90,7 @@ def hosts_toml(registry: str, mirror: MirrorAddress) -> str:
 
 def write_certs_dir(directory: Path, mirror: MirrorAddress) -> Path:
     """Write ``<registry>/hosts.toml`` for every mirrored registry under ``directory``."""
-    for registry in MIRRORED_REGISTRIES:
+    for registry in (*MIRRORED_REGISTRIES, LOCAL_NAME):
         (directory / registry).mkdir(parents=True, exist_ok=True)
         (directory / registry / "hosts.toml").write_text(hosts_toml(registry, mirror))
     return directory
