@@ -38,7 +38,8 @@ CONTROLLER = "controller"
 MANIFEST_SOURCES = Path(str(files("csi_harness._internal.deploy") / "manifests")).resolve()
 """The objects every deployment starts from, local and in-cluster: the Namespace, RBAC,
 CSIDriver, StorageClasses and VolumeSnapshotClass (package data). The kustomize base
-``deploy/kubernetes/`` is rendered from them (``scripts/gen_deploy.py``), never read."""
+``deploy/kubernetes/`` is rendered from them (``scripts/gen_deploy.py``); the harness
+never reads the base."""
 
 
 class ProvisionerMode(enum.StrEnum):
