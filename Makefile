@@ -31,7 +31,8 @@ CI_KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach
 	tests/e2e/test_snapshots_and_clones.py tests/e2e/test_volume_attributes_class.py \
 	tests/e2e/test_expansion.py tests/e2e/test_scheduling_requeue.py \
 	tests/e2e/test_volume_limit_counting.py tests/e2e/test_node_volume_health.py \
-	tests/e2e/test_kubelet_restart.py tests/e2e/test_snapshot_upstream.py
+	tests/e2e/test_kubelet_restart.py tests/e2e/test_snapshot_upstream.py \
+	tests/e2e/test_deploy_manifests.py
 
 # Left out of CI's kind part, which runs them locally already: the three longest kind
 # tests, each bound by a fixed wait of a Kubernetes component (session 16's warm CI run
