@@ -217,7 +217,7 @@ class PoolRow:
 
 @dataclass(frozen=True)
 class StoreSnapshot:
-    """Every row of csi_mock/store/sqlite.py's schema that the tests look at."""
+    """Every row of csi_mock/store/sqlite/schema.py's tables that the tests look at."""
 
     volumes: dict[str, VolumeRow]
     pools: dict[str, PoolRow]

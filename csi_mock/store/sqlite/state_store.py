@@ -10,109 +10,27 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
 from csi_mock.model.snapshot import Snapshot
-from csi_mock.model.volume import AccessType, Capability, ContentSource, Volume
+from csi_mock.model.volume import Capability, Volume
 from csi_mock.store.interface import Attachment, PoolUsage, Publication, Staging
-
-SCHEMA_VERSION = 3
-
-_MIGRATIONS: dict[int, tuple[str, ...]] = {
-    # 1 -> 2: a volume's mutable parameters (ControllerModifyVolume).
-    1: ("ALTER TABLE volumes ADD COLUMN mutable_parameters TEXT NOT NULL DEFAULT '{}'",),
-    # 2 -> 3: the snapshot or volume a volume was created from (the snapshots table
-    # itself is created by _SCHEMA, which runs first).
-    2: ("ALTER TABLE volumes ADD COLUMN content_source TEXT NOT NULL DEFAULT '{}'",),
-}
-"""Statements that bring a database of schema N to N + 1, applied in order at open."""
-
-CHECKPOINT_EVERY_COMMITS = 150
-"""How often the checkpoint thread copies the WAL back into the database: about 800
-pages (5-6 per commit), as often as SQLite's own default of 1000 pages would."""
-BACKSTOP_CHECKPOINT_PAGES = 4000
-"""SQLite checkpoints inline at this WAL size should the checkpoint thread fall behind."""
-
-_VOLUME_TABLES = ("volumes", "snapshots", "attachments", "stagings", "publications")
-"""The tables whose rows stand for volumes and their uses (``leftovers``)."""
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (
-    key TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS volumes (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    name TEXT NOT NULL UNIQUE,
-    pool TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    allocation INTEGER NOT NULL,
-    extent_offset INTEGER NOT NULL,
-    access_type TEXT NOT NULL,
-    segment TEXT NOT NULL,
-    parameters TEXT NOT NULL,
-    capabilities TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    mutable_parameters TEXT NOT NULL DEFAULT '{}',
-    content_source TEXT NOT NULL DEFAULT '{}'
-);
-CREATE INDEX IF NOT EXISTS volumes_by_pool ON volumes(pool);
-CREATE TABLE IF NOT EXISTS snapshots (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    name TEXT NOT NULL UNIQUE,
-    source_volume_id TEXT NOT NULL,
-    pool TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    charge INTEGER NOT NULL,
-    extent_offset INTEGER NOT NULL,
-    access_type TEXT NOT NULL,
-    segment TEXT NOT NULL,
-    parameters TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    ready_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS snapshots_by_source ON snapshots(source_volume_id);
-CREATE TABLE IF NOT EXISTS pools (
-    name TEXT PRIMARY KEY,
-    total INTEGER,
-    used INTEGER NOT NULL DEFAULT 0,
-    external INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS attachments (
-    volume_id TEXT NOT NULL,
-    node_id TEXT NOT NULL,
-    readonly INTEGER NOT NULL,
-    capability TEXT NOT NULL,
-    PRIMARY KEY (volume_id, node_id)
-);
-CREATE INDEX IF NOT EXISTS attachments_by_node ON attachments(node_id);
-CREATE TABLE IF NOT EXISTS stagings (
-    volume_id TEXT PRIMARY KEY,
-    staging_path TEXT NOT NULL,
-    capability TEXT NOT NULL,
-    data_path TEXT NOT NULL,
-    size INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS publications (
-    volume_id TEXT NOT NULL,
-    target_path TEXT NOT NULL,
-    staging_path TEXT NOT NULL,
-    readonly INTEGER NOT NULL,
-    capability TEXT NOT NULL,
-    data_path TEXT NOT NULL,
-    ephemeral INTEGER NOT NULL DEFAULT 0,
-    size INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (volume_id, target_path)
-);
-"""
+from csi_mock.store.sqlite.checkpoints import (
+    BACKSTOP_CHECKPOINT_PAGES,
+    CHECKPOINT_EVERY_COMMITS,
+    Checkpointer,
+)
+from csi_mock.store.sqlite.rows import (
+    attachment_from_row,
+    dumps_mapping,
+    publication_from_row,
+    snapshot_from_row,
+    volume_from_row,
+)
+from csi_mock.store.sqlite.schema import MIGRATIONS, SCHEMA, SCHEMA_VERSION, VOLUME_TABLES
 
 
 class StateStore:
@@ -136,7 +54,7 @@ class StateStore:
         self._commits = 0
         self._checkpointer = Checkpointer(path)
         with self.transaction():
-            for statement in _SCHEMA.split(";"):
+            for statement in SCHEMA.split(";"):
                 if statement.strip():
                     self._db.execute(statement)
             row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
@@ -156,7 +74,7 @@ class StateStore:
                 f"{self.path}: state schema {version} is newer than the supported {SCHEMA_VERSION}"
             )
         for step in range(version, SCHEMA_VERSION):
-            for statement in _MIGRATIONS[step]:
+            for statement in MIGRATIONS[step]:
                 self._db.execute(statement)
         if version != SCHEMA_VERSION:
             self._db.execute("UPDATE meta SET value=? WHERE key='schema'", (str(SCHEMA_VERSION),))
@@ -207,12 +125,12 @@ class StateStore:
                 volume.allocation,
                 volume.offset,
                 volume.access_type.value,
-                _dumps(volume.segment),
-                _dumps(volume.parameters),
+                dumps_mapping(volume.segment),
+                dumps_mapping(volume.parameters),
                 json.dumps([c.to_json() for c in volume.capabilities]),
                 volume.created_at,
-                _dumps(volume.mutable_parameters),
-                _dumps(volume.content_source.to_json() if volume.content_source else {}),
+                dumps_mapping(volume.mutable_parameters),
+                dumps_mapping(volume.content_source.to_json() if volume.content_source else {}),
             ),
         )
         self._add_pool_usage(volume.pool, volume.allocation)
@@ -233,16 +151,17 @@ class StateStore:
 
     def set_mutable_parameters(self, volume_id: str, parameters: Mapping[str, str]) -> None:
         self._db.execute(
-            "UPDATE volumes SET mutable_parameters=? WHERE id=?", (_dumps(parameters), volume_id)
+            "UPDATE volumes SET mutable_parameters=? WHERE id=?",
+            (dumps_mapping(parameters), volume_id),
         )
 
     def volume_by_id(self, volume_id: str) -> Volume | None:
         row = self._db.execute("SELECT * FROM volumes WHERE id=?", (volume_id,)).fetchone()
-        return _volume(row) if row else None
+        return volume_from_row(row) if row else None
 
     def volume_by_name(self, name: str) -> Volume | None:
         row = self._db.execute("SELECT * FROM volumes WHERE name=?", (name,)).fetchone()
-        return _volume(row) if row else None
+        return volume_from_row(row) if row else None
 
     def volumes_after(self, seq: int, limit: int | None) -> list[Volume]:
         """Volumes in creation order with seq > `seq` (keyset pagination)."""
@@ -251,7 +170,7 @@ class StateStore:
         if limit:
             query += " LIMIT ?"
             args = (seq, limit)
-        return [_volume(row) for row in self._db.execute(query, args)]
+        return [volume_from_row(row) for row in self._db.execute(query, args)]
 
     def max_volume_seq(self) -> int:
         """The highest seq ever given to a volume (AUTOINCREMENT never reuses one), so
@@ -277,7 +196,7 @@ class StateStore:
     def leftovers(self) -> dict[str, int]:
         counts = {
             table: self._db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-            for table in _VOLUME_TABLES
+            for table in VOLUME_TABLES
         }
         return {table: count for table, count in counts.items() if count}
 
@@ -302,8 +221,8 @@ class StateStore:
                 snapshot.charge,
                 snapshot.offset,
                 snapshot.access_type.value,
-                _dumps(snapshot.segment),
-                _dumps(snapshot.parameters),
+                dumps_mapping(snapshot.segment),
+                dumps_mapping(snapshot.parameters),
                 snapshot.created_at,
                 snapshot.ready_at,
             ),
@@ -319,11 +238,11 @@ class StateStore:
 
     def snapshot_by_id(self, snapshot_id: str) -> Snapshot | None:
         row = self._db.execute("SELECT * FROM snapshots WHERE id=?", (snapshot_id,)).fetchone()
-        return _snapshot(row) if row else None
+        return snapshot_from_row(row) if row else None
 
     def snapshot_by_name(self, name: str) -> Snapshot | None:
         row = self._db.execute("SELECT * FROM snapshots WHERE name=?", (name,)).fetchone()
-        return _snapshot(row) if row else None
+        return snapshot_from_row(row) if row else None
 
     def snapshots_after(
         self,
@@ -347,7 +266,7 @@ class StateStore:
         if limit:
             query += " LIMIT ?"
             args.append(limit)
-        return [_snapshot(row) for row in self._db.execute(query, args)]
+        return [snapshot_from_row(row) for row in self._db.execute(query, args)]
 
     def max_snapshot_seq(self) -> int:
         """The highest seq ever given to a snapshot (AUTOINCREMENT never reuses one)."""
@@ -410,7 +329,7 @@ class StateStore:
         rows = self._db.execute(
             "SELECT * FROM attachments WHERE volume_id=? ORDER BY node_id", (volume_id,)
         )
-        return [_attachment(row) for row in rows]
+        return [attachment_from_row(row) for row in rows]
 
     def attachment_count_on_node(self, node_id: str) -> int:
         row = self._db.execute(
@@ -458,16 +377,16 @@ class StateStore:
             "SELECT * FROM publications WHERE volume_id=? AND target_path=?",
             (volume_id, target_path),
         ).fetchone()
-        return _publication(row) if row else None
+        return publication_from_row(row) if row else None
 
     def publications_of_volume(self, volume_id: str) -> list[Publication]:
         rows = self._db.execute("SELECT * FROM publications WHERE volume_id=?", (volume_id,))
-        return [_publication(row) for row in rows]
+        return [publication_from_row(row) for row in rows]
 
     def publications(self) -> list[Publication]:
         """Every publication on this node, in the order they were made."""
         rows = self._db.execute("SELECT * FROM publications ORDER BY rowid")
-        return [_publication(row) for row in rows]
+        return [publication_from_row(row) for row in rows]
 
     def add_publication(self, publication: Publication) -> None:
         self._db.execute(
@@ -492,115 +411,5 @@ class StateStore:
         )
 
 
-class Checkpointer:
-    """Runs SQLite WAL checkpoints in a thread of its own, on its own connection.
-
-    A PASSIVE checkpoint neither waits for nor blocks the writer, and the sqlite3
-    module releases the GIL while it runs, so the owner's thread goes on meanwhile.
-    The thread starts with the first request: a short-lived store never needs it.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._due = threading.Event()
-        self._stopping = False
-        self._thread: threading.Thread | None = None
-
-    def request(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="sqlite-checkpoint", daemon=True)
-            self._thread.start()
-        self._due.set()
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._stopping = True
-            self._due.set()
-            self._thread.join()
-            self._thread = None
-
-    def _run(self) -> None:
-        db = sqlite3.connect(self._path, isolation_level=None)
-        try:
-            while True:
-                self._due.wait()
-                self._due.clear()
-                if self._stopping:
-                    return
-                try:
-                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                except sqlite3.Error:
-                    # The owner's next commit reports a real disk problem; until then
-                    # SQLite's own checkpoint at BACKSTOP_CHECKPOINT_PAGES bounds the WAL.
-                    continue
-        finally:
-            db.close()
-
-
-def _dumps(mapping: Mapping[str, str]) -> str:
-    return json.dumps(dict(mapping), sort_keys=True)
-
-
 def _replace_seq(volume: Volume, seq: int) -> Volume:
     return replace(volume, seq=seq)
-
-
-def _volume(row: sqlite3.Row) -> Volume:
-    return Volume(
-        id=row["id"],
-        name=row["name"],
-        pool=row["pool"],
-        kind=row["kind"],
-        size=row["size"],
-        allocation=row["allocation"],
-        offset=row["extent_offset"],
-        access_type=AccessType(row["access_type"]),
-        segment=json.loads(row["segment"]),
-        parameters=json.loads(row["parameters"]),
-        capabilities=tuple(Capability.from_json(c) for c in json.loads(row["capabilities"])),
-        created_at=row["created_at"],
-        seq=row["seq"],
-        mutable_parameters=json.loads(row["mutable_parameters"]),
-        content_source=ContentSource.from_json(json.loads(row["content_source"])),
-    )
-
-
-def _snapshot(row: sqlite3.Row) -> Snapshot:
-    return Snapshot(
-        id=row["id"],
-        name=row["name"],
-        source_volume_id=row["source_volume_id"],
-        pool=row["pool"],
-        kind=row["kind"],
-        size=row["size"],
-        charge=row["charge"],
-        offset=row["extent_offset"],
-        access_type=AccessType(row["access_type"]),
-        segment=json.loads(row["segment"]),
-        parameters=json.loads(row["parameters"]),
-        created_at=row["created_at"],
-        ready_at=row["ready_at"],
-        seq=row["seq"],
-    )
-
-
-def _attachment(row: sqlite3.Row) -> Attachment:
-    return Attachment(
-        volume_id=row["volume_id"],
-        node_id=row["node_id"],
-        readonly=bool(row["readonly"]),
-        capability=Capability.from_json(json.loads(row["capability"])),
-    )
-
-
-def _publication(row: sqlite3.Row) -> Publication:
-    return Publication(
-        volume_id=row["volume_id"],
-        target_path=row["target_path"],
-        staging_path=row["staging_path"],
-        readonly=bool(row["readonly"]),
-        capability=Capability.from_json(json.loads(row["capability"])),
-        data_path=row["data_path"],
-        ephemeral=bool(row["ephemeral"]),
-        size=row["size"],
-    )
