@@ -13,7 +13,7 @@ from csi_mock.admin.client import (
     FieldProblem,
     JournalFilter,
 )
-from csi_mock.admin.resources import (
+from csi_mock.admin.views import (
     TOKEN_HEADER,
     AttachmentView,
     ErrorView,

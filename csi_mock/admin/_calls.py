@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import httpx
 
-from csi_mock.admin.resources import (
+from csi_mock.admin.views import (
     ConditionView,
     FaultRuleView,
     Health,

@@ -14,7 +14,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
 from csi_mock.admin.errors import ApiError
-from csi_mock.admin.resources import TOKEN_HEADER
+from csi_mock.admin.views import TOKEN_HEADER
 from csi_mock.config import AdminConfig, ConfigError
 
 

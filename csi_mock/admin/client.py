@@ -37,7 +37,7 @@ from csi_mock.admin._calls import (
     fault_body,
 )
 from csi_mock.admin._portal import run_blocking
-from csi_mock.admin.resources import (
+from csi_mock.admin.views import (
     ConditionView,
     FaultRuleView,
     Health,

@@ -1,5 +1,5 @@
 """Controller operations: the volumes, and the one entry point to the pools' accounting
-(capacity.py), attachments (attachments.py) and snapshots (snapshots.py)."""
+(pool_accounting.py), attachments (attachments.py) and snapshots (snapshots.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from csi_mock.backend.attachments import PUBLISH_CONTEXT_DEVICE, PUBLISH_CONTEXT_NODE, Attachments
-from csi_mock.backend.capacity import Capacity
 from csi_mock.backend.content_sources import ContentSources
 from csi_mock.backend.create_request import CreateRequest, ValidCreate, validate_create
 from csi_mock.backend.in_flight import (
@@ -21,11 +20,12 @@ from csi_mock.backend.in_flight import (
 from csi_mock.backend.inventory import find_volume, page_after, require_volume, token_after
 from csi_mock.backend.names import NAME_MAX_BYTES, check_name
 from csi_mock.backend.parameters import resolve_kind, significant
+from csi_mock.backend.pool_accounting import Capacity
 from csi_mock.backend.snapshots import Snapshots
 from csi_mock.config import DriverConfig
 from csi_mock.host.backing import BackingStore
 from csi_mock.host.paths import is_driver_volume_id
-from csi_mock.model.capacity import CapacityReport
+from csi_mock.model.capacity_report import CapacityReport
 from csi_mock.model.errors import (
     CapacityExhausted,
     FailedPrecondition,

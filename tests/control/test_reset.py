@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from csi_mock.admin import AdminError
-from csi_mock.admin.resources import Limits
+from csi_mock.admin.views import Limits
 from csi_mock.proto import csi_pb2 as pb
 from tests.control.conftest import AdminDriver, StartAdmin
 from tests.driver.csi_helpers import GiB, capacity, create_volume

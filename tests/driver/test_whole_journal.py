@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from csi_mock.admin.resources import record_to_json
+from csi_mock.admin.views import record_to_json
 from csi_mock.control.journal import JournalQuery
 from csi_mock.observe.calls import CallRecord
 from csi_mock.observe.field_path import parse_condition

@@ -66,7 +66,7 @@ from csi_harness._internal.kube.waits import wait_bound_volume, wait_pod_running
 from csi_harness._internal.providers.base import Cluster
 from csi_harness._internal.providers.existing import ExistingCluster
 from csi_mock.admin.client import AdminClient
-from csi_mock.admin.resources import TOKEN_HEADER
+from csi_mock.admin.views import TOKEN_HEADER
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster_wide]
 

@@ -33,7 +33,7 @@ from csi_harness._internal.kube.waits import (
 )
 from csi_harness._internal.providers.base import Driver
 from csi_mock.admin.client import AdminClient
-from csi_mock.admin.resources import VolumeView
+from csi_mock.admin.views import VolumeView
 
 pytestmark = [pytest.mark.e2e, pytest.mark.driver(snapshots="full", clones=True)]
 

@@ -66,7 +66,7 @@ from csi_harness._internal.kube.pod_status import pod_name, unrecoverable
 from csi_harness._internal.kube.snapshots import has_snapshot_api
 from csi_harness._internal.kube.waits import DRIVER_NAME_LABEL
 from csi_mock.admin.client import DEFAULT_TIMEOUT, AdminClient
-from csi_mock.admin.resources import TOKEN_HEADER
+from csi_mock.admin.views import TOKEN_HEADER
 from csi_mock.proto import csi_pb2
 
 __all__ = ["DriverPodsFailed", "InClusterDriver", "render_objects"]

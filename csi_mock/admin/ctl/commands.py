@@ -18,7 +18,7 @@ from csi_mock.admin.ctl.render import (
     switches_table,
     volumes_table,
 )
-from csi_mock.admin.resources import PoolView, record_to_json
+from csi_mock.admin.views import PoolView, record_to_json
 from csi_mock.model.quantity import QuantityError, parse_quantity
 
 

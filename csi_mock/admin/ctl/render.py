@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
-from csi_mock.admin.resources import (
+from csi_mock.admin.views import (
     ConditionView,
     FaultRuleView,
     HealthView,

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from aiohttp import web
 
-from csi_mock.admin.routes.capacity import CapacityRoutes
+from csi_mock.admin.routes.capacity_freeze import CapacityRoutes
 from csi_mock.admin.routes.conditions import ConditionRoutes
 from csi_mock.admin.routes.faults import FaultRoutes
 from csi_mock.admin.routes.health import HealthRoutes

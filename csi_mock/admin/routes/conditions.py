@@ -9,7 +9,7 @@ from aiohttp import web
 
 from csi_mock.admin.errors import ApiError
 from csi_mock.admin.inputs import ConditionBody, read_body
-from csi_mock.admin.resources import ConditionView
+from csi_mock.admin.views import ConditionView
 from csi_mock.backend.conditions import HEALTHY, VolumeCondition
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from csi_mock.admin.resources import Health, RegistrationView
+from csi_mock.admin.views import Health, RegistrationView
 
 if TYPE_CHECKING:
     from csi_mock.driver import Driver

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from csi_mock.admin.inputs import JournalParams, SecretHashBody, read_body, validated
-from csi_mock.admin.resources import record_to_json
+from csi_mock.admin.views import record_to_json
 from csi_mock.control.journal import JournalQuery
 
 if TYPE_CHECKING:

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from csi_mock.admin.inputs import LimitsPatch, read_body
-from csi_mock.admin.resources import Limits
 from csi_mock.admin.routes.running import controller_of, node_of
+from csi_mock.admin.views import Limits
 
 if TYPE_CHECKING:
     from csi_mock.driver import Driver

@@ -13,8 +13,8 @@ from aiohttp import web
 
 from csi_mock.admin.errors import blaming
 from csi_mock.admin.inputs import AmountBody, ResizeBody, read_body
-from csi_mock.admin.resources import PoolView
 from csi_mock.admin.routes.running import controller_of
+from csi_mock.admin.views import PoolView
 from csi_mock.model.pool import Pool
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from csi_mock.admin.inputs import SnapshotsQuery, read_query
-from csi_mock.admin.resources import SnapshotPage, SnapshotView
+from csi_mock.admin.views import SnapshotPage, SnapshotView
 
 if TYPE_CHECKING:
     from csi_mock.driver import Driver

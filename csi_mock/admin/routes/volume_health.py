@@ -9,8 +9,8 @@ from aiohttp import web
 
 from csi_mock.admin.errors import blaming
 from csi_mock.admin.inputs import HealthBody, read_body
-from csi_mock.admin.resources import HealthView
 from csi_mock.admin.routes.conditions import known_volume_id
+from csi_mock.admin.views import HealthView
 from csi_mock.backend.health import HealthEntry
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from csi_mock.admin.inputs import VolumesQuery, read_query
-from csi_mock.admin.resources import AttachmentView, VolumePage, VolumeView
+from csi_mock.admin.views import AttachmentView, VolumePage, VolumeView
 from csi_mock.backend.inventory import VolumeUse
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from csi_harness._internal.deploy.incluster import DriverPodsFailed, InClusterDr
 from csi_harness._internal.deploy.spec import NODE_TOPOLOGY_KEY, DriverDeployment
 from csi_harness._internal.kube.resources import CSINodeResource
 from csi_harness._internal.providers.base import ClusterNode
-from csi_mock.admin.resources import TOKEN_HEADER
+from csi_mock.admin.views import TOKEN_HEADER
 from tests.harness.deploy.fake_api import (
     Event,
     FakeApi,

@@ -25,7 +25,7 @@ from csi_harness._internal.kube.apiproxy import (
 )
 from csi_harness._internal.providers.local.pki import ClientIdentity, ClusterPKI, create_pki
 from csi_mock.admin.client import AdminClient
-from csi_mock.admin.resources import TOKEN_HEADER
+from csi_mock.admin.views import TOKEN_HEADER
 
 ADMIN_TOKEN = "admin-token-0123456789abcdef"
 POD = "csi-mock-node-x7k2p"

@@ -6,7 +6,7 @@ import copy
 from collections.abc import Mapping
 
 from csi_mock.config import DriverConfig
-from csi_mock.model.capacity import CapacityReport, capacity_at
+from csi_mock.model.capacity_report import CapacityReport, capacity_at
 from csi_mock.model.errors import CapacityExhausted, FailedPrecondition, NotFound
 from csi_mock.model.kind import VolumeKind
 from csi_mock.model.pool import Pool, PoolSpec

@@ -1,4 +1,4 @@
-from csi_mock.model.capacity import capacity_at
+from csi_mock.model.capacity_report import capacity_at
 from csi_mock.model.kind import VolumeKind
 from csi_mock.model.pool import Pool, PoolSpec
 
