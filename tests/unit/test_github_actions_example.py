@@ -1,11 +1,16 @@
-"""The GitHub Actions recipe users copy (examples/github-actions) passes actionlint,
-built from its Go module like every other pinned tool; a missing binary fails."""
+"""The GitHub Actions recipes users copy (examples/github-actions) pass actionlint, built
+from its Go module like every other pinned tool (a missing binary fails); the default
+one has no Go in it and pulls its images; scripts/github-actions-steps.py has a stand-in
+for every action they use."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 import yaml
@@ -13,7 +18,39 @@ import yaml
 from csi_harness._internal.core.tools import tool_binary
 
 REPO = Path(__file__).resolve().parents[2]
-WORKFLOWS = sorted((REPO / "examples" / "github-actions").glob("*.yml"))
+RECIPES = REPO / "examples" / "github-actions"
+DEFAULT = RECIPES / "storage-conformance.yml"
+OFFLINE = RECIPES / "storage-conformance-offline.yml"
+WORKFLOWS = sorted(RECIPES.glob("*.yml"))
+
+# What makes a step need Go: installing it, building the pinned tools, or building the
+# offline node image (from the Go-built Kubernetes).
+GO_COMMANDS = re.compile(r"tools build|build\.sh build|\bgo (build|install|run)\b|kind image")
+
+
+def steps_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "steps", REPO / "scripts" / "github-actions-steps.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def steps_of(workflow: Path) -> list[dict[str, Any]]:
+    jobs = yaml.safe_load(workflow.read_text())["jobs"].values()
+    return [step for job in jobs for step in job["steps"]]
+
+
+def go_steps(workflow: Path) -> list[str]:
+    """The steps of ``workflow`` that install or run Go, by name or action."""
+    found = []
+    for step in steps_of(workflow):
+        uses = str(step.get("uses", "")).split("@")[0]
+        if uses == "actions/setup-go" or GO_COMMANDS.search(str(step.get("run", ""))):
+            found.append(str(step.get("name") or uses))
+    return found
 
 
 def actionlint() -> str:
@@ -23,8 +60,8 @@ def actionlint() -> str:
     return str(binary)
 
 
-def test_there_is_a_workflow_to_check() -> None:
-    assert WORKFLOWS, "examples/github-actions has no workflow"
+def test_both_recipes_are_checked() -> None:
+    assert DEFAULT in WORKFLOWS and OFFLINE in WORKFLOWS, WORKFLOWS
 
 
 @pytest.mark.parametrize("workflow", WORKFLOWS, ids=[w.name for w in WORKFLOWS])
@@ -55,15 +92,50 @@ def test_actionlint_can_fail(tmp_path: Path) -> None:
 
 
 def test_every_action_the_workflow_uses_has_a_local_stand_in() -> None:
-    spec = importlib.util.spec_from_file_location(
-        "steps", REPO / "scripts" / "github-actions-steps.py"
-    )
-    assert spec is not None and spec.loader is not None
-    steps = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(steps)
+    stand_ins = steps_script().STAND_INS
     for workflow in WORKFLOWS:
-        for job in yaml.safe_load(workflow.read_text())["jobs"].values():
-            for step in job["steps"]:
-                if "uses" in step:
-                    action = step["uses"].split("@")[0]
-                    assert action in steps.STAND_INS, f"{workflow.name}: {action}"
+        for step in steps_of(workflow):
+            if "uses" in step:
+                action = step["uses"].split("@")[0]
+                assert action in stand_ins, f"{workflow.name}: {action}"
+
+
+def test_the_default_recipe_has_no_go_step() -> None:
+    assert go_steps(DEFAULT) == []
+
+
+def test_the_go_step_check_finds_the_offline_recipes_go_steps() -> None:
+    assert go_steps(OFFLINE) == [
+        "actions/setup-go",
+        "Build Kubernetes, the CSI sidecars and kind (first run about 25 minutes)",
+        "Build the kind node image (offline, cached by Docker)",
+    ]
+
+
+def test_the_default_recipe_pulls_its_images_and_the_offline_one_builds_them() -> None:
+    script = steps_script()
+    assert script.pulls_images(steps_of(DEFAULT))
+    assert not script.pulls_images(steps_of(OFFLINE))
+
+
+def kind_action_inputs(workflow: Path) -> dict[str, Any]:
+    (step,) = [s for s in steps_of(workflow) if s.get("uses", "").startswith("helm/kind-action@")]
+    return dict(step.get("with") or {})
+
+
+def test_the_kind_action_installs_the_pinned_kind_and_kubectl_only() -> None:
+    assert steps_script().kind_action_problems(kind_action_inputs(DEFAULT)) == []
+
+
+def test_the_kind_action_check_refuses_what_its_stand_in_cannot_do() -> None:
+    inputs = kind_action_inputs(DEFAULT)
+    inputs.update(version="v0.31.0", install_only=False, no_such_input=1)
+    del inputs["kubectl_version"]
+    script = steps_script()
+    kind, kubernetes = script.pinned_version("kind"), script.pinned_version("kubernetes")
+    assert script.kind_action_problems(inputs) == [
+        "no_such_input: no such input",
+        "install_only: not true (the harness creates the cluster)",
+        f"version: v0.31.0, not the pinned {kind}",
+        f"kubectl_version: not given (the action's default is not {kubernetes})",
+    ]
