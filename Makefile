@@ -100,11 +100,13 @@ test: install system-deps lint  ## everything CI runs: lint, unit, driver, crash
 	$(MAKE) --no-print-directory e2e-upstream-run
 	$(MAKE) --no-print-directory e2e-kind-run KIND_SUITES='$(CI_KIND_SUITES) $(CI_KIND_DESELECT)' \
 		KIND_WORKERS=$(CI_KIND_WORKERS)
-	$(PYTHON) scripts/github-actions-steps.py
+	$(PYTHON) scripts/github-actions-steps.py $(if $(filter upstream,$(KIND_IMAGES)),,\
+		--workflow examples/github-actions/storage-conformance-offline.yml)
 
 github-actions: install system-deps  ## run the steps of examples/github-actions/storage-conformance.yml here (kind; engine from docker/engine.sh)
 	bash tools/build.sh build $(TEST_TOOLS) $(KIND_TOOLS)
 	bash docker/engine.sh start
+	$(MAKE) --no-print-directory kind-mirror
 	$(PYTHON) scripts/github-actions-steps.py
 
 user-project: install system-deps  ## build the wheel, install it in a fresh venv outside the repo, run examples/user-project on a local cluster
