@@ -27,8 +27,9 @@ from csi_harness._internal.kube.waits import (
     wait_volume_attachments_gone,
     wait_volume_capacity,
 )
+from csi_harness._internal.kube.waits.annotations import HistoryIncomplete
 from csi_harness._internal.kube.watching import Selection
-from tests.harness.kube.test_watching import FakeApi
+from tests.harness.kube.test_watching import FakeApi, api_error
 
 GI = 1024**3
 
@@ -309,3 +310,25 @@ def test_wait_bound_volume_is_not_over_while_the_phase_is_pending() -> None:
         waits.wait_bound_volume(api, "data", "ns", timeout=0.1)  # type: ignore[arg-type]
 
     assert "claim data is Pending with volume pv-1" in str(failure.value)
+
+
+def test_an_annotation_history_that_never_saw_its_claim_proves_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(waits.annotations, "HISTORY_SLICE", 0.05)
+    api = FakeApi(lists=[([], "10")])
+    history = AnnotationHistory(api, "data", "ns").start()
+    wait_for("a watch from 10", lambda: ("10" in api.watched, api.watched), timeout=2)
+    with pytest.raises(HistoryIncomplete, match="never saw claim ns/data"):
+        history.stop()
+
+
+def test_an_annotation_history_whose_watch_failed_raises_the_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(waits.annotations, "HISTORY_SLICE", 0.05)
+    api = FakeApi(lists=[api_error(403, "forbidden"), ([claim("5")], "10")])
+    history = AnnotationHistory(api, "data", "ns").start()
+    wait_for("a second list", lambda: (len(api.listed) == 2, api.listed), timeout=2)
+    with pytest.raises(HistoryIncomplete, match=r"failed and started again.*forbidden"):
+        history.stop()

@@ -36,6 +36,9 @@ class AnnotationHistory:
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _error: BaseException | None = None
+    _seen_claim: bool = False
+    retried: list[str] = field(default_factory=list)
+    """Watch errors the watch resumed after, from the last resourceVersion (nothing lost)."""
 
     def start(self) -> AnnotationHistory:
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -55,7 +58,7 @@ class AnnotationHistory:
                 self.kube,
                 selection,
                 stopped=self._stop.is_set,
-                on_error=self._failed,
+                on_error=lambda exc: self.retried.append(str(exc)),
                 slice_seconds=HISTORY_SLICE,
             )
             try:
@@ -64,11 +67,14 @@ class AnnotationHistory:
                         if self._stop.is_set():
                             return
                         claim = claims.get(self.name)
+                        self._seen_claim = self._seen_claim or claim is not None
                         annotations = (
                             claim.metadata.annotations if claim and claim.metadata else None
                         )
                         self._record((annotations or {}).get(self.key))
             except Exception as exc:  # what follow() does not retry (403 ...): try again
+                # A new watch starts from a new list: changes in between may be lost, so
+                # the history is no longer complete, and stop() says so.
                 self._failed(exc)
                 time.sleep(0.2)
 
@@ -82,13 +88,37 @@ class AnnotationHistory:
     def wait_for_values(
         self, predicate: Callable[[list[str | None]], bool], what: str, timeout: float = 60
     ) -> list[str | None]:
+        def probe() -> tuple[bool, list[str | None]]:
+            self._raise_error()
+            return predicate(list(self.values)), list(self.values)
+
         return wait_for(
             f"{self.key} of {self.namespace}/{self.name} to show {what}",
-            lambda: (predicate(list(self.values)), list(self.values)),
+            probe,
             timeout=timeout,
             interval=0.25,
         )
 
     def stop(self) -> list[str | None]:
+        """Stop following and return the values. Raises HistoryIncomplete when the watch
+        failed in a way that may have lost changes, or never saw the claim at all: an
+        absence read from such a history would prove nothing."""
         self._stop.set()
+        self._raise_error()
+        if not self._seen_claim:
+            raise HistoryIncomplete(
+                f"the watch never saw claim {self.namespace}/{self.name}: its history of "
+                f"{self.key} ({self.values}) cannot show that a value was never set"
+            )
         return list(self.values)
+
+    def _raise_error(self) -> None:
+        if self._error is not None:
+            raise HistoryIncomplete(
+                f"the watch of {self.namespace}/{self.name} failed and started again, so "
+                f"changes of {self.key} may be missing: {self._error}"
+            ) from self._error
+
+
+class HistoryIncomplete(AssertionError):
+    """An ``AnnotationHistory`` that cannot vouch for every value the annotation took."""
