@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from csi_harness._internal.deploy.spec import DriverDeployment, ProvisionerMode, node_pool_name
     from csi_harness._internal.kube import objects
+    from csi_harness._internal.kube.csinode import CSINodeResource, csinode_drivers
     from csi_harness._internal.kube.namespaces import empty_namespace
-    from csi_harness._internal.kube.resources import CSINodeResource, csinode_drivers
     from csi_harness._internal.kube.waits import (
         AnnotationHistory,
         capacities,
@@ -72,8 +72,8 @@ _PUBLIC = {
     "DriverDeployment": "csi_harness._internal.deploy.spec",
     "ProvisionerMode": "csi_harness._internal.deploy.spec",
     "node_pool_name": "csi_harness._internal.deploy.spec",
-    "CSINodeResource": "csi_harness._internal.kube.resources",
-    "csinode_drivers": "csi_harness._internal.kube.resources",
+    "CSINodeResource": "csi_harness._internal.kube.csinode",
+    "csinode_drivers": "csi_harness._internal.kube.csinode",
     "empty_namespace": "csi_harness._internal.kube.namespaces",
     **dict.fromkeys(
         (

@@ -38,7 +38,7 @@ from lightkube.resources.core_v1 import (
 )
 from lightkube.resources.storage_v1 import CSIDriver
 
-from csi_harness._internal.core.resources import MANIFEST_DIR
+from csi_harness._internal.core.package_data import MANIFEST_DIR
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.deploy.incluster_layout import (
     ADMIN_PORT,

@@ -15,7 +15,7 @@ from lightkube.resources.core_v1 import Node
 
 from csi_harness._internal.core.run_state import RunState
 from csi_harness._internal.core.waiting import wait_for
-from csi_harness._internal.kube.resources import CSINodeResource, csinode_drivers
+from csi_harness._internal.kube.csinode import CSINodeResource, csinode_drivers
 from csi_harness._internal.providers.local.config import LocalClusterConfig
 from tests.e2e.test_volume_limits import allocatable_counts
 

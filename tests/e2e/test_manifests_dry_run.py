@@ -23,7 +23,7 @@ from lightkube.core.resource import NamespacedResource
 from lightkube.resources.apps_v1 import DaemonSet, Deployment
 from lightkube.resources.core_v1 import ConfigMap, Namespace
 
-from csi_harness._internal.core.resources import MANIFEST_DIR
+from csi_harness._internal.core.package_data import MANIFEST_DIR
 from csi_harness._internal.core.tools import tool_path
 from csi_harness._internal.deploy.incluster_layout import (
     CONTROLLER_DEPLOYMENT,

@@ -15,7 +15,7 @@ from lightkube.models.authorization_v1 import ResourceAttributes, SubjectAccessR
 from lightkube.resources.authorization_v1 import SubjectAccessReview
 from lightkube.resources.core_v1 import Namespace
 
-from csi_harness._internal.core.resources import MANIFEST_DIR
+from csi_harness._internal.core.package_data import MANIFEST_DIR
 from csi_harness._internal.deploy.spec import DRIVER_NAMESPACE
 from csi_harness._internal.providers.local.cluster import LocalCluster
 

@@ -21,7 +21,7 @@ from lightkube.resources.core_v1 import Node, Pod
 from lightkube.resources.storage_v1 import StorageClass
 
 from csi_harness._internal.kube import objects
-from csi_harness._internal.kube.resources import CSINodeResource, csinode_drivers
+from csi_harness._internal.kube.csinode import CSINodeResource, csinode_drivers
 from csi_harness._internal.kube.waits import (
     pv_topology,
     wait_bound_volume,

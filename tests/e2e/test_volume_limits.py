@@ -21,7 +21,7 @@ from lightkube.resources.storage_v1 import CSIDriver
 from lightkube.types import PatchType
 
 from csi_harness._internal.kube import objects
-from csi_harness._internal.kube.resources import CSINodeResource, csinode_drivers
+from csi_harness._internal.kube.csinode import CSINodeResource, csinode_drivers
 from csi_harness._internal.kube.waits import (
     volume_attachments,
     wait_bound_volume,

@@ -14,7 +14,7 @@ from lightkube.resources.core_v1 import Namespace
 from csi_harness._internal.deploy.incluster import DriverPodsFailed
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.kube import apiproxy
-from csi_harness._internal.kube.resources import CSINodeResource
+from csi_harness._internal.kube.csinode import CSINodeResource
 from csi_harness._internal.providers.base import ClusterNode, Unsupported
 from csi_harness._internal.providers.existing import ExistingCluster
 from tests.harness.deploy.fake_api import FakeApi, ready_status, write_kubeconfig

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from csi_harness._internal.cli.local_cluster import UsageError
-from csi_harness._internal.core.resources import TOOLS_SCRIPT
+from csi_harness._internal.core.package_data import TOOLS_SCRIPT
 from csi_harness._internal.core.tools import Tools, ToolsMissing
 from csi_harness._internal.providers.kind.node_image import NodeImageError
 from csi_harness._internal.providers.local.cluster import (

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from csi_harness._internal.core.commands import CommandFailed, Runner, run_command
-from csi_harness._internal.core.resources import TOOLS_SCRIPT
+from csi_harness._internal.core.package_data import TOOLS_SCRIPT
 
 REQUIRED = (
     "etcd",

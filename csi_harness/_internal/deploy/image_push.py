@@ -22,7 +22,7 @@ from pathlib import Path
 from csi_harness._internal.core import registry
 from csi_harness._internal.core.commands import run_command
 from csi_harness._internal.core.images import build_busybox_image
-from csi_harness._internal.core.resources import DOCKER_ENGINE_SCRIPT
+from csi_harness._internal.core.package_data import DOCKER_ENGINE_SCRIPT
 from csi_harness._internal.core.tools import Tools
 from csi_harness._internal.deploy.image_set import (
     BUSYBOX_UPSTREAM,

@@ -27,7 +27,7 @@ from csi_harness._internal.core.images import (
     layer_tar,
     resolve_cache_dir,
 )
-from csi_harness._internal.core.resources import (
+from csi_harness._internal.core.package_data import (
     DATA_DIR,
     DOCKER_ENGINE_SCRIPT,
     DOCKERFILE,

@@ -11,8 +11,8 @@ from lightkube import Client
 
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.deploy.spec import DriverDeployment, storage_class_objects
+from csi_harness._internal.kube.csinode import CSINodeResource, csinode_drivers
 from csi_harness._internal.kube.objects import drop_node_labels
-from csi_harness._internal.kube.resources import CSINodeResource, csinode_drivers
 from csi_harness._internal.kube.waits import capacities
 
 

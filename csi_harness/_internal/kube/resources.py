@@ -1,19 +1,7 @@
-"""Resources read as plain data where lightkube's typed models are too strict.
+"""The old name of ``kube/csinode.py``, kept only for ``pytest_plugin/pooled_drivers.py``,
+which another change is editing; delete this file once that module imports
+``csi_harness._internal.kube.csinode`` (issue 45, item 2)."""
 
-The kubelet writes CSINode objects with ``spec.drivers: null`` while no driver is
-registered; lightkube-models rejects that, so CSINode is read generically.
-"""
+from csi_harness._internal.kube.csinode import CSINodeResource, csinode_drivers
 
-from __future__ import annotations
-
-from typing import Any
-
-from lightkube.generic_resource import create_global_resource
-
-CSINodeResource = create_global_resource("storage.k8s.io", "v1", "CSINode", "csinodes")
-
-
-def csinode_drivers(obj: Any) -> list[dict[str, Any]]:
-    """The driver entries of a generic CSINode (empty when none is registered)."""
-    spec = obj.spec or {}
-    return list(spec.get("drivers") or [])
+__all__ = ["CSINodeResource", "csinode_drivers"]

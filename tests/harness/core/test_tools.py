@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from csi_harness._internal.core.commands import CommandFailed
-from csi_harness._internal.core.resources import TOOLS_SCRIPT
+from csi_harness._internal.core.package_data import TOOLS_SCRIPT
 from csi_harness._internal.core.tools import ToolsMissing, tool_binary, tool_path
 
 

@@ -22,7 +22,7 @@ from lightkube.resources.core_v1 import Pod
 from lightkube.resources.storage_v1 import CSIStorageCapacity
 from lightkube.types import PatchType
 
-from csi_harness._internal.kube.resources import CSINodeResource
+from csi_harness._internal.kube.csinode import CSINodeResource
 
 PodStatus = Callable[[str, str], dict[str, Any]]
 """(role, node) -> the status of a new pod."""

@@ -17,7 +17,7 @@ from lightkube.types import PatchType
 from csi_harness._internal.core.waiting import WaitTimeout
 from csi_harness._internal.deploy.incluster import DriverPodsFailed, InClusterDriver
 from csi_harness._internal.deploy.spec import NODE_TOPOLOGY_KEY, DriverDeployment
-from csi_harness._internal.kube.resources import CSINodeResource
+from csi_harness._internal.kube.csinode import CSINodeResource
 from csi_harness._internal.providers.base import ClusterNode
 from csi_mock.admin.views import TOKEN_HEADER
 from tests.harness.deploy.fake_api import (

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from csi_harness._internal.core.resources import MANIFEST_DIR
+from csi_harness._internal.core.package_data import MANIFEST_DIR
 from csi_harness._internal.core.tools import tool_binary
 from csi_harness._internal.deploy.images import DRIVER_IMAGE
 from csi_harness._internal.deploy.incluster_objects import render_objects

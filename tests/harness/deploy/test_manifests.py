@@ -25,7 +25,7 @@ import yaml
 from lightkube import codecs
 from lightkube.core.resource import NamespacedResource
 
-from csi_harness._internal.core.resources import MANIFEST_DIR
+from csi_harness._internal.core.package_data import MANIFEST_DIR
 from csi_harness._internal.deploy.images import DRIVER_IMAGE
 from csi_harness._internal.deploy.incluster_layout import (
     ATTACHER_DEPLOYMENT,

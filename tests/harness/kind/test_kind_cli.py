@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from csi_harness._internal.core.commands import CommandFailed
-from csi_harness._internal.core.resources import KIND_CONFIG_DIR, TOOLS_SCRIPT
+from csi_harness._internal.core.package_data import KIND_CONFIG_DIR, TOOLS_SCRIPT
 from csi_harness._internal.providers.kind.kind_cli import DRIVER_IMAGE, ImageArchive, KindCli
 
 KIND = "/tools/bin/kind"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from csi_harness._internal.core.resources import KIND_CONFIG_DIR
+from csi_harness._internal.core.package_data import KIND_CONFIG_DIR
 from csi_harness._internal.core.tools import Tools, ToolsMissing
 
 SCHEDULER_CONFIG = KIND_CONFIG_DIR / "scheduler-capacity-scoring.yaml"

@@ -15,12 +15,6 @@ from csi_harness._internal.kube.waits.attachments import (
     wait_volume_attachment,
     wait_volume_attachments_gone,
 )
-from csi_harness._internal.kube.waits.capacity import (
-    DRIVER_NAME_LABEL,
-    CapacityPublisher,
-    capacities,
-    wait_capacity,
-)
 from csi_harness._internal.kube.waits.claims import (
     SELECTED_NODE,
     claim_conditions,
@@ -30,6 +24,12 @@ from csi_harness._internal.kube.waits.claims import (
     wait_claim,
     wait_claim_capacity,
     wait_volume_capacity,
+)
+from csi_harness._internal.kube.waits.csistoragecapacity import (
+    DRIVER_NAME_LABEL,
+    CapacityPublisher,
+    capacities,
+    wait_capacity,
 )
 from csi_harness._internal.kube.waits.events import SeenEvent, events, wait_event
 from csi_harness._internal.kube.waits.pods import (

@@ -28,7 +28,7 @@ from lightkube.resources.core_v1 import Node, Pod
 from csi_harness._internal.core import registry
 from csi_harness._internal.core.commands import CommandFailed
 from csi_harness._internal.core.images import build_busybox_image
-from csi_harness._internal.core.resources import DOCKER_ENGINE_SCRIPT, KIND_CONFIG_DIR
+from csi_harness._internal.core.package_data import DOCKER_ENGINE_SCRIPT, KIND_CONFIG_DIR
 from csi_harness._internal.core.tools import Tools, ToolsMissing
 from csi_harness._internal.core.unsupported import Unsupported
 from csi_harness._internal.core.waiting import wait_for

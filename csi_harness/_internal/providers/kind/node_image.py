@@ -51,7 +51,7 @@ from csi_harness._internal.core.images import (
     import_images,
     layer_tar,
 )
-from csi_harness._internal.core.resources import DOCKER_ENGINE_SCRIPT, TOOLS_DIR
+from csi_harness._internal.core.package_data import DOCKER_ENGINE_SCRIPT, TOOLS_DIR
 from csi_harness._internal.core.tools import Tools
 
 SUITE = "bookworm"

@@ -43,7 +43,7 @@ from lightkube.resources.core_v1 import Node
 from lightkube.resources.storage_v1 import CSIDriver
 from lightkube.types import PatchType
 
-from csi_harness._internal.kube.resources import CSINodeResource
+from csi_harness._internal.kube.csinode import CSINodeResource
 from csi_mock.proto import (
     csi_pb2,
     csi_pb2_grpc,
