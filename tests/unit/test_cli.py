@@ -8,8 +8,9 @@ import pytest
 import yaml
 
 from csi_mock import __version__
-from csi_mock.cli import build_parser, main, resolve_config, resolve_configs
+from csi_mock.cli import build_parser, main
 from csi_mock.config import ConfigError
+from csi_mock.hostpath_flags import resolve_config, resolve_configs
 
 NODE_KEY = "topology.csi-mock.example/node"
 

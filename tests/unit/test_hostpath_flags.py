@@ -12,9 +12,10 @@ import grpc
 import pytest
 
 from csi_mock import __version__
-from csi_mock.cli import build_parser, resolve_config
+from csi_mock.cli import build_parser
 from csi_mock.config import ConfigError, DriverConfig
 from csi_mock.driver import Driver
+from csi_mock.hostpath_flags import resolve_config
 from csi_mock.proto import csi_pb2 as pb
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
 from csi_mock.server import DriverServer

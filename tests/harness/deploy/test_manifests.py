@@ -35,8 +35,9 @@ from csi_harness._internal.deploy.incluster_layout import (
     RESIZER_DEPLOYMENT,
 )
 from csi_harness._internal.deploy.spec import DRIVER_NAMESPACE
-from csi_mock.cli import build_parser, resolve_config
+from csi_mock.cli import build_parser
 from csi_mock.config import DriverConfig, Mode
+from csi_mock.hostpath_flags import resolve_config
 
 REPO_ROOT = MANIFEST_DIR.parent.parent
 KUSTOMIZATION = MANIFEST_DIR / "kustomization.yaml"
