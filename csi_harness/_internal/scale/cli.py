@@ -26,14 +26,9 @@ from csi_harness._internal.scale.comparisons import (
     with_baseline,
 )
 from csi_harness._internal.scale.experiment import Setup
-from csi_harness._internal.scale.report import (
-    RESULTS,
-    Spread,
-    load_results,
-    summaries,
-    write_report,
-)
+from csi_harness._internal.scale.report import RESULTS, load_results, write_report
 from csi_harness._internal.scale.run_result import RunResult
+from csi_harness._internal.scale.run_statistics import Spread, summaries
 from csi_harness._internal.scale.workload import SizeRange, WorkloadError, WorkloadKind
 from csi_mock.model.quantity import QuantityError, parse_quantity
 

@@ -13,17 +13,15 @@ from csi_harness._internal.scale.report import (
     BOUND_CHART,
     REPORT,
     UTILISATION_CHART,
-    Range,
-    Spread,
-    _setup_of,
     load_results,
     markdown_table,
     running_lines,
-    summaries,
     summary_table,
     write_report,
 )
+from csi_harness._internal.scale.run_descriptions import setup_of
 from csi_harness._internal.scale.run_result import RunResult
+from csi_harness._internal.scale.run_statistics import Range, Spread, summaries
 
 GI = 1 << 30
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -200,5 +198,5 @@ def test_on_real_nodes_the_report_says_where_and_when_every_pod_ran() -> None:
     lines = running_lines([*ran, stuck])
     assert "- on: 8.0 s (7.0-9.0) from the first object, 6.0 s (5.0-7.0) from the last" in lines
     assert "not running" in markdown_table([stuck])
-    assert "2 nodes of a kind cluster" in _setup_of(ran)
+    assert "2 nodes of a kind cluster" in setup_of(ran)
     assert running_lines([result("local", [GI])]) == []
