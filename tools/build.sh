@@ -29,7 +29,7 @@ RECIPE=1
 # Build order: csi-sanity first (CI needs it fast), then sidecars, etcd, Kubernetes, the rest.
 UNITS=(csi-sanity csi-provisioner csi-attacher node-driver-registrar livenessprobe
        csi-resizer csi-snapshotter etcd kubernetes containerd runc cni-plugins crictl kind hostpathplugin
-       ginkgo e2e actionlint)
+       ginkgo e2e actionlint crane)
 
 export GOTOOLCHAIN=local GOWORK=off
 export GOFLAGS="-mod=readonly -buildvcs=false"

@@ -35,7 +35,7 @@ def registry_main(args: argparse.Namespace) -> int:
             registry.stop()
             _progress(f"registry {registry.CONTAINER} removed")
             return 0
-        pulled = registry.pulls(registry.log())
+        pulled = registry.pulls(registry.log(since=registry.pushed_until()))
         for reference in pulled:
             print(reference)
         if args.expect_upstream:
@@ -75,6 +75,7 @@ def images_main(args: argparse.Namespace) -> int:
             push_stand_ins(prefix, Tools.locate(), _crane(), progress=_progress)
         if not args.no_driver:
             print(push_driver(prefix, base=args.base or PYTHON_BASE_UPSTREAM, progress=_progress))
+        registry.mark_pushed()
         return 0
     except (registry.RegistryError, ToolsMissing, DriverImageError, CommandFailed) as exc:
         print(f"csi-harness: {exc}", file=sys.stderr)

@@ -21,10 +21,11 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from csi_harness._internal.core.cache import user_cache_dir
-from csi_harness._internal.core.images import (
+from csi_harness._internal.core.image_archive import (
     LayerEntry,
     cached_archive,
     content_key,
@@ -40,6 +41,7 @@ PORT = 5000
 IMAGE_REPOSITORY = "csi-mock.local/registry"
 DATA_DIR = "/var/lib/registry"
 KIND_NETWORK = "kind"
+PUSHED_MARK = "pushed-until"
 
 
 class RegistryError(RuntimeError):
@@ -144,10 +146,25 @@ def connect(network: str = KIND_NETWORK) -> None:
         _docker(["network", "connect", network, CONTAINER])
 
 
-def log() -> str:
-    """The container's output (the registry logs to stderr)."""
+def mark_pushed(data_dir: Path | None = None) -> None:
+    """Remember now as the end of the last push, so that ``pulls`` counts only the
+    requests after it (a push asks for manifests too)."""
+    directory = data_dir or user_cache_dir("registry")
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    (directory / PUSHED_MARK).write_text(stamp + "\n")
+
+
+def pushed_until(data_dir: Path | None = None) -> str | None:
+    """The end of the last push, as ``mark_pushed`` wrote it, or None."""
+    mark = (data_dir or user_cache_dir("registry")) / PUSHED_MARK
+    return mark.read_text().strip() if mark.is_file() else None
+
+
+def log(since: str | None = None) -> str:
+    """The container's output (the registry logs to stderr), from ``since`` on."""
     result = subprocess.run(
-        ["docker", "logs", CONTAINER],
+        ["docker", "logs", *(["--since", since] if since else []), CONTAINER],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -164,7 +181,8 @@ def pulls(text: str) -> list[str]:
     for line in text.splitlines():
         for method in ("GET /v2/", "HEAD /v2/"):
             if method in line and "/manifests/" in line:
-                path = line.split(method, 1)[1].split()[0]
+                # containerd asks a mirror with ?ns=<registry>: the path is what counts.
+                path = line.split(method, 1)[1].split()[0].split("?", 1)[0]
                 repository, _, tag = path.partition("/manifests/")
                 found.setdefault(f"{repository}:{tag}" if ":" not in tag else f"{repository}@{tag}")
     return list(found)

@@ -26,3 +26,17 @@ def test_docker_hub_names_live_at_the_root_and_under_docker_io() -> None:
         "docker.io/library/busybox:1.37.0",
     ]
     assert mirror_paths("registry.k8s.io/sig-storage/x:v1") == ["registry.k8s.io/sig-storage/x:v1"]
+
+
+def test_a_mirrors_namespace_query_is_not_part_of_the_name() -> None:
+    line = "GET /v2/registry.k8s.io/sig-storage/x/manifests/v1?ns=registry.k8s.io"
+    assert pulls(line) == ["registry.k8s.io/sig-storage/x:v1"]
+
+
+def test_pulls_count_only_what_came_after_the_last_push(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from csi_harness._internal.core.registry import mark_pushed, pushed_until
+
+    assert pushed_until(tmp_path) is None
+    mark_pushed(tmp_path)
+    stamp = pushed_until(tmp_path)
+    assert stamp is not None and stamp.endswith("Z") and "T" in stamp

@@ -50,7 +50,7 @@ def read_traits(image: str) -> NodeImageTraits:
     probe = _docker(
         [
             "run", "--rm", "--network", "none", "--entrypoint", "/bin/sh", image, "-c",
-            f"cat /kind/version; test -f {CNI_MANIFEST} && echo cni || echo no-cni",
+            f"echo \"$(cat /kind/version)\"; test -f {CNI_MANIFEST} && echo cni || echo no-cni",
         ]
     )  # fmt: skip
     lines = probe.stdout.split()

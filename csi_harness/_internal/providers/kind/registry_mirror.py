@@ -31,10 +31,10 @@ UPSTREAM_SERVERS = {
     "registry.k8s.io": "https://registry.k8s.io",
 }
 
-# containerd 2 (config version 3) and 1.x (version 2) name the CRI image plugin
-# differently; kind's node images of either read the directory through this setting.
+# kind's node images write containerd's configuration in version 2 (containerd 2 migrates
+# it), where the CRI plugin is "io.containerd.grpc.v1.cri"; kind merges this into it.
 CONTAINERD_PATCHES = (
-    '[plugins."io.containerd.cri.v1.images".registry]\n  config_path = "' + CERTS_DIR + '"\n',
+    '[plugins."io.containerd.grpc.v1.cri".registry]\n  config_path = "' + CERTS_DIR + '"\n',
 )
 
 _ADDRESS = re.compile(r"^(?P<host>[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?):(?P<port>[0-9]{1,5})$")
