@@ -1,13 +1,92 @@
-"""Fixtures every test directory may use."""
+"""Fixtures every test directory may use, and the two rules of this checkout's
+sessions about clusters:
+
+* A bare ``pytest`` runs only what needs no cluster: the end-to-end suites (marked
+  ``e2e``, all in tests/e2e) are deselected, and one line at the end says how to run
+  them. They run with ``-m EXPR`` (any marker expression: the choice is then yours,
+  ``-m e2e`` for them alone), with ``--with-e2e`` (everything), or when a path inside
+  tests/e2e is named on the command line.
+* Every other test runs under the cluster guard (``core.cluster_guard``): if it
+  brings up, tears down or enters a real cluster, directly or through a command it
+  starts, that fails at once naming the test.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 
 import pytest
+
+from csi_harness._internal.core.cluster_guard import NO_CLUSTER_ENV
+
+E2E_DIR = Path(__file__).resolve().parent / "e2e"
+E2E_MARKER = "e2e"
+WITH_E2E = "--with-e2e"
+_DESELECTED = pytest.StashKey[int]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        WITH_E2E,
+        action="store_true",
+        help="also run the end-to-end suites (tests/e2e, marked e2e), which bring up a "
+        "cluster; without it or -m, a bare `pytest` runs only the tests that need none",
+    )
+
+
+def e2e_wanted(*, with_e2e: bool, markexpr: str, args: Sequence[str], invocation_dir: Path) -> bool:
+    """Whether the session runs the end-to-end suites: asked for by ``--with-e2e``, a
+    marker expression, or a path inside tests/e2e among the arguments."""
+    if with_e2e or markexpr:
+        return True
+    for arg in args:
+        path = (invocation_dir / arg.split("::", 1)[0]).resolve()
+        if path.is_relative_to(E2E_DIR):
+            return True
+    return False
+
+
+def _wants_e2e(config: pytest.Config) -> bool:
+    named = config.args if config.args_source == pytest.Config.ArgsSource.ARGS else []
+    return e2e_wanted(
+        with_e2e=bool(config.getoption(WITH_E2E)),
+        markexpr=str(config.getoption("markexpr", "") or ""),
+        args=named,
+        invocation_dir=config.invocation_params.dir,
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _wants_e2e(config):
+        return
+    e2e = [item for item in items if item.get_closest_marker(E2E_MARKER) is not None]
+    if e2e:
+        items[:] = [item for item in items if item.get_closest_marker(E2E_MARKER) is None]
+        config.hook.pytest_deselected(items=e2e)
+    config.stash[_DESELECTED] = len(e2e)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    config = terminalreporter.config
+    if hasattr(config, "workerinput") or _wants_e2e(config):
+        return
+    # Under pytest-xdist the workers deselect, so the controller knows no count.
+    count = config.stash.get(_DESELECTED, None)
+    if count == 0:
+        return
+    which = "the end-to-end tests" if count is None else f"{count} end-to-end tests"
+    terminalreporter.write_line(
+        f"{which} (tests/e2e) were not run, as they bring up a cluster: run them with "
+        f"`pytest -m e2e`, or everything with `pytest {WITH_E2E}`"
+    )
+
+
+# -- fixtures ------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -31,3 +110,55 @@ def target(tmp_path: Path) -> Path:
     """A target_path: the CO creates its parent, the plugin creates it."""
     (tmp_path / "pods").mkdir()
     return tmp_path / "pods" / "target"
+
+
+# -- the cluster guard -----------------------------------------------------------------
+
+
+def no_cluster_reason(item: pytest.Item) -> str | None:
+    """Why ``item`` may not touch a real cluster; None for a test of tests/e2e."""
+    if item.path.resolve().is_relative_to(E2E_DIR):
+        return None
+    return f"unit test {item.nodeid} (only the suites in tests/e2e may use a cluster)"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    with _guarded(no_cluster_reason(item)):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    with _guarded(no_cluster_reason(item)):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, None, None]:
+    # After the last test the session's own fixtures end too (the cluster an e2e test
+    # brought up is torn down there): that teardown is not the unit test's.
+    reason = no_cluster_reason(item) if nextitem is not None else None
+    with _guarded(reason):
+        return (yield)
+
+
+@contextlib.contextmanager
+def _guarded(reason: str | None) -> Iterator[None]:
+    """``NO_CLUSTER_ENV`` set to ``reason`` for the block, then as it was (nothing is
+    done when ``reason`` is None): an environment variable, so that commands the test
+    starts inherit it."""
+    if reason is None:
+        yield
+        return
+    before = os.environ.get(NO_CLUSTER_ENV)
+    os.environ[NO_CLUSTER_ENV] = reason
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(NO_CLUSTER_ENV, None)
+        else:
+            os.environ[NO_CLUSTER_ENV] = before

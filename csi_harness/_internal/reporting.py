@@ -2,9 +2,10 @@
 
 Registered by ``csi_harness._internal.pytest_plugin`` in its ``pytest_configure``.
 
-* ``@pytest.mark.scenario(feature, scenario)`` says what a test proves. Tests in
-  ``tests/e2e`` without it count as a scenario of their module. Both become the
-  JUnit properties ``feature`` and ``scenario``.
+* ``@pytest.mark.scenario(feature, scenario)`` says what a test proves. End-to-end
+  tests without it (marked ``e2e``, or using the ``cluster`` fixture) count as a
+  scenario of their module. Both become the JUnit properties ``feature`` and
+  ``scenario``.
 * A test that uses the ``cluster`` fixture and fails (or errors in setup) gets
   the cluster's state attached to its report (``csi_harness._internal.diagnostics``): sections
   titled ``Captured stdout diagnostics: ...``, shown after its traceback and, with
@@ -35,7 +36,8 @@ NAMESPACE_FIXTURE = "namespace"
 DRIVER_FIXTURE = "driver"
 BRING_UP_PROPERTY = "cluster_bring_up_seconds"
 REPORTS_DIR = "reports"
-E2E_DIR = Path("tests") / "e2e"
+E2E_MARKER = "e2e"
+"""The pytest plugin's marker of a test that runs against a real cluster."""
 SECTION_PREFIX = "Captured stdout diagnostics"
 """pytest puts sections whose title starts with "Captured stdout" in ``report.capstdout``,
 which the JUnit XML writes as system-out."""
@@ -77,10 +79,10 @@ class RunRecord:
 # -- which scenario a test is --------------------------------------------------------
 
 
-def scenario_of(item: pytest.Item, rootpath: Path) -> tuple[str, str] | None:
+def scenario_of(item: pytest.Item) -> tuple[str, str] | None:
     """(feature, scenario) from the marker (a parametrized test's scenario gets its
-    parameter id); for an unmarked test in tests/e2e, its module and its name; None
-    for every other test."""
+    parameter id); for another end-to-end test (marked ``e2e``, or using the
+    ``cluster`` fixture), its module and its name; None for every other test."""
     marker = item.get_closest_marker(MARKER)
     if marker is not None:
         feature, scenario = _marker_arguments(item.nodeid, marker)
@@ -89,7 +91,8 @@ def scenario_of(item: pytest.Item, rootpath: Path) -> tuple[str, str] | None:
             # One row per parameter set, named like pytest names the test.
             scenario = f"{scenario} [{callspec.id}]"
         return feature, scenario
-    if item.path.is_relative_to(rootpath / E2E_DIR):
+    end_to_end = item.get_closest_marker(E2E_MARKER) is not None
+    if end_to_end or CLUSTER_FIXTURE in getattr(item, "fixturenames", ()):
         return item.path.stem, item.name
     return None
 
@@ -159,7 +162,7 @@ class ConformanceReporter:
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
-            found = scenario_of(item, self.config.rootpath)
+            found = scenario_of(item)
             if found is not None:
                 item.user_properties += [("feature", found[0]), ("scenario", found[1])]
 

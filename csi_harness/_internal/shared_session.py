@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from csi_harness._internal.core.cluster_guard import refuse_cluster
 from csi_harness._internal.core.cluster_lock import ClusterLock
 from csi_harness._internal.providers.base import Cluster
 from csi_harness._internal.providers.provider import ClusterProvider
@@ -27,6 +28,7 @@ SESSION_FILE = "pytest-session"
 def worker_cluster(shared: ClusterProvider, session: str) -> Iterator[Cluster]:
     """The session's cluster, as one worker sees it: brought up by this worker if no
     other did yet, else attached. It is left running for the controller."""
+    refuse_cluster(f"enter the cluster of provider {shared.key!r}")
     with ClusterLock.for_cluster(f"bring-up-{shared.key}").exclusive():
         owner = shared.directory / SESSION_FILE
         if _owned_by(owner, session):

@@ -5,8 +5,32 @@ from __future__ import annotations
 
 import pytest
 
-from csi_harness._internal.providers.base import Driver, Unsupported, pick_nodes
+from csi_harness._internal.providers.base import (
+    Cluster,
+    Driver,
+    FeatureGates,
+    Unsupported,
+    pick_nodes,
+)
+from csi_harness._internal.providers.local.cluster import LocalCluster
 from csi_mock.observe.calls import CallRecord
+
+
+@pytest.fixture(scope="session")
+def local_cluster(cluster: Cluster) -> LocalCluster:
+    """The cluster, for the tests of the local provider itself (``test_local_*.py``,
+    the manifest checks): skipped on other providers. The one place a test asks for a
+    provider's class, because that class is what those tests test; every other test
+    asks for a capability (``providers.base``)."""
+    if not isinstance(cluster, LocalCluster):
+        pytest.skip(f"tests the local provider; cluster {cluster.name!r} is not a local one")
+    return cluster
+
+
+def scheduler_gate(cluster: Cluster, gate: str) -> bool | None:
+    """What the cluster's kube-scheduler runs with for ``gate``; None when it is not
+    set explicitly or the cluster cannot tell (``FeatureGates``)."""
+    return cluster.scheduler_feature_gate(gate) if isinstance(cluster, FeatureGates) else None
 
 
 def picked_node(driver: Driver, *, runs_pods: bool) -> str:

@@ -30,9 +30,11 @@ from csi_harness._internal.providers.base import (
     Driver,
     Unsupported,
     pick_nodes,
+    scheduler_restarts,
     scheduling_nodes,
 )
 from csi_mock.admin.client import AdminClient
+from tests.e2e.conftest import scheduler_gate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission, pytest.mark.cluster_wide]
 
@@ -48,7 +50,7 @@ INVERTED_SHAPE = volume_binding_shape(PACKING_SHAPE, bindTimeoutSeconds=600)
 def scoring_enabled(cluster: Cluster) -> None:
     # Beta and on by default in Kubernetes 1.37 (the version this harness pins): a
     # gate the scheduler does not set explicitly is on.
-    if cluster.scheduler_feature_gate(GATE) is False:
+    if scheduler_gate(cluster, GATE) is False:
         pytest.skip(f"the cluster's kube-scheduler runs with {GATE}=false")
 
 
@@ -81,13 +83,14 @@ def candidates(kube: Client, driver: Driver) -> tuple[str, str]:
 def inverted_shape(cluster: Cluster, cluster_access: None) -> Iterator[None]:
     """The scheduler restarted with INVERTED_SHAPE for the test (which holds the
     cluster alone: ``cluster_access``), then with what it ran with before."""
-    original = cluster.scheduler_config
     try:
-        cluster.restart_scheduler(INVERTED_SHAPE)
+        restarts = scheduler_restarts(cluster)
+        original = restarts.scheduler_config
+        restarts.restart_scheduler(INVERTED_SHAPE)
     except Unsupported as unsupported:
         pytest.skip(str(unsupported))
     yield
-    cluster.restart_scheduler(original)
+    restarts.restart_scheduler(original)
 
 
 def resize_pools(kube: Client, driver: Driver, admin: AdminClient, sizes: dict[str, int]) -> None:

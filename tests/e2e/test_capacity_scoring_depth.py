@@ -36,6 +36,7 @@ from csi_harness import (
     Unsupported,
     empty_namespace,
     objects,
+    scheduler_restarts,
     scheduling_nodes,
     wait_capacity,
     wait_for,
@@ -43,6 +44,7 @@ from csi_harness import (
 )
 from csi_harness._internal.deploy.spec import node_pool_name
 from csi_harness._internal.kube.scheduler_config import PACKING_SHAPE, volume_binding_shape
+from tests.e2e.conftest import scheduler_gate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission, pytest.mark.cluster_wide]
 
@@ -57,7 +59,7 @@ ZONE_POOLS_ONLY = pytest.mark.driver(node_pool_size=None, zone_pool_size="10Gi")
 @pytest.fixture(autouse=True)
 def scoring_enabled(cluster: Cluster) -> None:
     # Beta and on by default in Kubernetes 1.37: a gate not set explicitly is on.
-    if cluster.scheduler_feature_gate(GATE) is False:
+    if scheduler_gate(cluster, GATE) is False:
         pytest.skip(f"the cluster's kube-scheduler runs with {GATE}=false")
 
 
@@ -197,18 +199,19 @@ def packing_profile(cluster: Cluster, cluster_access: None) -> Iterator[None]:
     """kube-scheduler restarted with two profiles: "default-scheduler" as it comes
     (the default shape) and ``PACKING_SCHEDULER``; afterwards with what it ran
     before. The test holds the cluster alone (``cluster_access``)."""
-    original = cluster.scheduler_config
     (packing,) = volume_binding_shape(PACKING_SHAPE, bindTimeoutSeconds=600)["profiles"]
     profiles = [
         {"schedulerName": "default-scheduler"},
         {**packing, "schedulerName": PACKING_SCHEDULER},
     ]
     try:
-        cluster.restart_scheduler({"profiles": profiles})
+        restarts = scheduler_restarts(cluster)
+        original = restarts.scheduler_config
+        restarts.restart_scheduler({"profiles": profiles})
     except Unsupported as unsupported:
         pytest.skip(str(unsupported))
     yield
-    cluster.restart_scheduler(original)
+    restarts.restart_scheduler(original)
 
 
 # -- tests ---------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from lightkube.resources.core_v1 import PersistentVolumeClaim, Pod
 
 from csi_harness._internal.kube import objects
 from csi_harness._internal.kube.waits import wait_bound_volume, wait_for, wait_pod_running
-from csi_harness._internal.providers.base import Cluster, Driver, Unsupported
+from csi_harness._internal.providers.base import Cluster, Driver, Unsupported, kubelet_restarts
 from tests.e2e.conftest import node_calls
 
 pytestmark = [pytest.mark.e2e, pytest.mark.cluster_wide, pytest.mark.disrupts_nodes]
@@ -61,7 +61,7 @@ def test_restarted_kubelet_keeps_the_volume_of_a_terminating_claim_a_running_pod
 
     kube.delete(PersistentVolumeClaim, "app", namespace=namespace)
     try:
-        cluster.restart_kubelet(pod_node)
+        kubelet_restarts(cluster).restart_kubelet(pod_node)
     except Unsupported as unsupported:
         pytest.skip(str(unsupported))
     claim = kube.get(PersistentVolumeClaim, "app", namespace=namespace)

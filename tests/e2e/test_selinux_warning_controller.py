@@ -42,7 +42,12 @@ from csi_harness._internal.kube.waits import (
     wait_pod_running,
 )
 from csi_harness._internal.kube.waits.events import events, wait_event
-from csi_harness._internal.providers.base import Cluster, Driver, Unsupported
+from csi_harness._internal.providers.base import (
+    Cluster,
+    Driver,
+    Unsupported,
+    component_metrics,
+)
 
 pytestmark = [pytest.mark.e2e]
 
@@ -238,7 +243,9 @@ def conflicts(cluster: Cluster, namespace: str) -> set[tuple[str, str, str]]:
     """The conflicts the controller's metric holds for pods of ``namespace``: (property,
     pod, other pod), each pair in both directions."""
     found = set()
-    for family in text_string_to_metric_families(cluster.controller_manager_metrics()):
+    for family in text_string_to_metric_families(
+        component_metrics(cluster).controller_manager_metrics()
+    ):
         for sample in family.samples:
             labels = sample.labels
             if (
@@ -254,7 +261,9 @@ def conflicts(cluster: Cluster, namespace: str) -> set[tuple[str, str, str]]:
 def queue_counts(cluster: Cluster) -> tuple[float, float]:
     """The controller's work queue: (items added ever, items waiting now)."""
     adds = depth = 0.0
-    for family in text_string_to_metric_families(cluster.controller_manager_metrics()):
+    for family in text_string_to_metric_families(
+        component_metrics(cluster).controller_manager_metrics()
+    ):
         for sample in family.samples:
             if sample.labels.get("name") != QUEUE:
                 continue
@@ -389,7 +398,7 @@ def controller_metrics(cluster: Cluster) -> None:
     """Skips the test where the harness cannot read kube-controller-manager's metrics
     (a cluster it did not bring up)."""
     try:
-        cluster.controller_manager_metrics()
+        component_metrics(cluster).controller_manager_metrics()
     except Unsupported as unsupported:
         pytest.skip(str(unsupported))
 

@@ -26,7 +26,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.kube import objects, snapshots
 from csi_harness._internal.kube.waits import wait_bound_volume
-from csi_harness._internal.providers.base import Cluster, Driver, Unsupported
+from csi_harness._internal.providers.base import (
+    Cluster,
+    Driver,
+    Unsupported,
+    component_metrics,
+)
 from csi_mock.admin.client import AdminClient
 
 pytestmark = [pytest.mark.e2e]
@@ -246,7 +251,9 @@ def operation_counts(cluster: Cluster, driver: str) -> dict[tuple[str, str, str]
     """The snapshot-controller's operation counts of ``driver``: (operation, status,
     snapshot type) -> count."""
     counts = {}
-    for family in text_string_to_metric_families(cluster.snapshot_controller_metrics()):
+    for family in text_string_to_metric_families(
+        component_metrics(cluster).snapshot_controller_metrics()
+    ):
         for sample in family.samples:
             labels = sample.labels
             if sample.name == OPERATION_COUNT and labels.get("driver_name") == driver:

@@ -40,6 +40,7 @@ from csi_harness._internal.providers.base import (
     scheduling_nodes,
 )
 from csi_mock.admin.client import AdminClient
+from tests.e2e.conftest import scheduler_gate
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 
@@ -354,7 +355,7 @@ def claim_on_absent_driver(
     field unset; NO_CSIDRIVER: no CSIDriver object at all) and a claim "data" bound to
     a pre-made PV of it, as upstream does (no node has the driver, so nothing could
     provision one). Skips when the gate is off."""
-    if cluster.scheduler_feature_gate(SCALING_GATE) is False:
+    if scheduler_gate(cluster, SCALING_GATE) is False:
         pytest.skip(f"the cluster's kube-scheduler runs with {SCALING_GATE}=false")
     if prevent != NO_CSIDRIVER:
         # No attaching: nobody would ever attach a volume of a driver no node has.

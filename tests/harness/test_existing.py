@@ -15,8 +15,19 @@ from csi_harness._internal.deploy.incluster import DriverPodsFailed
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.kube import apiproxy
 from csi_harness._internal.kube.csinode import CSINodeResource
-from csi_harness._internal.providers.base import ClusterNode, Unsupported
-from csi_harness._internal.providers.existing import ExistingCluster
+from csi_harness._internal.providers.base import (
+    ClusterNode,
+    ComponentMetrics,
+    FeatureGates,
+    ImageDeployments,
+    KubeletRestarts,
+    SchedulerRestarts,
+    Unsupported,
+    component_metrics,
+    kubelet_restarts,
+    scheduler_restarts,
+)
+from csi_harness._internal.providers.kubeconfig_cluster import KubeconfigCluster
 from tests.harness.deploy.fake_api import FakeApi, ready_status, write_kubeconfig
 
 
@@ -60,8 +71,8 @@ class FakeKube:
         return self.nodes if resource.__name__ == "Node" else self.pods
 
 
-def cluster(kube: FakeKube) -> ExistingCluster:
-    existing = ExistingCluster(Path("/nowhere/kubeconfig"), sidecar_images={"x": "y"})
+def cluster(kube: FakeKube) -> KubeconfigCluster:
+    existing = KubeconfigCluster(Path("/nowhere/kubeconfig"), sidecar_images={"x": "y"})
     existing._kube = kube  # type: ignore[assignment]
     return existing
 
@@ -85,14 +96,29 @@ def test_an_untainted_control_plane_takes_pods_and_counts() -> None:
     assert [n.name for n in cluster(kube).nodes()] == ["single"]
 
 
+def test_a_foreign_cluster_tells_its_feature_gates_and_can_do_nothing_that_needs_its_making() -> (
+    None
+):
+    foreign = cluster(FakeKube([]))
+    assert isinstance(foreign, FeatureGates)
+    assert not isinstance(foreign, SchedulerRestarts)
+    assert not isinstance(foreign, KubeletRestarts)
+    assert not isinstance(foreign, ComponentMetrics)
+
+
 def test_restarting_the_scheduler_of_a_foreign_cluster_is_unsupported() -> None:
     with pytest.raises(Unsupported, match="did not make"):
-        cluster(FakeKube([])).restart_scheduler({"profiles": []})
+        scheduler_restarts(cluster(FakeKube([])))
 
 
 def test_restarting_a_kubelet_of_a_foreign_cluster_is_unsupported() -> None:
-    with pytest.raises(Unsupported, match="only on the local provider"):
-        cluster(FakeKube([])).restart_kubelet("w1")
+    with pytest.raises(Unsupported, match="only on the clusters it brings up"):
+        kubelet_restarts(cluster(FakeKube([])))
+
+
+def test_the_metrics_of_a_foreign_clusters_control_plane_are_unsupported() -> None:
+    with pytest.raises(Unsupported, match="only on the clusters it brings up"):
+        component_metrics(cluster(FakeKube([])))
 
 
 def test_a_cluster_without_nodes_that_take_pods_is_refused() -> None:
@@ -146,7 +172,7 @@ def test_kubelet_feature_gates_are_read_from_every_kubelets_configz(
         "Client",
         lambda **kw: real_client(transport=httpx.MockTransport(configz), headers=kw["headers"]),
     )
-    existing = ExistingCluster(write_kubeconfig(tmp_path / "kubeconfig"), sidecar_images={})
+    existing = KubeconfigCluster(write_kubeconfig(tmp_path / "kubeconfig"), sidecar_images={})
     existing._kube = FakeKube([node("w1"), node("w2")])  # type: ignore[assignment]
 
     assert existing.kubelet_feature_gate("CSIVolumeHealth") is expected
@@ -169,8 +195,8 @@ def api_with_nodes(**fields: Any) -> FakeApi:
     return api
 
 
-def deploying_cluster(api: FakeApi, tmp_path: Path) -> ExistingCluster:
-    existing = ExistingCluster(write_kubeconfig(tmp_path / "kubeconfig"), sidecar_images=SIDECARS)
+def deploying_cluster(api: FakeApi, tmp_path: Path) -> KubeconfigCluster:
+    existing = KubeconfigCluster(write_kubeconfig(tmp_path / "kubeconfig"), sidecar_images=SIDECARS)
     existing._kube = api  # type: ignore[assignment]
     return existing
 
@@ -292,3 +318,9 @@ def test_a_driver_deployed_elsewhere_is_refused(tmp_path: Path) -> None:
     existing = deploying_cluster(api_with_nodes(), tmp_path)
     with pytest.raises(TypeError, match="not deployed by this cluster"):
         existing.remove_driver(object())  # type: ignore[arg-type]
+
+
+def test_a_foreign_cluster_runs_csi_mock_from_the_images_it_names() -> None:
+    foreign = cluster(FakeKube([]))
+    assert isinstance(foreign, ImageDeployments)
+    assert foreign.sidecar_images == {"x": "y"}

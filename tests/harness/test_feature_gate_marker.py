@@ -40,6 +40,8 @@ def test_the_gate_counts_in_the_component_named_only(tmp_path: Path) -> None:
 
 def test_a_foreign_clusters_kubelet_gates_are_asked_of_the_cluster() -> None:
     class Foreign:
+        """A cluster that tells its kubelets' and scheduler's gates (``FeatureGates``)."""
+
         name = "elsewhere"
 
         def __init__(self, value: bool | None) -> None:
@@ -47,6 +49,9 @@ def test_a_foreign_clusters_kubelet_gates_are_asked_of_the_cluster() -> None:
 
         def kubelet_feature_gate(self, gate: str) -> bool | None:
             return self.value if gate == "CSIVolumeHealth" else None
+
+        def scheduler_feature_gate(self, gate: str) -> bool | None:
+            return None
 
     assert feature_gate_skip_reason(cast(Cluster, Foreign(True)), "CSIVolumeHealth") is None
     reason = feature_gate_skip_reason(cast(Cluster, Foreign(None)), "CSIVolumeHealth")
@@ -57,6 +62,12 @@ def test_a_foreign_clusters_kubelet_gates_are_asked_of_the_cluster() -> None:
 def test_a_foreign_clusters_apiserver_gates_cannot_be_told() -> None:
     class Foreign:
         name = "elsewhere"
+
+        def kubelet_feature_gate(self, gate: str) -> bool | None:
+            return True
+
+        def scheduler_feature_gate(self, gate: str) -> bool | None:
+            return True
 
     reason = feature_gate_skip_reason(cast(Cluster, Foreign()), "Gate", "kube-apiserver")
     assert reason is not None and "not of cluster 'elsewhere'" in reason

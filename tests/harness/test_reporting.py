@@ -34,6 +34,8 @@ PLUGIN_ARGS += ("-p", "no:cacheprovider", "--strict-markers")
 CAPACITY_SUITE = """
     import pytest
 
+    pytestmark = pytest.mark.e2e
+
     FEATURE = "capacity tracking"
 
 
@@ -69,10 +71,14 @@ UNIT_SUITE = """
 """
 
 
+E2E_INI = "[pytest]\nmarkers =\n    e2e: end to end\n"
+"""The ``e2e`` marker, which the harness's plugin (not loaded here) registers."""
+
+
 @pytest.fixture
 def suite(pytester: pytest.Pytester) -> pytest.Pytester:
     """A project with a rootdir, an e2e module and a unit test module."""
-    pytester.makeini("[pytest]\n")
+    pytester.makeini(E2E_INI)
     pytester.makepyfile(
         **{
             "tests/e2e/test_capacity": textwrap.dedent(CAPACITY_SUITE),
@@ -116,6 +122,34 @@ def test_unit_tests_are_not_in_the_summary(suite: pytest.Pytester) -> None:
     result = run(suite)
     assert "test_unit_arithmetic" not in result.stdout.str()
     assert "test_unit_arithmetic" not in (suite.path / "reports/summary.md").read_text()
+
+
+def test_an_unmarked_test_counts_by_its_e2e_marker_or_the_cluster_fixture_not_its_directory(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini(E2E_INI)
+    pytester.makeconftest(
+        """
+        import pytest
+
+        @pytest.fixture
+        def cluster():
+            return "a cluster"
+        """
+    )
+    pytester.makepyfile(
+        **{
+            "suites/test_marked": "import pytest\n\n@pytest.mark.e2e\ndef test_marked(): pass\n",
+            "suites/test_uses": "def test_uses_the_cluster(cluster): pass\n",
+            "tests/e2e/test_plain": "def test_plain_in_tests_e2e(): pass\n",
+        }
+    )
+    result = run(pytester)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        ["test_marked (1 passed)", "  test_marked * passed *", "test_uses (1 passed)"]
+    )
+    assert "test_plain_in_tests_e2e" not in result.stdout.str()
 
 
 def test_summary_markdown_has_a_row_per_scenario_and_the_feature_counts_once(

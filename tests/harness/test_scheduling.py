@@ -1,16 +1,28 @@
 """Which pytest-xdist worker runs which test (csi_harness/_internal/pytest_plugin/scheduling.py):
 the order of the first batches, and ``alone`` tests on workers of their own, seen
-in real pytest-xdist sessions of a few trivial tests."""
+in real pytest-xdist sessions of a few trivial tests and over the installed xdist's
+``LoadScheduling`` itself (the internals ``AloneScheduling`` relies on, for the
+releases pyproject.toml pins)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import tomllib
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from csi_harness._internal.pytest_plugin import scheduling
 from csi_harness._internal.pytest_plugin.scheduling import spread_slow_first
+
+REPO = Path(__file__).resolve().parents[2]
 
 TESTS = """
 import os, time, pytest
@@ -88,3 +100,104 @@ def test_slow_tests_beyond_one_per_worker_come_right_after_the_first_batches() -
     assert ordered[0] == "s0" and ordered[batch] == "s1"
     assert ordered[2 * batch : 2 * batch + 3] == ["s2", "s3", "s4"]
     assert [i for i in ordered if i.startswith("o")] == [f"o{i}" for i in range(20)]
+
+
+# -- the pytest-xdist internals AloneScheduling relies on ------------------------------
+
+
+def test_pyproject_pins_the_xdist_releases_whose_internals_alone_scheduling_uses() -> None:
+    dev = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"][
+        "dev"
+    ]
+    (pin,) = [Requirement(r) for r in dev if Requirement(r).name == "pytest-xdist"]
+    assert pin.specifier == scheduling.XDIST_VERSIONS
+    assert scheduling.xdist_version() in scheduling.XDIST_VERSIONS
+
+
+class FakeWorker:
+    """What xdist's scheduling asks of a worker (``WorkerController``)."""
+
+    def __init__(self, name: str) -> None:
+        self.gateway = SimpleNamespace(id=name)
+        self.shutting_down = False
+        self.sent: list[int] = []
+
+    def send_runtest_some(self, indices: Sequence[int]) -> None:
+        assert not self.shutting_down, f"{self.gateway.id}: tests sent after shutdown"
+        self.sent += indices
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+class FakeLog:
+    """xdist's ``Producer``: called with messages, ``.loadsched`` a child."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, *message: object) -> None:
+        self.lines.append(" ".join(map(str, message)))
+
+    @property
+    def loadsched(self) -> FakeLog:
+        return self
+
+
+def scheduled(workers: int, alone: list[str], tests: int = 24) -> list[FakeWorker]:
+    """Every test run through ``alone_scheduling`` over xdist's own ``LoadScheduling``,
+    each worker finishing the tests it holds in turn, as xdist's controller would."""
+    config = SimpleNamespace(
+        getvalue=lambda name: [f"{workers}*popen"] if name == "tx" else None,
+        getoption=lambda name: None,
+    )
+    scheduler = scheduling.alone_scheduling(config, FakeLog(), lambda: alone)  # type: ignore[arg-type]
+    nodes = [FakeWorker(f"gw{i}") for i in range(workers)]
+    collection = [f"test_x.py::test_{i}" for i in range(tests)]
+    for node in nodes:
+        scheduler.add_node(node)
+    for node in nodes:
+        scheduler.add_node_collection(node, collection)
+    assert scheduler.collection_is_completed
+    scheduler.schedule()
+    for _ in range(10 * tests):
+        if scheduler.tests_finished:
+            break
+        for node in nodes:
+            pending = scheduler.node2pending.get(node, [])
+            if pending:
+                scheduler.mark_test_complete(node, pending[0])
+    assert scheduler.tests_finished
+    return nodes
+
+
+def test_over_xdists_load_scheduling_an_alone_test_gets_a_worker_that_runs_nothing_else() -> None:
+    nodes = scheduled(workers=6, alone=["test_x.py::test_5"])
+    assert nodes[0].sent == [5] and nodes[0].shutting_down
+    assert sorted(i for node in nodes[1:] for i in node.sent) == [i for i in range(24) if i != 5]
+
+
+def test_over_xdists_load_scheduling_too_few_workers_left_run_the_alone_test_beside_others() -> (
+    None
+):
+    nodes = scheduled(workers=4, alone=["test_x.py::test_5"])
+    assert sorted(i for node in nodes for i in node.sent) == list(range(24))
+    assert all(len(node.sent) > 1 for node in nodes)
+
+
+def test_an_xdist_release_outside_the_tested_range_gets_xdists_own_scheduling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(scheduling, "xdist_version", lambda: Version("99.0"))
+    warned: list[Warning] = []
+    config = SimpleNamespace(
+        addinivalue_line=lambda *_: None,
+        pluginmanager=SimpleNamespace(has_plugin=lambda name: name == "xdist"),
+        getoption=lambda name, default=None: "load" if name == "dist" else default,
+        stash=pytest.Stash(),
+        issue_config_time_warning=lambda warning, stacklevel: warned.append(warning),
+    )
+    scheduling.pytest_configure(config)  # type: ignore[arg-type]
+    assert scheduling.pytest_xdist_make_scheduler(config, FakeLog()) is None  # type: ignore[arg-type]
+    (warning,) = warned
+    assert "pytest-xdist 99.0 is not one csi-harness was tested with" in str(warning)

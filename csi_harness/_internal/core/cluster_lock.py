@@ -31,10 +31,7 @@ class ClusterLock:
     def for_cluster(cls, key: str) -> ClusterLock:
         """The lock of the cluster ``key`` names (its name, or its kubeconfig), in the
         temporary directory every worker of a session shares."""
-        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)[-80:]
-        directory = Path(tempfile.gettempdir()) / "csi-harness-locks"
-        directory.mkdir(parents=True, exist_ok=True)
-        return cls(directory / f"{safe}.lock")
+        return cls(lock_path(key))
 
     @contextlib.contextmanager
     def shared(self) -> Iterator[None]:
@@ -47,6 +44,15 @@ class ClusterLock:
     def exclusive(self) -> Iterator[None]:
         with _locked(self.turnstile, fcntl.LOCK_EX), _locked(self.path, fcntl.LOCK_EX):
             yield
+
+
+def lock_path(key: str) -> Path:
+    """The lock file of ``key``, in the temporary directory every process of this host
+    (every worker of a session, every session) shares."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)[-80:]
+    directory = Path(tempfile.gettempdir()) / "csi-harness-locks"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory / f"{safe}.lock"
 
 
 @contextlib.contextmanager

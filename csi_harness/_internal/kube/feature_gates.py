@@ -1,6 +1,18 @@
-"""Kubernetes feature gates as every component takes them: ``NAME=true|false,...``."""
+"""Kubernetes feature gates as every component takes them: ``NAME=true|false,...``,
+and the components that take them."""
 
 from __future__ import annotations
+
+import enum
+
+
+class Component(enum.StrEnum):
+    """A Kubernetes component with feature gates of its own."""
+
+    APISERVER = "kube-apiserver"
+    CONTROLLER_MANAGER = "kube-controller-manager"
+    SCHEDULER = "kube-scheduler"
+    KUBELET = "kubelet"
 
 
 def parse_feature_gates(text: str) -> dict[str, bool]:

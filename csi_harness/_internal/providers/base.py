@@ -1,30 +1,59 @@
 """What the suites may know about a cluster, whichever provider made it.
 
 The local provider (``csi_harness._internal.providers.local``), kind
-(``csi_harness._internal.providers.kind``) and an existing cluster
-reached by a kubeconfig (``csi_harness._internal.providers.existing``) each implement ``Cluster``;
-the driver
-they deploy implements ``Driver``. Suites use only these two interfaces: nodes are
-picked from ``Cluster.nodes`` (by zone, or by whether they run pods), never named.
+(``csi_harness._internal.providers.kind``) and an existing cluster reached by a
+kubeconfig (``csi_harness._internal.providers.existing``) each implement ``Cluster``;
+the driver they deploy implements ``Driver``. Suites use only these interfaces: nodes
+are picked from ``Cluster.nodes`` (by zone, or by whether they run pods), never named.
+
+``Cluster`` is what every provider can do. What only some can is a capability of its
+own, a protocol a caller tests for (``isinstance(cluster, SchedulerRestarts)``) or
+asks for by its function in snake case, which raises ``Unsupported`` saying why
+the cluster lacks it (``scheduler_restarts(cluster).restart_scheduler(...)``):
+
+* ``SchedulerRestarts``: restart kube-scheduler with another configuration (local, kind);
+* ``KubeletRestarts``: restart a node's kubelet (local, kind);
+* ``ComponentMetrics``: the snapshot-controller's and kube-controller-manager's
+  Prometheus text (local, kind);
+* ``FeatureGates``: the gates kube-scheduler and the kubelets run with (every provider);
+* ``ConfiguredFeatureGates``: every component's gates, as set at bring-up with
+  ``--csi-feature-gates`` (local);
+* ``ImageDeployments``: csi-mock runs in the cluster as pods, from images it names
+  (kind, existing).
+
+A cluster with a capability may still refuse one call with ``Unsupported`` (a
+simulated node has no kubelet to restart). Nobody decides by a provider's class.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from csi_harness._internal.core.unsupported import Unsupported
 from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.kube.feature_gates import Component
 from csi_harness._internal.kube.nodes import ClusterNode, pick_nodes, scheduling_nodes
 from csi_mock.admin.client import AdminClient
 
 __all__ = [
     "Cluster",
     "ClusterNode",
+    "ComponentMetrics",
+    "ConfiguredFeatureGates",
     "Driver",
+    "FeatureGates",
+    "ImageDeployments",
+    "KubeletRestarts",
+    "SchedulerRestarts",
     "Unsupported",
+    "component_metrics",
+    "configured_feature_gates",
+    "feature_gates",
+    "kubelet_restarts",
     "pick_nodes",
+    "scheduler_restarts",
     "scheduling_nodes",
 ]
 
@@ -96,7 +125,8 @@ class Driver(Protocol):
 
 
 class Cluster(Protocol):
-    """A running Kubernetes cluster the suites can deploy csi-mock into."""
+    """A running Kubernetes cluster the suites can deploy csi-mock into: what every
+    provider can do. The rest is a capability (the module's docstring)."""
 
     @property
     def name(self) -> str: ...
@@ -148,6 +178,69 @@ class Cluster(Protocol):
         CSIStorageCapacity set is published."""
         ...
 
+    def admin_instances(self) -> Mapping[str, AdminClient]:
+        """For failure diagnostics: a client per instance of the current driver (the
+        caller closes them); empty without a driver."""
+        ...
+
+
+# -- capabilities ---------------------------------------------------------------------
+#
+# runtime_checkable: ``isinstance`` looks for the members by name only (it cannot
+# check signatures), so a provider implements a capability's members wholly or not
+# at all; a member that cannot work on this cluster raises ``Unsupported``.
+
+
+@runtime_checkable
+class SchedulerRestarts(Protocol):
+    """A cluster whose kube-scheduler the harness can restart with another
+    configuration (the local provider's process, kind's static pod)."""
+
+    def restart_scheduler(
+        self, scheduler: Mapping[str, object], feature_gates: Mapping[str, bool] | None = None
+    ) -> None:
+        """Restart kube-scheduler with ``scheduler`` merged into its configuration (and
+        ``feature_gates`` set over its own), and wait until it is back."""
+        ...
+
+    @property
+    def scheduler_config(self) -> dict[str, object]:
+        """What ``restart_scheduler`` last applied (empty: as brought up)."""
+        ...
+
+
+@runtime_checkable
+class KubeletRestarts(Protocol):
+    """A cluster whose kubelets the harness can restart."""
+
+    def restart_kubelet(self, node: str) -> None:
+        """Stop ``node``'s kubelet and start it again (its pods keep running), and wait
+        until it is back; Unsupported when that node has no kubelet to restart."""
+        ...
+
+
+@runtime_checkable
+class ComponentMetrics(Protocol):
+    """A cluster whose control-plane components' metrics the harness can read."""
+
+    def snapshot_controller_metrics(self) -> str:
+        """The Prometheus text of the cluster's snapshot-controller (its
+        ``snapshot_controller_operation_total_seconds`` histogram), or Unsupported
+        saying why it cannot be read."""
+        ...
+
+    def controller_manager_metrics(self) -> str:
+        """The Prometheus text of the cluster's kube-controller-manager (its
+        SELinuxWarningController's ``selinux_warning_controller_selinux_volume_conflict``
+        among them), or Unsupported saying why it cannot be read."""
+        ...
+
+
+@runtime_checkable
+class FeatureGates(Protocol):
+    """A cluster that can tell the feature gates kube-scheduler and its kubelets run
+    with (from their configuration, or from their pods and ``/configz``)."""
+
     def scheduler_feature_gate(self, gate: str) -> bool | None:
         """The value kube-scheduler runs with for ``gate``; None when it is not set
         explicitly (its default) or cannot be known."""
@@ -158,37 +251,78 @@ class Cluster(Protocol):
         explicitly, the kubelets differ, or it cannot be known."""
         ...
 
-    def restart_scheduler(
-        self, scheduler: Mapping[str, object], feature_gates: Mapping[str, bool] | None = None
-    ) -> None:
-        """Restart kube-scheduler with ``scheduler`` merged into its configuration (and
-        ``feature_gates`` set over its own), or raise Unsupported saying why this
-        cluster cannot."""
+
+@runtime_checkable
+class ConfiguredFeatureGates(Protocol):
+    """A cluster the harness brought up with the feature gates it was given
+    (``--csi-feature-gates``), so it knows those of every component."""
+
+    def component_feature_gate(self, component: Component, gate: str) -> bool | None:
+        """The value ``component`` was started with for ``gate``; None when it was
+        not set (the component's default)."""
+        ...
+
+
+@runtime_checkable
+class ImageDeployments(Protocol):
+    """A cluster where csi-mock runs as pods from images (not as local processes): the
+    images it deploys and the kubectl it applies manifests with."""
+
+    @property
+    def driver_image(self) -> str: ...
+
+    @property
+    def sidecar_images(self) -> Mapping[str, str]:
+        """Each sidecar's image by the sidecar's name."""
         ...
 
     @property
-    def scheduler_config(self) -> dict[str, object]:
-        """What ``restart_scheduler`` last applied (empty: as brought up)."""
+    def kubectl(self) -> str:
+        """The kubectl command to run against the cluster (with its kubeconfig)."""
         ...
 
-    def restart_kubelet(self, node: str) -> None:
-        """Stop ``node``'s kubelet and start it again (its pods keep running), and wait
-        until it is back; or raise Unsupported saying why this cluster cannot."""
-        ...
 
-    def snapshot_controller_metrics(self) -> str:
-        """The Prometheus text of the cluster's snapshot-controller (its
-        ``snapshot_controller_operation_total_seconds`` histogram), or raise Unsupported
-        saying why this cluster cannot give it."""
-        ...
+BROUGHT_UP = "the harness does that only on the clusters it brings up (local, kind)"
 
-    def controller_manager_metrics(self) -> str:
-        """The Prometheus text of the cluster's kube-controller-manager (its
-        SELinuxWarningController's ``selinux_warning_controller_selinux_volume_conflict``
-        among them), or raise Unsupported saying why this cluster cannot give it."""
-        ...
 
-    def admin_instances(self) -> Mapping[str, AdminClient]:
-        """For failure diagnostics: a client per instance of the current driver (the
-        caller closes them); empty without a driver."""
-        ...
+def scheduler_restarts(cluster: Cluster) -> SchedulerRestarts:
+    """``cluster`` as one whose kube-scheduler can be restarted, or Unsupported."""
+    if isinstance(cluster, SchedulerRestarts):
+        return cluster
+    raise Unsupported(
+        f"cannot restart the kube-scheduler of cluster {cluster.name!r}: a cluster the "
+        f"harness did not make keeps its own scheduler; {BROUGHT_UP}"
+    )
+
+
+def kubelet_restarts(cluster: Cluster) -> KubeletRestarts:
+    """``cluster`` as one whose kubelets can be restarted, or Unsupported."""
+    if isinstance(cluster, KubeletRestarts):
+        return cluster
+    raise Unsupported(f"cannot restart a kubelet of cluster {cluster.name!r}: {BROUGHT_UP}")
+
+
+def component_metrics(cluster: Cluster) -> ComponentMetrics:
+    """``cluster`` as one whose components' metrics can be read, or Unsupported."""
+    if isinstance(cluster, ComponentMetrics):
+        return cluster
+    raise Unsupported(
+        f"cannot read the control plane's metrics of cluster {cluster.name!r}: {BROUGHT_UP}"
+    )
+
+
+def feature_gates(cluster: Cluster) -> FeatureGates:
+    """``cluster`` as one that tells its scheduler's and kubelets' gates, or Unsupported."""
+    if isinstance(cluster, FeatureGates):
+        return cluster
+    raise Unsupported(f"cluster {cluster.name!r} does not tell its feature gates")
+
+
+def configured_feature_gates(cluster: Cluster) -> ConfiguredFeatureGates:
+    """``cluster`` as one that knows every component's gates, or Unsupported."""
+    if isinstance(cluster, ConfiguredFeatureGates):
+        return cluster
+    raise Unsupported(
+        f"the harness knows the feature gates of every component only of the local "
+        f"clusters it brings up, not of cluster {cluster.name!r}"
+    )

@@ -19,17 +19,24 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import Generic
 
+from typing_extensions import TypeVar
+
+from csi_harness._internal.core.cluster_guard import refuse_cluster
 from csi_harness._internal.providers.base import Cluster
 
 Progress = Callable[[str], None]
+C = TypeVar("C", bound=Cluster, default=Cluster, covariant=True)
+"""What a provider's clusters are (``ClusterProvider[LocalCluster]``); a provider that
+says nothing gives a ``Cluster``."""
 
 
 def silent(_: str) -> None:
     """A progress sink that drops every line."""
 
 
-class ClusterProvider(ABC):
+class ClusterProvider(ABC, Generic[C]):
     """Brings up, attaches to and ends one cluster.
 
     ``keep``: leave a cluster this provider brought up running at exit (and after a
@@ -41,7 +48,7 @@ class ClusterProvider(ABC):
         self.progress = progress
         self.keep = keep
         self.attaching = attach
-        self._cluster: Cluster | None = None
+        self._cluster: C | None = None
 
     @property
     @abstractmethod
@@ -54,12 +61,12 @@ class ClusterProvider(ABC):
         """The cluster's own directory on this host (its kubeconfig is there)."""
 
     @abstractmethod
-    def bring_up(self, progress: Progress | None = None) -> Cluster:
+    def bring_up(self, progress: Progress | None = None) -> C:
         """Bring the cluster up and return it ready for the suites; ``progress``
         overrides the provider's for this bring-up (e.g. a log file of a worker)."""
 
     @abstractmethod
-    def attach(self) -> Cluster:
+    def attach(self) -> C:
         """The running cluster, brought up earlier by this provider or another
         process, ready for the suites; fails saying why when it is not running."""
 
@@ -87,7 +94,8 @@ class ClusterProvider(ABC):
 
     # -- as a context manager ------------------------------------------------------
 
-    def __enter__(self) -> Cluster:
+    def __enter__(self) -> C:
+        refuse_cluster(f"enter the cluster of provider {self.key!r}")
         self._cluster = self.attach() if self.attaching else self.bring_up()
         return self._cluster
 

@@ -12,7 +12,9 @@ Options (all prefixed ``--csi-``: pytest-kind, for one, has ``--cluster-name`` a
   --csi-kubeconfig PATH    the existing cluster's kubeconfig
   --csi-keep-cluster       leave the local or kind cluster running after the session
                            (kind: and reuse a running one of that name)
-  --csi-cluster-name NAME  name of the local or kind cluster (default csi-harness-e2e)
+  --csi-cluster-name NAME  name of the local or kind cluster; default csi-harness-e2e,
+                           or csi-harness-e2e-N while other sessions on this host bring
+                           up theirs (a session never shares another's cluster)
   --csi-kind-config FILE   kind configuration (default kind-config/two-nodes.yaml)
   --csi-node-image IMAGE   kind node image of your own (e.g. from your Kubernetes branch)
   --csi-feature-gates G=B,...  Kubernetes feature gates for every component (local only)
@@ -28,8 +30,6 @@ Fixtures:
   ``cluster`` (session)        the running cluster, a
   ``csi_harness._internal.providers.base.Cluster`` whichever
                                provider ``--csi-cluster`` chose
-  ``local_cluster`` (session)  the same as a ``LocalCluster``, for tests of the local
-                               provider itself (skipped on other providers)
   ``kube`` (session)           a lightkube Client for it
   ``driver`` (function)        the driver, deployed fresh for the test from the
                                ``@pytest.mark.driver(**DriverDeployment fields)`` marker,
@@ -49,7 +49,6 @@ from csi_harness._internal.pytest_plugin.fixtures import (
     driver,
     driver_pool,
     kube,
-    local_cluster,
     namespace,
     required_feature_gates,
 )
@@ -67,7 +66,6 @@ __all__ = [
     "driver",
     "driver_pool",
     "kube",
-    "local_cluster",
     "namespace",
     "pytest_addoption",
     "pytest_configure",

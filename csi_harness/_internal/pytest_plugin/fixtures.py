@@ -1,5 +1,6 @@
-"""The fixtures: ``cluster``, ``local_cluster``, ``kube``, ``cluster_access``,
-``driver``, ``admin`` and ``namespace`` (see the package's docstring)."""
+"""The fixtures: ``cluster``, ``kube``, ``cluster_access``, ``driver``, ``admin`` and
+``namespace`` (see the package's docstring). They know a cluster by the ``Cluster``
+protocol and the capabilities it has (``providers.base``), never by its provider."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import contextlib
 import hashlib
 import secrets
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, cast
 
 import pytest
 from lightkube import Client, KubeConfig
@@ -18,15 +19,16 @@ from lightkube.resources.core_v1 import (
 
 from csi_harness._internal.core.cluster_lock import ClusterLock
 from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.kube.feature_gates import Component
 from csi_harness._internal.kube.namespaces import empty_namespace
 from csi_harness._internal.kube.nodes import ClusterNode
-from csi_harness._internal.providers.base import Cluster, Driver, Unsupported
-from csi_harness._internal.providers.local.cluster import LocalCluster
-from csi_harness._internal.providers.local.config import Component
-from csi_mock.admin.client import AdminClient
-
-if TYPE_CHECKING:
-    pass
+from csi_harness._internal.providers.base import (
+    Cluster,
+    ConfiguredFeatureGates,
+    Driver,
+    FeatureGates,
+    Unsupported,
+)
 from csi_harness._internal.pytest_plugin.pooled_drivers import DriverPool, log_pool_stats
 from csi_harness._internal.pytest_plugin.session import (
     _SESSION_CLUSTER,
@@ -37,20 +39,13 @@ from csi_harness._internal.pytest_plugin.session import (
     REAL_NODES_ONLY,
     TEST_DRIVER_DOMAIN,
 )
+from csi_mock.admin.client import AdminClient
 
 
 @pytest.fixture(scope="session")
 def cluster(pytestconfig: pytest.Config) -> Iterator[Cluster]:
     with pytestconfig.stash[_SESSION_CLUSTER] as running:
         yield running
-
-
-@pytest.fixture(scope="session")
-def local_cluster(cluster: Cluster) -> LocalCluster:
-    """The cluster, for tests of the local provider itself."""
-    if not isinstance(cluster, LocalCluster):
-        pytest.skip(f"tests the local provider; cluster {cluster.name!r} is not a local one")
-    return cluster
 
 
 @pytest.fixture(autouse=True)
@@ -73,12 +68,13 @@ def feature_gate_skip_reason(cluster: Cluster, gate: str, component: str = "kube
     components' only on the local provider, where ``--csi-feature-gates`` (or the
     cluster's configuration) set them at bring-up."""
     needs = f"needs the feature gate {gate}=true on the {component}"
-    if component == Component.KUBELET:
+    value: bool | None
+    if component == Component.KUBELET and isinstance(cluster, FeatureGates):
         value = cluster.kubelet_feature_gate(gate)
-    elif component == Component.SCHEDULER:
+    elif component == Component.SCHEDULER and isinstance(cluster, FeatureGates):
         value = cluster.scheduler_feature_gate(gate)
-    elif isinstance(cluster, LocalCluster):
-        value = cluster.config.feature_gates_for(Component(component)).get(gate)
+    elif isinstance(cluster, ConfiguredFeatureGates):
+        value = cluster.component_feature_gate(Component(component), gate)
     else:
         return (
             f"{needs}; the harness knows the {component}'s feature gates only of the local "
@@ -88,7 +84,7 @@ def feature_gate_skip_reason(cluster: Cluster, gate: str, component: str = "kube
         return None
     how = (
         f"bring it up with --csi-feature-gates {gate}=true"
-        if isinstance(cluster, LocalCluster)
+        if isinstance(cluster, ConfiguredFeatureGates)
         else "give it the gate (kind: featureGates in its --csi-kind-config)"
     )
     return f"{needs}; cluster {cluster.name!r} does not run with it: {how}"

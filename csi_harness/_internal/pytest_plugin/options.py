@@ -4,12 +4,7 @@ pytest)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pytest
-
-if TYPE_CHECKING:
-    pass
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -28,7 +23,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--csi-kind-config", default=None, help="kind configuration file")
     group.addoption("--csi-node-image", default=None, help="kind node image of your own")
     group.addoption("--csi-keep-cluster", action="store_true", help="do not tear the cluster down")
-    group.addoption("--csi-cluster-name", default="csi-harness-e2e", help="local cluster name")
+    group.addoption(
+        "--csi-cluster-name",
+        default=None,
+        help="name of the local or kind cluster (default: csi-harness-e2e, or csi-harness-e2e-N "
+        "while other sessions on this host hold the names before it); with --csi-cluster "
+        "existing, the local cluster to use (default csi-harness-e2e)",
+    )
     group.addoption(
         "--csi-feature-gates", default="", help="NAME=true|false,... for every component"
     )

@@ -21,10 +21,14 @@ from csi_harness._internal.providers.provider import ClusterProvider
 
 FLAGS = {"provider": "--csi-cluster", "name": "--csi-cluster-name"}
 """ClusterOptions fields whose pytest option is not ``--csi-<field>``."""
+SESSION_NAME = pytest.StashKey[str]()
+"""The name of the cluster this session brings up, when the user gave none
+(``session.pytest_configure`` leases it)."""
 
 
 def cluster_options(config: pytest.Config) -> ClusterOptions:
-    """The session's ``ClusterOptions``, from its ``--csi-...`` options."""
+    """The session's ``ClusterOptions``, from its ``--csi-...`` options (and the
+    cluster name it leased, when none is given)."""
 
     def path(option: str) -> Path | None:
         value = config.getoption(option, None)
@@ -32,7 +36,7 @@ def cluster_options(config: pytest.Config) -> ClusterOptions:
 
     return ClusterOptions(
         provider=config.getoption("--csi-cluster", "local"),
-        name=config.getoption("--csi-cluster-name", None),
+        name=config.getoption("--csi-cluster-name", None) or config.stash.get(SESSION_NAME, None),
         kubeconfig=path("--csi-kubeconfig"),
         kind_config=path("--csi-kind-config"),
         node_image=config.getoption("--csi-node-image", None),

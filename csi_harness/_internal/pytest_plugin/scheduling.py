@@ -15,6 +15,13 @@ than the others:
 The controller collects no tests, so it cannot read markers: each worker writes the
 node ids of its ``alone`` tests to a directory the controller made for the session
 (``ALONE_INPUT``), and the scheduler reads them once every worker has collected.
+
+pytest-xdist has no supported way to give a test a worker of its own, so
+``AloneScheduling`` subclasses its ``LoadScheduling`` and uses attributes xdist does
+not promise to keep. It does so only with the releases in ``XDIST_VERSIONS``, the
+range pyproject.toml's dev extra pins and tests/harness/test_scheduling.py checks the
+internals of; with any other, ``alone`` tests are scheduled as ``slow`` ones by xdist's
+own load scheduling, and the session says so once (a warning).
 """
 
 from __future__ import annotations
@@ -24,10 +31,13 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 if TYPE_CHECKING:
     from xdist.scheduler import LoadScheduling
@@ -40,6 +50,13 @@ MIN_SHARED_WORKERS = 4
 """Workers left for all the other tests: with fewer, ``alone`` is not honoured (its
 tests count as ``slow``). A worker given to one test is a sixth of six workers but a
 third of three, where the others' extra share can outweigh the 10 s it saves."""
+
+XDIST_VERSIONS = SpecifierSet(">=3.6,<3.9")
+"""The pytest-xdist releases whose ``LoadScheduling`` internals ``AloneScheduling``
+relies on (its attributes ``node2collection``, ``node2pending``, ``pending``,
+``collection``, ``maxschedchunk`` and its methods ``_check_nodes_have_same_collection``
+and ``_send_tests``). Raise the bound only with tests/harness/test_scheduling.py green
+on the new release."""
 
 _ALONE_DIR = pytest.StashKey[Path]()
 
@@ -54,6 +71,16 @@ def pytest_configure(config: pytest.Config) -> None:
         "left for the rest",
     )
     if not hasattr(config, "workerinput") and _load_scheduling(config):
+        version = xdist_version()
+        if version not in XDIST_VERSIONS:
+            config.issue_config_time_warning(
+                pytest.PytestConfigWarning(
+                    f"pytest-xdist {version} is not one csi-harness was tested with "
+                    f"({XDIST_VERSIONS}): tests marked {ALONE} share workers like slow ones"
+                ),
+                stacklevel=2,
+            )
+            return
         config.stash[_ALONE_DIR] = Path(tempfile.mkdtemp(prefix="csi-harness-alone-"))
 
 
@@ -129,11 +156,25 @@ def read_alone(directory: Path) -> list[str]:
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadScheduling | None:
     """With ``--dist load`` (what ``-n`` means), xdist's load scheduling with ``alone``
-    tests on workers of their own; other modes are xdist's own."""
+    tests on workers of their own; other modes, and xdist releases outside
+    ``XDIST_VERSIONS``, are xdist's own."""
     stashed = config.stash.get(_ALONE_DIR, None)
     if stashed is None:
         return None
     directory: Path = stashed
+    return alone_scheduling(config, log, lambda: read_alone(directory))
+
+
+def xdist_version() -> Version:
+    """The installed pytest-xdist's release."""
+    return Version(metadata.version("pytest-xdist"))
+
+
+def alone_scheduling(
+    config: pytest.Config, log: Any, alone_tests: Callable[[], list[str]]
+) -> LoadScheduling:
+    """xdist's ``LoadScheduling`` where the tests ``alone_tests()`` names (read once
+    every worker has collected) each get a worker that runs nothing else."""
     from xdist.scheduler import LoadScheduling
 
     class AloneScheduling(LoadScheduling):  # type: ignore[misc]
@@ -148,7 +189,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadScheduli
                 super().schedule()
                 return
             collection = next(iter(self.node2collection.values()))
-            ids = read_alone(directory)
+            ids = alone_tests()
             alone = [collection.index(nodeid) for nodeid in ids if nodeid in collection]
             shared = self.nodes[len(alone) :]
             if not alone or len(shared) < MIN_SHARED_WORKERS:

@@ -1,6 +1,11 @@
 """One cluster per session: the controller's provider, its xdist workers' view of it
 (``csi_harness._internal.shared_session``), and the tear-down after the last worker.
-Which worker runs which test is ``scheduling``."""
+Which worker runs which test is ``scheduling``.
+
+A session that brings up a cluster without ``--csi-cluster-name`` leases a name no
+other running session holds (``core.name_lease``): csi-harness-e2e while it is the
+only one, csi-harness-e2e-2 beside it, and so on. Its xdist workers get the name from
+the controller, so they share the one cluster."""
 
 from __future__ import annotations
 
@@ -11,10 +16,13 @@ from typing import Any
 import pytest
 
 from csi_harness._internal import reporting
+from csi_harness._internal.core.name_lease import NameLease, NoNameFree, lease_name
 from csi_harness._internal.providers.base import Cluster
+from csi_harness._internal.providers.factory import DEFAULT_NAME
 from csi_harness._internal.providers.provider import ClusterProvider
 from csi_harness._internal.pytest_plugin import scheduling
 from csi_harness._internal.pytest_plugin.providers import (
+    SESSION_NAME,
     open_cluster,
     progress_writer,
     use_session_images,
@@ -23,7 +31,11 @@ from csi_harness._internal.shared_session import end_session, worker_cluster
 
 _SESSION_CLUSTER = pytest.StashKey[AbstractContextManager[Cluster]]()
 _SESSION_TOKEN = pytest.StashKey[str]()
+_NAME_LEASE = pytest.StashKey[NameLease]()
 SESSION_INPUT = "csi_harness_session"
+NAME_INPUT = "csi_harness_cluster_name"
+BRINGS_UP = ("local", "kind")
+"""The providers whose session brings up a cluster of its own (and leases its name)."""
 CLUSTER_WIDE = scheduling.CLUSTER_WIDE
 REAL_NODES_ONLY = "real_nodes_only"
 FRESH_DRIVER = "fresh_driver"
@@ -73,15 +85,33 @@ def pytest_configure(config: pytest.Config) -> None:
     # Here rather than in the fixture, so that a wrong option is a usage error.
     use_session_images(config)
     if _is_xdist_worker(config):
+        name = config.workerinput.get(NAME_INPUT)  # type: ignore[attr-defined]
+        if name is not None:
+            config.stash[SESSION_NAME] = str(name)
         # The controller brought the cluster up before it started this worker.
         config.stash[_SESSION_CLUSTER] = _worker_cluster(config)
         return
+    _lease_cluster_name(config)
     workers = _xdist_workers(config)
     session_cluster: AbstractContextManager[Cluster] = open_cluster(config)
     config.stash[_SESSION_CLUSTER] = session_cluster
     if workers:
         # The controller runs no test: its workers share the cluster (pytest_unconfigure).
         config.stash[_SESSION_TOKEN] = secrets.token_hex(8)
+
+
+def _lease_cluster_name(config: pytest.Config) -> None:
+    """Lease the session's cluster name when it brings one up and none is given."""
+    if config.getoption("--csi-cluster-name", None):
+        return
+    if config.getoption("--csi-cluster", "local") not in BRINGS_UP:
+        return  # an existing cluster is found by its name (default: DEFAULT_NAME)
+    try:
+        lease = lease_name(DEFAULT_NAME, scope=config.getoption("--csi-cluster", "local"))
+    except NoNameFree as exc:
+        raise pytest.UsageError(f"--csi-cluster-name: {exc}") from exc
+    config.stash[_NAME_LEASE] = lease
+    config.stash[SESSION_NAME] = lease.name
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:
@@ -116,20 +146,29 @@ def _shared(provider: ClusterProvider) -> bool:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """pytest-xdist's hook, in the controller: tell each worker the session's token."""
+    """pytest-xdist's hook, in the controller: tell each worker the session's token
+    and the cluster name it leased."""
     node.workerinput[SESSION_INPUT] = node.config.stash[_SESSION_TOKEN]
+    name = node.config.stash.get(SESSION_NAME, None)
+    if name is not None:
+        node.workerinput[NAME_INPUT] = name
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The controller of workers tears down the cluster one of them brought up for
-    this session (unless --csi-keep-cluster)."""
-    token = config.stash.get(_SESSION_TOKEN, None)
-    if token is None:
-        return
-    provider = open_cluster(config)
-    if not _shared(provider):
-        return
-    message = end_session(provider, token, keep=provider.keep)
-    if message is not None:
-        progress_writer(config)(message)
+    this session (unless --csi-keep-cluster); then the session lets go of its name."""
+    try:
+        token = config.stash.get(_SESSION_TOKEN, None)
+        if token is None:
+            return
+        provider = open_cluster(config)
+        if not _shared(provider):
+            return
+        message = end_session(provider, token, keep=provider.keep)
+        if message is not None:
+            progress_writer(config)(message)
+    finally:
+        lease = config.stash.get(_NAME_LEASE, None)
+        if lease is not None:
+            lease.release()

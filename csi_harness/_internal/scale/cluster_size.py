@@ -15,8 +15,8 @@ from typing import Any
 from csi_harness._internal.core.procfs import read_stat
 from csi_harness._internal.core.run_state import RunState
 from csi_harness._internal.deploy.spec import DriverDeployment
-from csi_harness._internal.providers.local.cluster import LocalCluster
 from csi_harness._internal.providers.local.config import LocalClusterConfig
+from csi_harness._internal.providers.local.provider import LocalProvider
 
 IDLE_SECONDS = 20.0
 """How long the idle CPU load is measured after bring-up."""
@@ -62,32 +62,33 @@ def size_config(nodes: int) -> LocalClusterConfig:
 
 
 def measure(nodes: int, progress: Callable[[str], None] = lambda _: None) -> SizeResult:
-    cluster = LocalCluster(size_config(nodes), progress=lambda m: progress(f"[{nodes}] {m}"))
+    provider = LocalProvider(size_config(nodes), progress=lambda m: progress(f"[{nodes}] {m}"))
     result = SizeResult(simulated_nodes=nodes, ready=False)
     try:
-        up = cluster.up()
-        result.ready = True
-        result.bring_up_seconds = up.seconds
-        result.phases = {p.name: round(p.seconds, 2) for p in up.phases}
-        state = RunState.load(cluster.layout.root)
-        if state is None:
-            raise RuntimeError(f"no run state in {cluster.layout.root}")
-        pids = {name: record.pid for name, record in state.processes.items()}
-        result.bring_up_cpu_seconds = sum(_cpu_seconds(pid) for pid in pids.values())
-        before = {pid: _cpu_seconds(pid) for pid in pids.values()}
-        time.sleep(IDLE_SECONDS)
-        after = {pid: _cpu_seconds(pid) for pid in pids.values()}
-        result.idle_cpu_cores = sum(after[p] - before[p] for p in pids.values()) / IDLE_SECONDS
-        pss = {name: _pss_mib(pid) for name, pid in pids.items()}
-        result.processes = len(pids)
-        result.pss_mib = round(sum(pss.values()), 1)
-        result.pss_by_group = _grouped(pss.items())
+        # Left (or failing to come up), the provider removes the cluster: its
+        # ``last_teardown`` says how long that took.
+        with provider as cluster:
+            assert cluster.up_result is not None  # brought up by this object
+            result.ready = True
+            result.bring_up_seconds = cluster.up_result.seconds
+            result.phases = {p.name: round(p.seconds, 2) for p in cluster.up_result.phases}
+            state = RunState.load(cluster.layout.root)
+            if state is None:
+                raise RuntimeError(f"no run state in {cluster.layout.root}")
+            pids = {name: record.pid for name, record in state.processes.items()}
+            result.bring_up_cpu_seconds = sum(_cpu_seconds(pid) for pid in pids.values())
+            before = {pid: _cpu_seconds(pid) for pid in pids.values()}
+            time.sleep(IDLE_SECONDS)
+            after = {pid: _cpu_seconds(pid) for pid in pids.values()}
+            result.idle_cpu_cores = sum(after[p] - before[p] for p in pids.values()) / IDLE_SECONDS
+            pss = {name: _pss_mib(pid) for name, pid in pids.items()}
+            result.processes = len(pids)
+            result.pss_mib = round(sum(pss.values()), 1)
+            result.pss_by_group = _grouped(pss.items())
     except Exception as exc:  # a size the machine cannot carry is a result, not a crash
         result.error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"
-    finally:
-        started = time.monotonic()
-        cluster.down()
-        result.teardown_seconds = round(time.monotonic() - started, 1)
+    if provider.last_teardown is not None:
+        result.teardown_seconds = round(provider.last_teardown.seconds, 1)
     return result
 
 

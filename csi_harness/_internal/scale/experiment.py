@@ -30,10 +30,10 @@ from csi_harness._internal.deploy.spec import (
     ProvisionerMode,
 )
 from csi_harness._internal.providers.base import Driver
-from csi_harness._internal.providers.local.cluster import LocalCluster
 from csi_harness._internal.providers.local.config import Component, LocalClusterConfig
 from csi_harness._internal.providers.local.control_plane import SIMULATED_CAPACITY
 from csi_harness._internal.providers.local.host import service_account_exists
+from csi_harness._internal.providers.local.provider import LocalProvider
 from csi_harness._internal.scale.driver_readings import read_driver
 from csi_harness._internal.scale.pod_readings import read_unplaced_pods
 from csi_harness._internal.scale.run_result import RunResult
@@ -191,17 +191,18 @@ def _run_on_cluster(
     run: int,
 ) -> RunResult:
     tag = variant.name if setup.runs == 1 else f"{variant.name} {run}/{setup.runs}"
-    cluster = LocalCluster(config, progress=lambda m: progress(f"[{tag}] {m}"))
-    try:
-        up = cluster.up()
+    provider = LocalProvider(config, progress=lambda m: progress(f"[{tag}] {m}"))
+    # Left, the provider removes the cluster and says so ("cluster removed: ...").
+    with provider as cluster:
         assert cluster.kube is not None and cluster.driver is not None
+        assert cluster.up_result is not None  # brought up by this object
         burst = burst_of(setup, variant, config.driver.storage_class())
         result = new_result(
             setup,
             variant,
             burst,
             run=run,
-            bring_up_seconds=up.seconds,
+            bring_up_seconds=cluster.up_result.seconds,
             publish_capacity=config.driver.publish_capacity,
         )
         run_burst(
@@ -214,9 +215,6 @@ def _run_on_cluster(
             burst_nodes=simulated_nodes(cluster.driver),
         )
         return result
-    finally:
-        report = cluster.down()
-        progress(f"[{tag}] cluster removed in {report.seconds:.1f}s")
 
 
 def simulated_nodes(driver: Driver) -> list[str]:

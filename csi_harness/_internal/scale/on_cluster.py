@@ -27,7 +27,7 @@ from csi_harness._internal.core.unsupported import Unsupported
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.kube.feature_gates import format_feature_gates
 from csi_harness._internal.kube.objects import exists, gone
-from csi_harness._internal.providers.base import Cluster
+from csi_harness._internal.providers.base import Cluster, FeatureGates, scheduler_restarts
 from csi_harness._internal.scale.experiment import (
     NAMESPACE,
     Setup,
@@ -102,7 +102,7 @@ class ClusterRuns:
     def restore(self) -> None:
         """Put kube-scheduler back as the cluster came, if a run changed it."""
         if self._scheduler is not None:
-            self.cluster.restart_scheduler({})
+            scheduler_restarts(self.cluster).restart_scheduler({})
             self._scheduler = None
 
     def _scheduler_for(
@@ -111,7 +111,8 @@ class ClusterRuns:
         """Make kube-scheduler run with the variant's gates and configuration where
         the cluster allows it; the gates it runs with, as far as they are known."""
         wanted = setup.gates_of(variant)
-        running = {g: self.cluster.scheduler_feature_gate(g) for g in wanted}
+        gates = self.cluster if isinstance(self.cluster, FeatureGates) else None
+        running = {g: gates.scheduler_feature_gate(g) if gates else None for g in wanted}
         differs = any(running[g] != on for g, on in wanted.items())
         if self._scheduler == (dict(variant.scheduler), wanted):
             return wanted
@@ -120,7 +121,9 @@ class ClusterRuns:
         try:
             configured = " and the variant's configuration" if variant.scheduler else ""
             say(f"restarting kube-scheduler with {format_feature_gates(wanted)}{configured}")
-            self.cluster.restart_scheduler(variant.scheduler, feature_gates=wanted)
+            scheduler_restarts(self.cluster).restart_scheduler(
+                variant.scheduler, feature_gates=wanted
+            )
             self._scheduler = (dict(variant.scheduler), wanted)
             return wanted
         except Unsupported as exc:

@@ -13,7 +13,16 @@ from lightkube import Client
 from csi_harness._internal.core.processes import Supervisor
 from csi_harness._internal.core.run_state import RunState
 from csi_harness._internal.deploy.spec import DriverDeployment
-from csi_harness._internal.providers.base import ClusterNode, Unsupported
+from csi_harness._internal.providers.base import (
+    ClusterNode,
+    ComponentMetrics,
+    ConfiguredFeatureGates,
+    FeatureGates,
+    ImageDeployments,
+    KubeletRestarts,
+    SchedulerRestarts,
+    Unsupported,
+)
 from csi_harness._internal.providers.local.cluster import LocalCluster
 from csi_harness._internal.providers.local.config import Component, LocalClusterConfig
 
@@ -92,3 +101,16 @@ def test_restarting_the_kubelet_of_a_simulated_node_is_unsupported(tmp_path: Pat
     cluster.kube = cast(Client, object())
     with pytest.raises(Unsupported, match="node 'node-2' of cluster 'csi-harness' runs no kubelet"):
         cluster.restart_kubelet("node-2")
+
+
+def test_a_local_cluster_has_every_capability_but_images(tmp_path: Path) -> None:
+    cluster = local_cluster(tmp_path)
+    for capability in (
+        SchedulerRestarts,
+        KubeletRestarts,
+        ComponentMetrics,
+        FeatureGates,
+        ConfiguredFeatureGates,
+    ):
+        assert isinstance(cluster, capability), capability.__name__
+    assert not isinstance(cluster, ImageDeployments)

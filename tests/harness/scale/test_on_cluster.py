@@ -19,27 +19,41 @@ from csi_harness._internal.scale.workload import SizeRange
 SETUP = Setup(nodes=3, pool="10Gi", pods=3, sizes=SizeRange.parse("1Gi"), seed=1)
 
 
-class FakeScheduler:
-    """What ClusterRuns asks of a cluster about its kube-scheduler."""
+class FixedScheduler:
+    """A cluster whose kube-scheduler's gates can be read (``FeatureGates``), but which
+    cannot restart it (an existing cluster)."""
 
-    def __init__(self, gates: dict[str, bool], *, restartable: bool = True) -> None:
+    name = "fake"
+
+    def __init__(self, gates: dict[str, bool]) -> None:
         self.gates = gates
-        self.restartable = restartable
-        self.restarts: list[tuple[dict[str, object], dict[str, bool]]] = []
 
     def scheduler_feature_gate(self, gate: str) -> bool | None:
         return self.gates.get(gate)
 
+    def kubelet_feature_gate(self, gate: str) -> bool | None:
+        return None
+
+
+class FakeScheduler(FixedScheduler):
+    """A cluster that can also restart its kube-scheduler (``SchedulerRestarts``)."""
+
+    def __init__(self, gates: dict[str, bool]) -> None:
+        super().__init__(gates)
+        self.restarts: list[tuple[dict[str, object], dict[str, bool]]] = []
+
+    @property
+    def scheduler_config(self) -> dict[str, object]:
+        return dict(self.restarts[-1][0]) if self.restarts else {}
+
     def restart_scheduler(
         self, scheduler: Mapping[str, object], feature_gates: Mapping[str, bool] | None = None
     ) -> None:
-        if not self.restartable:
-            raise Unsupported("not this cluster's scheduler")
         self.restarts.append((dict(scheduler), dict(feature_gates or {})))
         self.gates.update(feature_gates or {})
 
 
-def runs(cluster: FakeScheduler) -> ClusterRuns:
+def runs(cluster: FixedScheduler) -> ClusterRuns:
     return ClusterRuns(cast(Any, cluster), "kind")
 
 
@@ -71,7 +85,7 @@ def test_a_variant_configuration_restarts_and_the_next_variant_gets_the_default_
 
 def test_where_the_scheduler_cannot_be_restarted_the_run_records_what_it_runs() -> None:
     said: list[str] = []
-    cluster = FakeScheduler({}, restartable=False)
+    cluster = FixedScheduler({})
     gates = runs(cluster)._scheduler_for(SETUP, KEP1472.variants[0], said.append)
     assert gates == {}
     assert "unknown: StorageCapacityScoring" in said[-1]

@@ -26,6 +26,7 @@ from pathlib import Path
 import yaml
 from lightkube import Client, KubeConfig
 
+from csi_harness._internal.core.cluster_guard import refuse_cluster
 from csi_harness._internal.core.processes import ComponentFailed, Supervisor, is_running, log_tail
 from csi_harness._internal.core.run_state import RunState
 from csi_harness._internal.core.tools import Tools
@@ -102,6 +103,8 @@ class LocalCluster:
         self._zygote: Zygote | None = None
         self.attached = False
         """Attached to a cluster another process brought up (``attach``)."""
+        self.up_result: UpResult | None = None
+        """What the last ``up`` of this object measured (seconds, phases); None before."""
 
     @property
     def kubeconfig(self) -> Path:
@@ -123,10 +126,14 @@ class LocalCluster:
         return sorted((_cluster_node(spec) for spec in self.config.nodes()), key=lambda n: n.name)
 
     def scheduler_feature_gate(self, gate: str) -> bool | None:
-        return self.config.feature_gates_for(Component.SCHEDULER).get(gate)
+        return self.component_feature_gate(Component.SCHEDULER, gate)
 
     def kubelet_feature_gate(self, gate: str) -> bool | None:
-        return self.config.feature_gates_for(Component.KUBELET).get(gate)
+        return self.component_feature_gate(Component.KUBELET, gate)
+
+    def component_feature_gate(self, component: Component, gate: str) -> bool | None:
+        """From the configuration every component was started with."""
+        return self.config.feature_gates_for(component).get(gate)
 
     @property
     def scheduler_config(self) -> dict[str, object]:
@@ -183,6 +190,9 @@ class LocalCluster:
     # up ----------------------------------------------------------------------
 
     def up(self) -> UpResult:
+        """Bring the cluster up from nothing (a previous run in its directory is
+        removed first) and wait until it is ready; the result is also ``up_result``."""
+        refuse_cluster(f"bring up local cluster {self.config.name!r}")
         started = time.monotonic()
         phases: list[Phase] = []
         mark = started
@@ -235,7 +245,8 @@ class LocalCluster:
         state.ready_after = time.monotonic() - started
         state.save()
         self.progress(f"cluster ready in {state.ready_after:.1f}s; KUBECONFIG={self.kubeconfig}")
-        return UpResult(self.kubeconfig, nodes, state.ready_after, phases)
+        self.up_result = UpResult(self.kubeconfig, nodes, state.ready_after, phases)
+        return self.up_result
 
     def _bring_up(
         self,
@@ -495,6 +506,8 @@ class LocalCluster:
     # down / status -------------------------------------------------------------
 
     def down(self) -> TeardownReport:
+        """Remove every process, mount, cgroup, link and file of the cluster."""
+        refuse_cluster(f"tear down local cluster {self.config.name!r}")
         root = self.layout.root
         state = RunState.load(root) if root.exists() else None
         return teardown(root, state)

@@ -10,18 +10,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.kube.feature_gates import Component as Component
 
 DEFAULT_RUN_ROOT = Path("/var/lib/csi-harness")
 ZONE_LABEL = "topology.kubernetes.io/zone"
 MAX_SIMULATED_NODES = 1000
 """What `csi-harness scale nodes` measured the local provider at (docs/scale.md)."""
-
-
-class Component(enum.StrEnum):
-    APISERVER = "kube-apiserver"
-    CONTROLLER_MANAGER = "kube-controller-manager"
-    SCHEDULER = "kube-scheduler"
-    KUBELET = "kubelet"
 
 
 class NodeType(enum.StrEnum):
