@@ -18,7 +18,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from csi_harness._internal.core.commands import CommandFailed, run_command
-from csi_harness._internal.core.images import (
+from csi_harness._internal.core.image_archive import (
     LayerEntry,
     LocalImage,
     cached_archive,

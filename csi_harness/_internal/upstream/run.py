@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from csi_harness._internal.core.image_archive import LocalImage
 from csi_harness._internal.core.images import (
-    LocalImage,
     build_agnhost_image,
     build_busybox_image,
     build_gnu_tools_image,

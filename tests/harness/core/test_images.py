@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from csi_harness._internal.core import images
+from csi_harness._internal.core import image_archive, images
+from csi_harness._internal.core.image_archive import ImageBuildError, LocalImage
 from csi_harness._internal.core.images import (
     BUSYBOX_PACKAGE,
-    ImageBuildError,
     ImageImportError,
-    LocalImage,
     build_busybox_image,
     build_pause_image,
     import_images,
@@ -77,7 +76,7 @@ def test_archive_is_in_docker_save_format_with_the_pause_tags(pause: LocalImage)
     assert "registry.k8s.io/pause:3.10" in pause.tags
     assert "csi-mock.local/pause:3.10" in pause.tags
     assert config["os"] == "linux"
-    assert config["architecture"] == images.host_architecture()
+    assert config["architecture"] == image_archive.host_architecture()
     assert config["config"]["Entrypoint"] == ["/pause"]  # type: ignore[index]
 
 
@@ -144,7 +143,7 @@ def test_default_cache_dir_follows_xdg_cache_home(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert images.default_cache_dir() == tmp_path / "csi-mock" / "images"
+    assert image_archive.default_cache_dir() == tmp_path / "csi-mock" / "images"
 
 
 def wait_until_catching(pid: int, sig: signal.Signals, timeout: float = 10.0) -> None:
@@ -195,7 +194,7 @@ def test_busybox_layer_has_sh_applets_and_a_minimal_root(busybox: LocalImage) ->
     assert layer_file(layer, "etc/passwd").startswith(b"root:x:0:0:")
     assert config["config"] == {
         "Cmd": ["sh"],
-        "Env": [images._PATH_ENV],
+        "Env": [image_archive._PATH_ENV],
         "WorkingDir": "/",
     }
     assert busybox.tags == ("csi-mock.local/busybox:1",)

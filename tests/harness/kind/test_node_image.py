@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from csi_harness._internal.core.images import LayerEntry
+from csi_harness._internal.core.image_archive import LayerEntry
 from csi_harness._internal.providers.kind import node_image
 from csi_harness._internal.providers.kind.node_image import NodeImageError
 

@@ -43,14 +43,13 @@ from pathlib import Path
 
 from csi_harness._internal.core.cache import user_cache_dir
 from csi_harness._internal.core.commands import CommandFailed, run_command
-from csi_harness._internal.core.images import (
+from csi_harness._internal.core.image_archive import (
     LayerEntry,
     LocalImage,
-    build_pause_image,
     image_archive,
-    import_images,
     layer_tar,
 )
+from csi_harness._internal.core.images import build_pause_image, import_images
 from csi_harness._internal.core.package_data import DOCKER_ENGINE_SCRIPT, TOOLS_DIR
 from csi_harness._internal.core.tools import Tools
 
