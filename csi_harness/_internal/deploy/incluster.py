@@ -2,12 +2,12 @@
 that cluster's ``csi_harness._internal.providers.base.Driver``.
 
 Everything of a deployment is in its spec's namespace (``DriverDeployment.namespace``)
-or named after it (``csi_harness._internal.deploy.incluster_objects``). ``deploy`` first clears the
-way: the unsuffixed deployment, in the shared ``csi-mock`` namespace, removes whatever
-csi-mock deployment that namespace holds (this one or an earlier one), waits until its
-pods are gone and the kubelets have dropped its CSINode entries; a suffixed one, whose
-names are its own, only removes leftovers of its own and leaves every other deployment
-alone, so several run side by side. Then it applies the objects of
+or named after it (``csi_harness._internal.deploy.incluster_objects``). ``deploy`` first
+clears the way (``incluster_removal``): the unsuffixed deployment, in the shared
+``csi-mock`` namespace, removes whatever csi-mock deployment that namespace holds (this
+one or an earlier one), waits until its pods are gone and the kubelets have dropped its
+CSINode entries; a suffixed one, whose names are its own, only removes leftovers of its
+own and leaves every other deployment alone, so several run side by side. Then it applies the objects of
 ``csi_harness._internal.deploy.incluster_objects`` and waits for readiness as the local provider
 does: every driver pod ready, the driver registered on every node, the complete
 CSIStorageCapacity set published. A pod that cannot start (an image missing from the
@@ -30,9 +30,8 @@ from lightkube.codecs import from_dict
 from lightkube.core.client import LabelSelector
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.apps_v1 import DaemonSet, Deployment
-from lightkube.resources.core_v1 import ConfigMap, Namespace, Pod, Secret
-from lightkube.resources.storage_v1 import CSIDriver, CSIStorageCapacity, StorageClass
-from lightkube.types import CascadeType, PatchType
+from lightkube.resources.core_v1 import Pod
+from lightkube.types import PatchType
 
 from csi_harness._internal.core.unsupported import Unsupported
 from csi_harness._internal.core.waiting import WaitTimeout, wait_for
@@ -49,22 +48,17 @@ from csi_harness._internal.deploy.incluster_layout import (
     instance_component,
     is_distributed,
 )
-from csi_harness._internal.deploy.incluster_objects import cluster_scoped_objects, render_objects
+from csi_harness._internal.deploy.incluster_objects import render_objects
+from csi_harness._internal.deploy.incluster_removal import DeploymentRemoval
 from csi_harness._internal.deploy.incluster_workloads import excluding_nodes
 from csi_harness._internal.deploy.pod_csi import CommandRunner, PodCsiCaller, run_exec
-from csi_harness._internal.deploy.readiness import (
-    drop_topology_labels,
-    wait_deregistered,
-    wait_driver_ready,
-)
+from csi_harness._internal.deploy.readiness import wait_driver_ready
 from csi_harness._internal.deploy.spec import CONTROLLER, DriverDeployment, capacity_instance
 from csi_harness._internal.kube.apiproxy import ApiServerAccess, api_server_access
 from csi_harness._internal.kube.describe import describe_pod
 from csi_harness._internal.kube.nodes import ClusterNode
-from csi_harness._internal.kube.objects import exists
 from csi_harness._internal.kube.pod_status import pod_name, unrecoverable
 from csi_harness._internal.kube.snapshots import has_snapshot_api
-from csi_harness._internal.kube.waits import DRIVER_NAME_LABEL
 from csi_mock.admin.client import DEFAULT_TIMEOUT, AdminClient
 from csi_mock.admin.views import TOKEN_HEADER
 from csi_mock.proto import csi_pb2
@@ -246,9 +240,9 @@ class InClusterDriver:
         """Clear the way (see the module docstring), apply this deployment and wait
         until it is ready."""
         if self._spec.suffix:
-            self._remove_own_leftovers()
+            self._removal().remove_own_leftovers()
         else:
-            self._remove_deployment()
+            self._removal().remove_deployment()
         if self._spec.snapshots is not None and not has_snapshot_api(self.kube):
             raise Unsupported(
                 f"{self._spec.name} takes snapshots, and the cluster has no "
@@ -271,132 +265,18 @@ class InClusterDriver:
         self._wait_ready()
 
     def remove(self) -> None:
-        """Delete the deployment (``_remove_deployment``), then, even when a delete
-        failed, take a suffixed driver's topology labels off the nodes."""
-        try:
-            self._remove_deployment()
-        finally:
-            drop_topology_labels(self.kube, self._spec, [n.name for n in self._nodes])
+        """Delete the deployment, then, even when a delete failed, take a suffixed
+        driver's topology labels off the nodes (``DeploymentRemoval.remove``)."""
+        self._removal().remove()
 
-    def _remove_deployment(self) -> None:
-        """Delete the deployment.
-
-        Suffixed: delete its namespace (in the background, with its pods,
-        CSIStorageCapacity objects and everything else in it) and its cluster-scoped
-        objects (RBAC, CSIDriver, StorageClasses); nothing waits for the pods to go or
-        the kubelets to drop its CSINode entries, as no later deployment reuses its
-        names. No other deployment is touched.
-
-        Unsuffixed: delete every csi-mock deployment in the shared namespace (this one
-        or an earlier one, e.g. ``kubectl apply -k deploy/kubernetes``) and wait until
-        its pods are gone and no kubelet lists its driver. The Namespace and RBAC stay.
-        """
-        if self._spec.suffix:
-            failed: list[ApiError] = []
-            for resource, name in self._own_cluster_objects():
-                cascade = CascadeType.BACKGROUND if resource is Namespace else None
-                try:
-                    _delete(self.kube, resource, name, cascade=cascade)
-                except ApiError as exc:  # still try the others: leave as little as can be
-                    failed.append(exc)
-            if failed:
-                raise failed[0]
-        else:
-            self._remove_shared_namespace_deployments()
-
-    def _own_cluster_objects(self) -> list[tuple[Any, str]]:
-        """(resource, name) of the suffixed deployment's objects outside its namespace,
-        the Namespace first."""
-        return [
-            (type(from_dict(obj)), str(obj["metadata"]["name"]))
-            for obj in cluster_scoped_objects(self._spec)
-        ]
-
-    def _remove_own_leftovers(self) -> None:
-        """Remove what an earlier deployment of this very spec left (an interrupted
-        run) and wait until it is gone: a terminating namespace takes no new objects,
-        and the CSIDriver and StorageClasses have immutable fields."""
-
-        def none_left() -> tuple[bool, str]:
-            left = [
-                f"{resource.__name__}/{name}"
-                for resource, name in self._own_cluster_objects()
-                if exists(self.kube, resource, name)
-            ]
-            return not left, ", ".join(left)
-
-        clear, _ = none_left()
-        if clear:
-            return
-        self.progress(f"removing the leftovers of an earlier {self._spec.name}")
-        self.remove()
-        wait_for(
-            f"the leftovers of an earlier {self._spec.name} to be deleted",
-            none_left,
+    def _removal(self) -> DeploymentRemoval:
+        return DeploymentRemoval(
+            self.kube,
+            self._spec,
+            [n.name for n in self._nodes],
             timeout=self.timeout,
-            interval=0.5,
+            progress=self.progress,
         )
-        # The new node plugins register under the same name: the kubelets must have
-        # dropped the old ones first, or their late deregistration drops the new ones.
-        wait_deregistered(
-            self.kube, [self._spec.name], [n.name for n in self._nodes], timeout=self.timeout
-        )
-
-    def _remove_shared_namespace_deployments(self) -> None:
-        namespace = self.namespace
-        old_drivers = self._deployed_driver_names() | {self._spec.name}
-        selector: LabelSelector = {NAME_LABEL: APP}
-        for workload in (Deployment, DaemonSet):
-            for obj in self.kube.list(workload, namespace=namespace, labels=selector):
-                _delete(self.kube, workload, _name(obj), namespace, CascadeType.BACKGROUND)
-        self.progress("waiting for the previous csi-mock pods to go")
-
-        def pods_gone() -> tuple[bool, str]:
-            left = list(self.kube.list(Pod, namespace=namespace, labels=selector))
-            return not left, "; ".join(describe_pod(p) for p in left)
-
-        wait_for("the csi-mock pods to be gone", pods_gone, timeout=self.timeout, interval=0.5)
-        wait_deregistered(
-            self.kube, old_drivers, [n.name for n in self._nodes], timeout=self.timeout
-        )
-        # Only now: a running provisioner would publish its capacity objects again.
-        for driver in sorted(old_drivers):
-            for capacity in self.kube.list(
-                CSIStorageCapacity, namespace=namespace, labels={DRIVER_NAME_LABEL: driver}
-            ):
-                _delete(self.kube, CSIStorageCapacity, _name(capacity), namespace)
-        for namespaced in (ConfigMap, Secret):
-            for obj in self.kube.list(namespaced, namespace=namespace, labels=selector):
-                _delete(self.kube, namespaced, _name(obj), namespace)
-        # Immutable fields (attachRequired, parameters): a new deployment recreates them.
-        for cluster_wide in (CSIDriver, StorageClass):
-            for cluster_obj in self._shared_namespace_objects(cluster_wide):
-                _delete(self.kube, cluster_wide, _name(cluster_obj))
-
-        def cluster_objects_gone() -> tuple[bool, str]:
-            left = [
-                f"{kind.__name__}/{_name(obj)}"
-                for kind in (CSIDriver, StorageClass)
-                for obj in self._shared_namespace_objects(kind)
-            ]
-            return not left, ", ".join(left)
-
-        wait_for(
-            "the csi-mock CSIDriver and StorageClasses to be deleted",
-            cluster_objects_gone,
-            timeout=self.timeout,
-            interval=0.5,
-        )
-
-    def _shared_namespace_objects(self, cluster_wide: Any) -> list[Any]:
-        """The csi-mock objects of kind ``cluster_wide`` (CSIDriver, StorageClass) of
-        the unsuffixed deployments: a suffixed deployment labels its own with its
-        driver name (``incluster_objects.cluster_scoped_objects``)."""
-        return [
-            obj
-            for obj in self.kube.list(cluster_wide, labels={NAME_LABEL: APP})
-            if INSTANCE_LABEL not in ((obj.metadata.labels if obj.metadata else None) or {})
-        ]
 
     def describe_pods(self) -> str:
         """One line per pod of the namespace's csi-mock deployment (for failures)."""
@@ -490,23 +370,6 @@ class InClusterDriver:
             self._access = api_server_access(self.kubeconfig)
         return self._access
 
-    def _deployed_driver_names(self) -> set[str]:
-        """Driver names of the deployments in the namespace (from their labels) and of
-        the unsuffixed deployments' CSIDriver objects: whose CSINode entries must go
-        before a new start."""
-        names: set[str] = set()
-        for daemonset in self.kube.list(
-            DaemonSet, namespace=self.namespace, labels={NAME_LABEL: APP}
-        ):
-            instance = ((daemonset.metadata.labels if daemonset.metadata else None) or {}).get(
-                INSTANCE_LABEL
-            )
-            if instance:
-                names.add(instance)
-        for driver in self._shared_namespace_objects(CSIDriver):
-            names.add(_name(driver))
-        return names
-
 
 class ComponentNotRunning(RuntimeError):
     """The component has no running pod (not started yet, crashed, or stopped)."""
@@ -517,25 +380,3 @@ def _is_ready(pod: Pod) -> bool:
         return False
     conditions = (pod.status.conditions if pod.status else None) or []
     return any(c.type == "Ready" and c.status == "True" for c in conditions)
-
-
-def _name(obj: Any) -> str:
-    return str(obj.metadata.name)
-
-
-def _delete(
-    kube: Client,
-    resource: Any,
-    name: str,
-    namespace: str | None = None,
-    cascade: CascadeType | None = None,
-) -> None:
-    """Delete, taking an object already gone as done."""
-    try:
-        if namespace is None:
-            kube.delete(resource, name, cascade=cascade)
-        else:
-            kube.delete(resource, name, namespace=namespace, cascade=cascade)
-    except ApiError as exc:
-        if exc.status.code != 404:
-            raise
