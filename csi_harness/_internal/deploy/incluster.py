@@ -7,11 +7,12 @@ clears the way (``incluster_removal``): the unsuffixed deployment, in the shared
 ``csi-mock`` namespace, removes whatever csi-mock deployment that namespace holds (this
 one or an earlier one), waits until its pods are gone and the kubelets have dropped its
 CSINode entries; a suffixed one, whose names are its own, only removes leftovers of its
-own and leaves every other deployment alone, so several run side by side. Then it applies the objects of
-``csi_harness._internal.deploy.incluster_objects`` and waits for readiness as the local provider
-does: every driver pod ready, the driver registered on every node, the complete
-CSIStorageCapacity set published. A pod that cannot start (an image missing from the
-node, a crash loop) ends the wait at once with its container states.
+own and leaves every other deployment alone, so several run side by side. Then it
+applies the objects of ``csi_harness._internal.deploy.incluster_objects`` and waits for
+readiness as the local provider does: every driver pod ready, the driver registered on
+every node, the complete CSIStorageCapacity set published. A pod that cannot start (an
+image missing from the node, a crash loop) ends the wait at once with its container
+states.
 
 A test reaches each csi-mock instance's admin API through the API server's pod proxy
 (the token in ``X-CSI-Mock-Token``, as the API server keeps ``Authorization``), and its
