@@ -18,29 +18,29 @@ All processes run under the cluster's Supervisor, so teardown finds them.
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import grpc
 import yaml
 from lightkube import Client
-from lightkube.codecs import from_dict
-from lightkube.core.exceptions import ApiError
-from lightkube.resources.core_v1 import Namespace
-from lightkube.resources.storage_v1 import CSIDriver, CSIStorageCapacity, StorageClass
-from lightkube.types import CascadeType
 
 from csi_harness._internal.core.processes import ComponentFailed, Supervisor
 from csi_harness._internal.core.tools import Tools
 from csi_harness._internal.core.waiting import socket_probe, wait_for
 from csi_harness._internal.core.zygote import Zygote
+from csi_harness._internal.deploy import local_objects
+from csi_harness._internal.deploy.local_instances import (
+    SIMULATED_NODES_COMPONENT,
+    DriverNode,
+    node_component,
+    node_instance_config,
+)
 from csi_harness._internal.deploy.readiness import drop_topology_labels, wait_driver_ready
 from csi_harness._internal.deploy.sidecars import (
     DISTRIBUTED_PROVISIONER_FLAGS,
@@ -54,53 +54,17 @@ from csi_harness._internal.deploy.spec import (
     DriverDeployment,
     ProvisionerMode,
     capacity_instance,
-    csidriver_object,
     driver_config_for,
-    snapshot_class_object,
-    storage_class_objects,
 )
 from csi_harness._internal.kube.nodes import ClusterNode
-from csi_harness._internal.kube.objects import gone
-from csi_harness._internal.kube.snapshots import VolumeSnapshotClass, replace_snapshot_class
-from csi_harness._internal.kube.waits import DRIVER_NAME_LABEL
 from csi_mock.admin.client import DEFAULT_TIMEOUT, AdminClient
 from csi_mock.proto import csi_pb2, csi_pb2_grpc
+
+__all__ = ["DriverNode", "LocalDriver"]
 
 FIELD_MANAGER = "csi-harness"
 CSI_CALL_TIMEOUT = 5.0
 """Seconds for a CSI call the harness makes itself (GetCapacity, NodeGetInfo)."""
-
-
-@dataclass(frozen=True)
-class DriverNode:
-    """A node as this host holds it: the node, and its kubelet directory, where the
-    node's csi-mock instance serves its CSI socket and registers with the kubelet."""
-
-    node: ClusterNode
-    kubelet_root: Path
-    plugin_dir: str = "csi-mock"
-    """The driver's directory under the kubelet's ``plugins`` (one per driver)."""
-
-    @property
-    def name(self) -> str:
-        return self.node.name
-
-    @property
-    def zone(self) -> str | None:
-        return self.node.zone
-
-    @property
-    def simulated(self) -> bool:
-        """No kubelet mounts anything here: the instance only makes directories."""
-        return not self.node.runs_pods
-
-    @property
-    def csi_socket(self) -> Path:
-        return self.kubelet_root / "plugins" / self.plugin_dir / "csi.sock"
-
-    @property
-    def plugins_registry(self) -> Path:
-        return self.kubelet_root / "plugins_registry"
 
 
 class LocalDriver:
@@ -314,7 +278,7 @@ class LocalDriver:
         for node in self.driver_nodes:
             if not node.simulated:
                 sockets[node.name] = self._start_instances(
-                    _node_component(node.name), {node.name: self._node_config(node)}
+                    node_component(node.name), {node.name: self._node_config(node)}
                 )[node.name]
         if simulated:
             configs = {node.name: self._node_config(node) for node in simulated}
@@ -337,62 +301,15 @@ class LocalDriver:
         (they have no owner on this provider)."""
         for name in self.stop_order():
             self.supervisor.stop(name)
-        namespace = self.spec.namespace
-        with contextlib.suppress(ApiError):
-            for capacity in self.kube.list(
-                CSIStorageCapacity, namespace=namespace, labels={DRIVER_NAME_LABEL: self.spec.name}
-            ):
-                if capacity.metadata and capacity.metadata.name:
-                    self.kube.delete(
-                        CSIStorageCapacity, capacity.metadata.name, namespace=namespace
-                    )
-
-    def remove_objects(self) -> None:
-        """Delete what ``apply_objects`` made and no other deployment shares: the
-        CSIDriver and the StorageClasses, and the namespace if it is the deployment's
-        own (a suffixed one). Nothing waits for them to go: the names are not reused."""
-        with contextlib.suppress(ApiError):
-            self.kube.delete(CSIDriver, self.spec.name)
-        for obj in storage_class_objects(self.spec):
-            with contextlib.suppress(ApiError):
-                self.kube.delete(StorageClass, obj["metadata"]["name"])
-        if self.spec.snapshots is not None:
-            with contextlib.suppress(ApiError):
-                self.kube.delete(VolumeSnapshotClass, self.spec.snapshot_class())
-        if self.spec.suffix:
-            with contextlib.suppress(ApiError):
-                self.kube.delete(Namespace, self.spec.namespace, cascade=CascadeType.BACKGROUND)
+        local_objects.delete_capacity_objects(self.kube, self.spec)
 
     def apply_objects(self) -> None:
-        with contextlib.suppress(ApiError):
-            self.kube.create(
-                cast(Namespace, Namespace.from_dict({"metadata": {"name": self.spec.namespace}}))
-            )
-        if self.spec.csidriver:
-            # attachRequired is immutable: replace the object when it differs.
-            with contextlib.suppress(ApiError):
-                self.kube.delete(CSIDriver, self.spec.name)
-            wait_for(
-                "the old CSIDriver to be deleted",
-                partial(gone, self.kube, CSIDriver, self.spec.name),
-                timeout=10,
-            )
-            self.kube.create(cast(Any, from_dict(csidriver_object(self.spec))))
-        else:
-            with contextlib.suppress(ApiError):
-                self.kube.delete(CSIDriver, self.spec.name)
-        for obj in storage_class_objects(self.spec):
-            name: str = obj["metadata"]["name"]
-            with contextlib.suppress(ApiError):
-                self.kube.delete(StorageClass, name)
-            wait_for(
-                f"StorageClass {name} to be deleted",
-                partial(gone, self.kube, StorageClass, name),
-                timeout=10,
-            )
-            self.kube.create(cast(Any, from_dict(obj)))
-        if self.spec.snapshots is not None:
-            replace_snapshot_class(self.kube, snapshot_class_object(self.spec))
+        local_objects.apply_objects(self.kube, self.spec)
+
+    def remove_objects(self) -> None:
+        """Delete what ``apply_objects`` made and no other deployment shares
+        (``local_objects.remove_objects``)."""
+        local_objects.remove_objects(self.kube, self.spec)
 
     def _write_config(self, instance: str, config: dict[str, Any]) -> Path:
         path = self.root / instance / "config.yaml"
@@ -435,7 +352,7 @@ class LocalDriver:
         return (
             SIMULATED_NODES_COMPONENT
             if self._driver_node(instance).simulated
-            else (_node_component(instance))
+            else (node_component(instance))
         )
 
     def _start_controller(self) -> Path:
@@ -452,23 +369,13 @@ class LocalDriver:
         return self._start_instances("csi-mock-controller", {CONTROLLER: config})[CONTROLLER]
 
     def _node_config(self, node: DriverNode) -> dict[str, Any]:
-        # Distributed: node-local storage, so every node's instance is controller and
-        # node of its own pool, and its external-provisioner asks it alone. Central: a
-        # node instance uses no pool (the controller's), so it is given only its own
-        # node's, not the cluster's: at 1,000 nodes those would be a million entries.
-        config = driver_config_for(
+        return node_instance_config(
             self.spec,
-            mode="all" if self.distributed else "node",
-            nodes=[(node.name, node.zone)],
-            node=(node.name, node.zone),
-            endpoint=f"unix://{node.csi_socket}",
-            state_dir=self.root / node.name / "state",
-            backend_dir=self.root / "backend",
-            admin={"socket": str(self.admin_socket(node.name))},
+            node,
+            distributed=self.distributed,
+            root=self.root,
+            admin_socket=self.admin_socket(node.name),
         )
-        config["node"]["mount"] = "directory" if node.simulated else "bind"
-        config["node"]["registration"] = {"plugins_registry": str(node.plugins_registry)}
-        return config
 
     def _sidecar_argv(self, sidecar: str, csi_socket: Path, flags: list[str]) -> list[str]:
         return [
@@ -520,13 +427,3 @@ class LocalDriver:
                 )
         time.sleep(0.2)
         self.check_alive()
-
-
-SIMULATED_NODES_COMPONENT = "csi-mock-simulated-nodes"
-"""The one process that serves every simulated node's csi-mock instance (issue 30:
-an instance costs its configuration, store and servers, not an interpreter)."""
-
-
-def _node_component(node: str) -> str:
-    """The process of the csi-mock instance of a node with a kubelet."""
-    return f"csi-mock-node-{node}"
