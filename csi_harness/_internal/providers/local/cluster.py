@@ -10,20 +10,14 @@ attached), it is a ``csi_harness._internal.providers.base.Cluster``.
 
 from __future__ import annotations
 
-import os
 import socket
-import ssl
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-import yaml
 from lightkube import Client, KubeConfig
 
 from csi_harness._internal.core.cluster_guard import refuse_cluster
@@ -37,8 +31,8 @@ from csi_harness._internal.deploy.readiness import (
     wait_deregistered,
 )
 from csi_harness._internal.deploy.spec import DriverDeployment, check_side_by_side
-from csi_harness._internal.kube.nodes import heartbeat_since
-from csi_harness._internal.providers.base import ClusterNode, Driver, Unsupported
+from csi_harness._internal.providers.base import ClusterNode, Driver
+from csi_harness._internal.providers.local import component_metrics, restarts
 from csi_harness._internal.providers.local import components as c
 from csi_harness._internal.providers.local.config import (
     Component,
@@ -48,14 +42,16 @@ from csi_harness._internal.providers.local.config import (
 )
 from csi_harness._internal.providers.local.control_plane import ClusterUpFailed, start_control_plane
 from csi_harness._internal.providers.local.host import (
-    http_ok,
-    https_ok,
     service_account_exists,
 )
-from csi_harness._internal.providers.local.teardown import TeardownReport, teardown
+from csi_harness._internal.providers.local.socket_paths import check_socket_paths
+from csi_harness._internal.providers.local.teardown import (
+    TeardownReport,
+    format_teardown,
+    teardown,
+)
 from csi_mock.admin.client import AdminClient
 
-_MAX_SOCKET_PATH = 107
 ZYGOTE = "csi-mock-zygote"
 DIAGNOSTICS_ADMIN_TIMEOUT = 5.0
 """Seconds an admin call of failure diagnostics may take: a hung instance must not
@@ -140,43 +136,12 @@ class LocalCluster:
         return dict(self.config.scheduler)
 
     def snapshot_controller_metrics(self) -> str:
-        """Its snapshot-controller's ``/metrics`` on loopback (a cluster brought up
-        before the endpoint existed has none: Unsupported)."""
-        state = RunState.load(self.layout.root)
-        port = None if state is None else state.ports.get("snapshot-controller")
-        if port is None:
-            raise Unsupported(
-                f"the snapshot-controller of cluster {self.name!r} serves no metrics: it was "
-                "brought up by a csi-harness without the endpoint; bring it up again"
-            )
-        url = f"http://{c.LOOPBACK}:{port}/metrics"
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return str(response.read().decode())
+        """Its snapshot-controller's ``/metrics`` on loopback (``component_metrics``)."""
+        return component_metrics.snapshot_controller_metrics(self.layout, self.name)
 
     def controller_manager_metrics(self) -> str:
-        """Its kube-controller-manager's ``/metrics`` on loopback (the path is allowed
-        without credentials)."""
-        state = RunState.load(self.layout.root)
-        port = None if state is None else state.ports.get("controller-manager")
-        if port is None:
-            raise Unsupported(f"cluster {self.name!r} has no kube-controller-manager port")
-        # It serves HTTPS with a certificate it made itself at start, signed by no CA
-        # the harness knows; the peer is our own process on loopback.
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        url = f"https://{c.LOOPBACK}:{port}/metrics"
-        try:
-            with urllib.request.urlopen(url, timeout=5, context=context) as response:
-                return str(response.read().decode())
-        except urllib.error.HTTPError as exc:
-            if exc.code == 403:
-                raise Unsupported(
-                    f"the kube-controller-manager of cluster {self.name!r} does not serve "
-                    "/metrics without credentials: it was brought up by an older "
-                    "csi-harness; bring it up again"
-                ) from None
-            raise
+        """Its kube-controller-manager's ``/metrics`` on loopback (``component_metrics``)."""
+        return component_metrics.controller_manager_metrics(self.layout, self.name)
 
     def admin_instances(self) -> dict[str, AdminClient]:
         driver = self.driver
@@ -205,11 +170,11 @@ class LocalCluster:
             mark = now
 
         root = self.layout.root
-        self._check_socket_paths()
+        check_socket_paths(self.config, self.layout)
         previous = RunState.load(root) if root.exists() else None
         if root.exists():
             report = teardown(root, previous)
-            self.progress(f"cleaned up a previous run in {root} ({_summary(report)})")
+            self.progress(f"cleaned up a previous run in {root} ({format_teardown(report)})")
         tools = Tools.locate(self.config.tools_bin)
         root.mkdir(parents=True)
         state = RunState(run_dir=root, cluster=self.config.name, started_at=time.time())
@@ -376,22 +341,7 @@ class LocalCluster:
             }
             update["component_feature_gates"] = gates
         self._set_config(self.config.model_copy(update=update))
-        (self.layout.configs / "kube-scheduler.yaml").write_text(
-            yaml.safe_dump(c.scheduler_configuration(self.config, self.layout), sort_keys=False)
-        )
-        self._supervisor.stop("kube-scheduler")
-        self._supervisor.start(
-            "kube-scheduler",
-            c.scheduler_argv(self._tools, self.config, self.layout, self._supervisor.state.ports),
-        )
-        port = self._supervisor.state.ports["scheduler"]
-        wait_for(
-            "kube-scheduler /healthz",
-            partial(https_ok, port, "/healthz"),
-            timeout=self.config.timeout_seconds,
-            interval=0.2,
-            check=partial(self._supervisor.check_alive, ["kube-scheduler"]),
-        )
+        restarts.restart_scheduler(self._supervisor, self._tools, self.config, self.layout)
 
     def restart_kubelet(self, node: str) -> None:
         """Stop ``node``'s kubelet and start it again with the same arguments, as a
@@ -402,29 +352,13 @@ class LocalCluster:
             raise RuntimeError(
                 "restart_kubelet needs a cluster brought up or attached by this object"
             )
-        name = f"kubelet-{node}"
-        record = self._supervisor.state.processes.get(name)
-        if record is None:
-            raise Unsupported(f"node {node!r} of cluster {self.name!r} runs no kubelet")
-        stopped = datetime.now(UTC).replace(microsecond=0)
-        self._supervisor.stop(name)
-        path = os.environ.get("PATH", "/usr/bin:/bin")
-        self._supervisor.start(name, record.argv, env={"PATH": f"{self._tools.bin_dir}:{path}"})
-        check = partial(self._supervisor.check_alive, [name])
-        port = self._supervisor.state.ports[f"kubelet-healthz-{node}"]
-        wait_for(
-            f"the kubelet of {node} to serve /healthz",
-            partial(http_ok, port, "/healthz"),
+        restarts.restart_kubelet(
+            self._supervisor,
+            self._tools,
+            self.kube,
+            node,
+            cluster=self.name,
             timeout=self.config.timeout_seconds,
-            interval=0.2,
-            check=check,
-        )
-        wait_for(
-            f"the kubelet of {node} to post the node's status after {stopped:%H:%M:%S}",
-            partial(heartbeat_since, self.kube, node, stopped),
-            timeout=self.config.timeout_seconds,
-            interval=0.2,
-            check=check,
         )
 
     def _set_config(self, config: LocalClusterConfig) -> None:
@@ -473,36 +407,6 @@ class LocalCluster:
         cluster.attached = True
         return cluster
 
-    def _check_socket_paths(self) -> None:
-        """Unix socket paths are limited to 107 bytes; fail before starting anything
-        when the run directory is too deep for the sockets inside it."""
-        # The longest names a driver gets: the cluster's own, or a test's
-        # (csi_harness._internal.pytest_plugin: "<7 characters>.csi-mock", suffix "-<7>").
-        drivers = [(self.config.driver.name, ""), ("x" * 7 + ".csi-mock", "-" + "x" * 7)]
-        longest = max(
-            (
-                path
-                for node in self.config.nodes()
-                for driver, suffix in drivers
-                for path in (
-                    self.layout.plugins_registry(node.name) / f"{driver}-reg.sock",
-                    self.layout.kubelet_root(node.name)
-                    / "plugins"
-                    / f"csi-mock{suffix}"
-                    / "csi.sock",
-                    self.layout.driver_root(suffix) / node.name / "admin.sock",
-                    Path(f"{self.layout.containerd_socket(node.name)}.ttrpc"),
-                )
-            ),
-            key=lambda p: len(str(p)),
-        )
-        if len(str(longest).encode()) > _MAX_SOCKET_PATH:
-            raise ClusterUpFailed(
-                f"run_dir {self.layout.root} is too long: the socket path {longest} has "
-                f"{len(str(longest))} bytes, more than the {_MAX_SOCKET_PATH} unix sockets "
-                "allow; choose a shorter cluster name or run_dir"
-            )
-
     # down / status -------------------------------------------------------------
 
     def down(self) -> TeardownReport:
@@ -535,24 +439,6 @@ class LocalCluster:
 
 def _cluster_node(spec: NodeSpec) -> ClusterNode:
     return ClusterNode(spec.name, spec.zone, runs_pods=spec.type is NodeType.KUBELET)
-
-
-def _summary(report: TeardownReport) -> str:
-    parts = [f"{len(report.stopped)} processes stopped"]
-    if report.killed:
-        parts.append(f"killed after timeout: {', '.join(report.killed)}")
-    if report.stray_processes:
-        parts.append(f"{report.stray_processes} stray processes left")
-    parts.append(f"{report.unmounted} mounts removed")
-    if report.loop_devices:
-        parts.append(f"{report.loop_devices} loop devices detached")
-    parts += report.problems
-    parts.append(f"{report.seconds:.1f}s")
-    return "; ".join(parts)
-
-
-def format_teardown(report: TeardownReport) -> str:
-    return _summary(report)
 
 
 __all__ = ["ClusterUpFailed", "LocalCluster", "UpResult", "format_teardown", "log_tail"]

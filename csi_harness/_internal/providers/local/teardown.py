@@ -244,3 +244,18 @@ def _delete_link(name: str, report: TeardownReport) -> None:
     result = subprocess.run(["ip", "link", "delete", name], capture_output=True, text=True)
     if result.returncode != 0:
         report.problems.append(f"ip link delete {name}: {result.stderr.strip()}")
+
+
+def format_teardown(report: TeardownReport) -> str:
+    """What a teardown did, in one line."""
+    parts = [f"{len(report.stopped)} processes stopped"]
+    if report.killed:
+        parts.append(f"killed after timeout: {', '.join(report.killed)}")
+    if report.stray_processes:
+        parts.append(f"{report.stray_processes} stray processes left")
+    parts.append(f"{report.unmounted} mounts removed")
+    if report.loop_devices:
+        parts.append(f"{report.loop_devices} loop devices detached")
+    parts += report.problems
+    parts.append(f"{report.seconds:.1f}s")
+    return "; ".join(parts)
