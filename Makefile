@@ -94,7 +94,7 @@ doctor:  ## list every pinned tool: version, present or missing
 test: install system-deps lint  ## everything CI runs: lint, unit, driver, crash, csi-sanity, e2e on a local cluster, upstream External Storage suites, then kind
 	bash tools/build.sh build $(TEST_TOOLS) $(UPSTREAM_TOOLS) $(KIND_TOOLS)
 	mkdir -p $(REPORTS)
-	$(PYTHON) -m pytest -ra -n $(WORKERS) --csi-images built \
+	$(PYTHON) -m pytest -ra -n $(WORKERS) --with-e2e --csi-images built \
 		--csi-feature-gates=$(E2E_FEATURE_GATES) --junitxml=$(REPORTS)/junit.xml
 	bash scripts/user-project.sh --junitxml=$(abspath $(REPORTS))/user-project.xml
 	$(MAKE) --no-print-directory e2e-upstream-run

@@ -63,8 +63,7 @@ from csi_harness._internal.kube.describe import describe_pod
 from csi_harness._internal.kube.namespaces import empty_namespace
 from csi_harness._internal.kube.pod_status import unrecoverable
 from csi_harness._internal.kube.waits import wait_bound_volume, wait_pod_running
-from csi_harness._internal.providers.base import Cluster
-from csi_harness._internal.providers.existing import ExistingCluster
+from csi_harness._internal.providers.base import Cluster, ImageDeployments
 from csi_mock.admin.client import AdminClient
 from csi_mock.admin.views import TOKEN_HEADER
 
@@ -85,10 +84,10 @@ def pods_of_base(role: str | None = None) -> LabelSelector:
 
 
 @pytest.fixture
-def in_cluster(cluster: Cluster) -> ExistingCluster:
+def in_cluster(cluster: Cluster) -> ImageDeployments:
     """The session's cluster, where csi-mock runs in-cluster from images (kind or an
     existing cluster); skipped on the local provider."""
-    if not isinstance(cluster, ExistingCluster):
+    if not isinstance(cluster, ImageDeployments):
         pytest.skip(
             f"cluster {cluster.name!r} runs csi-mock as local processes: its nodes have "
             "no csi-mock or sidecar images to run deploy/kubernetes with (kind or an "
@@ -97,7 +96,7 @@ def in_cluster(cluster: Cluster) -> ExistingCluster:
     return cluster
 
 
-def kubectl(cluster: ExistingCluster, *args: str, timeout: float = DELETE_TIMEOUT) -> str:
+def kubectl(cluster: ImageDeployments, *args: str, timeout: float = DELETE_TIMEOUT) -> str:
     """Run kubectl on the cluster; a failure says the command and kubectl's stderr."""
     command = [cluster.kubectl, "--kubeconfig", str(cluster.kubeconfig), *args]
     result = subprocess.run(
@@ -111,7 +110,7 @@ def kubectl(cluster: ExistingCluster, *args: str, timeout: float = DELETE_TIMEOU
 
 
 @pytest.fixture
-def kustomization(in_cluster: ExistingCluster, tmp_path: Path) -> Path:
+def kustomization(in_cluster: ImageDeployments, tmp_path: Path) -> Path:
     """What ``kubectl apply -k`` applies: deploy/kubernetes itself, or an overlay of a
     copy of it that renames the images the cluster has under other names."""
     replacements = image_replacements(in_cluster.driver_image, in_cluster.sidecar_images)
@@ -126,7 +125,7 @@ def kustomization(in_cluster: ExistingCluster, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def base(
-    in_cluster: ExistingCluster, kube: Client, kustomization: Path, cluster_access: None
+    in_cluster: ImageDeployments, kube: Client, kustomization: Path, cluster_access: None
 ) -> Iterator[Path]:
     """The way cleared for the base (the harness's unsuffixed driver and an earlier
     run's base removed, the kubelets rid of the driver); afterwards the base deleted
@@ -142,7 +141,7 @@ def base(
         delete_base(in_cluster, kustomization)
 
 
-def delete_base(cluster: ExistingCluster, kustomization: Path) -> None:
+def delete_base(cluster: ImageDeployments, kustomization: Path) -> None:
     kubectl(
         cluster,
         "delete",
@@ -197,7 +196,7 @@ def base_pods_ready(kube: Client, deployments: list[str], nodes: list[str]) -> t
     return not waiting, f"not ready: {', '.join(waiting)} ({seen})"
 
 
-def controller_admin(cluster: ExistingCluster, kube: Client) -> AdminClient:
+def controller_admin(cluster: ImageDeployments, kube: Client) -> AdminClient:
     """The csi-mock controller's admin API, through the API server's pod proxy, with the
     token the base publishes."""
     (pod,) = [
@@ -220,13 +219,13 @@ def controller_admin(cluster: ExistingCluster, kube: Client) -> AdminClient:
     )
 
 
-def volume_ids(cluster: ExistingCluster, kube: Client) -> set[str]:
+def volume_ids(cluster: ImageDeployments, kube: Client) -> set[str]:
     with controller_admin(cluster, kube) as admin:
         return {volume.id for volume in admin.volumes().volumes}
 
 
 def test_the_kustomize_base_runs_a_pod_on_a_claim_and_deletes_its_volume(
-    in_cluster: ExistingCluster, kube: Client, base: Path, app_namespace: str
+    in_cluster: ImageDeployments, kube: Client, base: Path, app_namespace: str
 ) -> None:
     nodes = [node.name for node in in_cluster.nodes()]
     deployments = [o["metadata"]["name"] for o in base_objects() if o["kind"] == "Deployment"]

@@ -51,7 +51,18 @@ def _kind_main(args: argparse.Namespace) -> int:
 
     try:
         if args.command == "kind" and args.action == "prepare":
-            adopted = KindProvider(args.name, progress=progress, keep=True).cluster()
+            prepared = open_provider(
+                ClusterOptions(
+                    provider="kind",
+                    name=args.name,
+                    keep=True,
+                    images=args.images or "built",
+                    driver_image=args.driver_image,
+                ),
+                progress=progress,
+            )
+            assert isinstance(prepared, KindProvider)
+            adopted = prepared.cluster()
             if not adopted.cli.exists():
                 raise UsageError(f"--name {args.name}: kind knows no such cluster")
             adopted.prepare()

@@ -127,6 +127,17 @@ def build_parser() -> argparse.ArgumentParser:
     _command(kind_actions, "image", "build the offline node image (cached); print its tag")
     prepare = _command(kind_actions, "prepare", "ready a hand-made kind cluster for the suites")
     prepare.add_argument("--name", required=True, help="the kind cluster's name")
+    prepare.add_argument(
+        "--images",
+        metavar="built|upstream|REGISTRY",
+        help="built (default: every image loaded into the nodes) or pulled by the nodes: "
+        + IMAGES_HELP,
+    )
+    prepare.add_argument(
+        "--driver-image",
+        metavar="NAME",
+        help="csi-mock's image; a name with a registry host is pulled by the nodes",
+    )
     tools = _command(
         commands,
         "tools",

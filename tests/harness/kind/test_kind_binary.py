@@ -74,3 +74,12 @@ def test_a_node_image_of_another_kubernetes_minor_is_refused() -> None:
 def test_a_patch_release_or_a_branch_build_of_the_pinned_minor_is_fine() -> None:
     check_version(NodeImageTraits("x", "v1.37.3", True), "v1.37.1")
     check_version(NodeImageTraits("x", "v1.37.2-rc.0.12+abcdef", False), "v1.37.1")
+
+
+def test_a_driver_image_that_names_its_registry_is_pulled_not_loaded() -> None:
+    from csi_harness._internal.providers.kind.cluster import names_a_registry
+
+    assert names_a_registry("localhost:5001/csi-mock:0.1.0")
+    assert names_a_registry("ghcr.io/me/csi-mock:1")
+    assert not names_a_registry("csi-mock:dev")
+    assert not names_a_registry("me/csi-mock:dev")

@@ -26,6 +26,7 @@ from lightkube.resources.apps_v1 import DaemonSet, Deployment
 from lightkube.resources.core_v1 import Node, Pod
 
 from csi_harness._internal.core import registry
+from csi_harness._internal.core.cluster_guard import refuse_cluster
 from csi_harness._internal.core.commands import CommandFailed
 from csi_harness._internal.core.images import build_busybox_image
 from csi_harness._internal.core.package_data import DOCKER_ENGINE_SCRIPT, KIND_CONFIG_DIR
@@ -50,7 +51,6 @@ from csi_harness._internal.deploy.images import (
 from csi_harness._internal.deploy.snapshot_controller import snapshot_crd_dir
 from csi_harness._internal.kube.apiproxy import api_server_access
 from csi_harness._internal.kube.nodes import heartbeat_since
-from csi_harness._internal.providers.existing import ExistingCluster
 from csi_harness._internal.providers.kind import network
 from csi_harness._internal.providers.kind.cluster_config import write_effective_config
 from csi_harness._internal.providers.kind.kind_binary import find_kind
@@ -63,6 +63,7 @@ from csi_harness._internal.providers.kind.node_image import build_node_image
 from csi_harness._internal.providers.kind.node_image_traits import check_version, read_traits
 from csi_harness._internal.providers.kind.registry_mirror import MirrorAddress
 from csi_harness._internal.providers.kind.scheduler import SchedulerManifest
+from csi_harness._internal.providers.kubeconfig_cluster import KubeconfigCluster
 
 DEFAULT_CONFIG = KIND_CONFIG_DIR / "suites.yaml"
 CONTROLLER_MANAGER_PORT = 10257
@@ -74,7 +75,7 @@ class KindClusterError(RuntimeError):
     """The kind cluster could not be made ready; the message has the cause and the fix."""
 
 
-class KindCluster(ExistingCluster):
+class KindCluster(KubeconfigCluster):
     """One kind cluster named ``name`` from ``config_file``.
 
     ``node_image``: a node image of the user's own (e.g. built by ``kind build
@@ -264,6 +265,7 @@ class KindCluster(ExistingCluster):
     def up(self) -> None:
         """Create (or, with ``reuse``, adopt) the cluster and make it ready for the suites.
         If that fails, a cluster this call created is deleted again."""
+        refuse_cluster(f"bring up kind cluster {self.name!r}")
         self._created = False
         try:
             self._up()
@@ -353,6 +355,7 @@ class KindCluster(ExistingCluster):
         phase("snapshot controller")
 
     def down(self) -> None:
+        refuse_cluster(f"delete kind cluster {self.name!r}")
         self.remove_driver()
         self.cli.delete()
 
@@ -454,7 +457,7 @@ class KindCluster(ExistingCluster):
         if driver is None:
             self.progress(f"building {DRIVER_IMAGE} on {PYTHON_BASE_UPSTREAM}")
             driver = build_driver_image(DRIVER_IMAGE, base=PYTHON_BASE_UPSTREAM)
-        if driver_image_is_local(driver):
+        if not names_a_registry(driver) and driver_image_is_local(driver):
             self.progress(f"kind load docker-image {driver}")
             self.cli.load_image(driver)
         self.driver_image = driver
@@ -474,6 +477,13 @@ def load_suite_images(
         sidecars[sidecar] = image.reference
     cli.load_image(build_driver_image(DRIVER_IMAGE))
     return sidecars
+
+
+def names_a_registry(image: str) -> bool:
+    """Whether ``image`` names its registry (``localhost:5001/x``, ``ghcr.io/x``): such a
+    name is meant to be pulled by the nodes, so it is never loaded into them."""
+    first, _, rest = image.partition("/")
+    return bool(rest) and ("." in first or ":" in first or first == "localhost")
 
 
 def driver_image_is_local(image: str) -> bool:
