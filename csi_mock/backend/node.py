@@ -5,15 +5,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from csi_mock.backend import published_volumes
 from csi_mock.backend.attachments import PUBLISH_CONTEXT_NODE
-from csi_mock.backend.controller import VOLUME_CONTEXT_SIZE
+from csi_mock.backend.node_records import (
+    context_size,
+    data_name,
+    same_file,
+    volume_size,
+)
+from csi_mock.backend.published_volumes import VolumeStats, volume_stats
 from csi_mock.config import EPHEMERAL_CONTEXT_KEY, DriverConfig
-from csi_mock.host.backing import BackingStore, Usage, usage_of
+from csi_mock.host.backing import BackingStore
 from csi_mock.host.loop import LoopDeviceError, LoopDevices
 from csi_mock.host.mounts import Mounter
 from csi_mock.host.paths import (
@@ -30,7 +36,6 @@ from csi_mock.model.errors import (
     FailedPrecondition,
     InvalidArgument,
     NotFound,
-    OutOfRange,
 )
 from csi_mock.model.quantity import QuantityError, parse_quantity
 from csi_mock.model.volume import AccessMode, AccessType, Capability
@@ -53,19 +58,6 @@ class NodeInfo:
     node_id: str
     max_volumes_per_node: int
     segment: Mapping[str, str]
-
-
-@dataclass(frozen=True)
-class VolumeStats:
-    total_bytes: int
-    used_bytes: int
-    available_bytes: int
-    used_inodes: int
-    total_inodes: int
-    abnormal: str | None
-    """Why the volume is unhealthy, or None."""
-    block: bool = False
-    """A raw block volume: inode counts mean nothing for it."""
 
 
 class Node:
@@ -364,7 +356,7 @@ class Node:
             self._make_mount_point(target, "target_path", directory=False)
             if self.loops is not None:
                 source = self.loops.attach(Path(publication.data_path))
-                if mounted and not _same_file(target, source):
+                if mounted and not same_file(target, source):
                     self.mounter.unmount(target)  # A device of before a crash or reboot.
                     mounted = False
         else:
@@ -400,83 +392,30 @@ class Node:
     # -- stats and expansion ------------------------------------------------------------
 
     async def stats(self, volume_id: str, volume_path: str) -> VolumeStats:
-        """Usage of a published or staged volume; the walk of its tree runs off the loop.
-
-        A mount volume is a directory of a shared backend filesystem, so statvfs cannot
-        tell its usage: its bytes and inodes are counted. A block volume reports the
-        blocks its file has allocated.
-        """
-        if not volume_id:
-            raise InvalidArgument("volume_id is required")
-        record = self._record_at(volume_id, _lookup_path(volume_path))
-        if not os.path.exists(_recorded_path(record)):
-            raise NotFound(f"volume_path {volume_path} does not exist")
-        total = self._size_of(record)
-        block = record.capability.access_type is AccessType.BLOCK
-        measured = await asyncio.to_thread(_measure, Path(record.data_path))
-        if measured is None:
-            missing = f"backing data {record.data_path} is missing"
-            return VolumeStats(total, 0, total, 0, 0, missing, block=block)
-        usage, total_inodes = measured
-        return VolumeStats(
-            total_bytes=total,
-            used_bytes=usage.used_bytes,
-            available_bytes=max(0, total - usage.used_bytes),
-            used_inodes=usage.used_inodes,
-            total_inodes=total_inodes,
-            abnormal=None,
-            block=block,
+        """Usage of a published or staged volume (``published_volumes.volume_stats``)."""
+        return await volume_stats(
+            self.store,
+            volume_id,
+            volume_path,
+            default_size=self.config.controller.default_volume_size,
         )
 
     def expand(self, volume_id: str, volume_path: str, required: int, limit: int) -> int:
-        if not volume_id:
-            raise InvalidArgument("volume_id is required")
-        volume_path = _lookup_path(volume_path)
-        if required < 0 or limit < 0:
-            raise InvalidArgument("capacity_range must not be negative")
-        if limit and required > limit:
-            raise OutOfRange(f"required_bytes {required} exceeds limit_bytes {limit}")
-        cap = self.config.node.max_expansion_size
-        if cap is not None and required > cap:
-            raise OutOfRange(
-                f"capacity_range.required_bytes {required} exceeds node.max_expansion_size {cap}"
-            )
-        record = self._record_at(volume_id, volume_path)
-        if not required:
-            return self._size_of(record)
-        if record.capability.access_type is AccessType.BLOCK:
-            path = Path(record.data_path)
-            if path.is_file() and path.stat().st_size < required:
-                try:
-                    os.truncate(path, required)
-                except OSError as error:  # EFBIG: beyond the host filesystem's file size
-                    raise OutOfRange(
-                        f"capacity_range.required_bytes {required}: {error.strerror}"
-                    ) from None
-                if self.loops is not None:
-                    self.loops.refresh_size(path)
-        if required > self._size_of(record):
-            with self.store.transaction():
-                self.store.set_node_volume_size(volume_id, required)
-        return max(required, self._size_of(record))
+        return published_volumes.expand(
+            self.store,
+            self.loops,
+            volume_id,
+            volume_path,
+            required,
+            limit,
+            max_expansion_size=self.config.node.max_expansion_size,
+            default_size=self.config.controller.default_volume_size,
+        )
 
     def apply_mount_group(self, volume_id: str, path: str, group: int) -> bool:
-        """Make the data of the volume staged or published at path the group's
-        (VOLUME_MOUNT_GROUP): its group, group read-write, and setgid so that new entries
-        inherit the group. A bind mount takes no gid= option, so the data itself carries
-        it. False when the host refuses (a driver without the privilege to chown)."""
-        record = self._record_at(volume_id, _lookup_path(path))
-        data = Path(record.data_path)
-        if record.capability.access_type is AccessType.BLOCK or not data.is_dir():
-            return False
-        try:
-            os.chown(data, -1, group)
-            mode = data.stat().st_mode
-            data.chmod(stat.S_IMODE(mode) | stat.S_IRWXG | stat.S_ISGID)
-        except PermissionError as error:
-            log.info("volume %s: mount group %d not applied: %s", volume_id, group, error)
-            return False
-        return True
+        """Give the data of the volume at ``path`` to ``group``
+        (``published_volumes.apply_mount_group``)."""
+        return published_volumes.apply_mount_group(self.store, volume_id, path, group)
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -521,90 +460,9 @@ class Node:
             return path
         if not self.config.node.materialize_missing_volumes:
             raise NotFound(f"volume {volume_id!r} does not exist in {self.backing.root}")
-        return self.backing.create(volume_id, access_type, _context_size(volume_context) or 0)
-
-    def _record_at(self, volume_id: str, path: str) -> Staging | Publication:
-        publication = self.store.publication(volume_id, path)
-        if publication is not None:
-            return publication
-        staging = self.store.staging(volume_id)
-        if staging is not None and staging.staging_path == path:
-            return staging
-        # The kubelet asks for a block volume's stats at its own bind mount of our
-        # published node (<global map path>/<pod UID>): the same device, another path.
-        for other in self.store.publications_of_volume(volume_id):
-            if other.capability.access_type is AccessType.BLOCK and _same_file(
-                path, other.target_path
-            ):
-                return other
-        if self.store.publications_of_volume(volume_id) or staging is not None:
-            raise NotFound(f"volume {volume_id} is not published or staged at {path}")
-        raise NotFound(f"volume {volume_id!r} is not staged or published on this node")
+        return self.backing.create(volume_id, access_type, context_size(volume_context) or 0)
 
     def _volume_size(
         self, volume_id: str, volume_context: Mapping[str, str], data_path: Path
     ) -> int:
-        """The volume's capacity: from the controller's volume_context, the controller's
-        own record (combined mode) or the backing file; 0 when nothing tells."""
-        given = _context_size(volume_context)
-        if given is not None:
-            return given
-        volume = self.store.volume_by_id(volume_id)
-        if volume is not None:
-            return volume.size
-        return data_path.stat().st_size if data_path.is_file() else 0
-
-    def _size_of(self, record: Staging | Publication) -> int:
-        path = Path(record.data_path)
-        if path.is_file():
-            return path.stat().st_size  # A block volume's size is its backing file's.
-        if record.size:
-            return record.size
-        return self.config.controller.default_volume_size
-
-
-def data_name(publication: Publication) -> str:
-    """The name of an ephemeral publication's data in Node.ephemeral."""
-    return Path(publication.data_path).name
-
-
-def _measure(data_path: Path) -> tuple[Usage, int] | None:
-    """A volume's usage and its filesystem's inode count; None when the data is gone."""
-    try:
-        return usage_of(data_path), os.statvfs(data_path).f_files
-    except FileNotFoundError:
-        return None
-
-
-def _context_size(volume_context: Mapping[str, str]) -> int | None:
-    """The volume size the controller recorded in the volume context, if well formed."""
-    given = volume_context.get(VOLUME_CONTEXT_SIZE, "")
-    return int(given) if given.isascii() and given.isdigit() else None
-
-
-def _lookup_path(path: str) -> str:
-    """A path used only to find a record: anything we did not record is NOT_FOUND."""
-    if not path:
-        raise InvalidArgument("volume_path is required")
-    if "\x00" in path:
-        raise InvalidArgument("volume_path contains a NUL byte")
-    return os.path.normpath(path) if os.path.isabs(path) else path
-
-
-def _recorded_path(record: Staging | Publication) -> str:
-    return record.target_path if isinstance(record, Publication) else record.staging_path
-
-
-def _same_file(a: str, b: str) -> bool:
-    """Whether two paths show the same device node, or the same file."""
-    try:
-        first, second = os.stat(a), os.stat(b)
-    except OSError:
-        return False
-    if stat.S_ISBLK(first.st_mode) or stat.S_ISBLK(second.st_mode):
-        return (
-            stat.S_ISBLK(first.st_mode)
-            and stat.S_ISBLK(second.st_mode)
-            and (first.st_rdev == second.st_rdev)
-        )
-    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
+        return volume_size(self.store, volume_id, volume_context, data_path)
