@@ -131,7 +131,9 @@ def test_default_shape_places_the_pod_on_the_node_with_most_free_capacity(
     admin: AdminClient,
     candidates: tuple[str, str],
 ) -> None:
-    roomy, smaller = candidates
+    # The roomy node is the second by name: kube-scheduler breaks equal scores by node
+    # order, so without capacity scoring the first would win and this would fail.
+    smaller, roomy = candidates
     resize_pools(kube, driver, admin, {roomy: 30 * GI, smaller: 20 * GI})
     assert place(kube, driver, namespace, "data", "5Gi", candidates) == roomy
 
@@ -158,7 +160,7 @@ def test_recreated_pod_and_claim_land_on_the_node_with_most_free_capacity_again(
     admin: AdminClient,
     candidates: tuple[str, str],
 ) -> None:
-    roomy, smaller = candidates
+    smaller, roomy = candidates  # the second by name, as above: no tie-break can pass it
     striped = driver.spec.storage_class()
     resize_pools(kube, driver, admin, {roomy: 30 * GI, smaller: 20 * GI})
     assert place(kube, driver, namespace, "data", "5Gi", candidates) == roomy
