@@ -79,6 +79,7 @@ run: install  ## run the driver on $(ENDPOINT) with a 100Gi pool for $(NODE_ID)
 lint: install
 	$(PYTHON) scripts/gen_proto.py --check
 	$(PYTHON) scripts/upstream_coverage.py --check  # docs/upstream-coverage.md
+	$(PYTHON) scripts/module_sizes.py --check  # docs/design.md's module sizes
 	$(PYTHON) scripts/gen_deploy.py --check  # deploy/kubernetes/ is generated (docs/kind.md)
 	$(PYTHON) -m ruff check csi_mock csi_harness tests scripts benchmarks examples
 	$(PYTHON) -m ruff format --check csi_mock csi_harness tests scripts benchmarks examples

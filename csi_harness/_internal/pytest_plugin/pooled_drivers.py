@@ -40,8 +40,8 @@ from lightkube.resources.storage_v1 import (
 
 from csi_harness._internal.core.waiting import WaitTimeout, wait_for
 from csi_harness._internal.deploy.spec import DriverDeployment, storage_class_objects
-from csi_harness._internal.kube.resources import CSINodeResource, csinode_drivers
-from csi_harness._internal.kube.waits.capacity import DRIVER_NAME_LABEL
+from csi_harness._internal.kube.csinode import CSINodeResource, csinode_drivers
+from csi_harness._internal.kube.waits.csistoragecapacity import DRIVER_NAME_LABEL
 from csi_harness._internal.providers.base import Cluster, Driver
 from csi_mock.admin import AdminError
 from csi_mock.model.duration import parse_duration
