@@ -83,3 +83,16 @@ def test_a_driver_image_that_names_its_registry_is_pulled_not_loaded() -> None:
     assert names_a_registry("ghcr.io/me/csi-mock:1")
     assert not names_a_registry("csi-mock:dev")
     assert not names_a_registry("me/csi-mock:dev")
+
+
+def test_csi_mocks_image_built_here_is_always_loaded_whatever_its_name() -> None:
+    from csi_harness._internal.providers.kind.cluster import driver_image_to_load
+
+    built = driver_image_to_load(None, lambda: "csi-mock.local/csi-mock:dev", lambda _: False)
+    assert built == ("csi-mock.local/csi-mock:dev", True)
+    assert driver_image_to_load("me/csi-mock:dev", lambda: "x", lambda _: True) == (
+        "me/csi-mock:dev",
+        True,
+    )
+    pulled = driver_image_to_load("localhost:5001/csi-mock:1", lambda: "x", lambda _: True)
+    assert pulled == ("localhost:5001/csi-mock:1", False)

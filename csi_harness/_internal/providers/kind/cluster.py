@@ -450,14 +450,16 @@ class KindCluster(KubeconfigCluster):
             )
             self.driver_image = DRIVER_IMAGE
             return
+
         # Pulled by the nodes: the sidecars and the pods' busybox. csi-mock's own image is
         # the one this cluster is given: the user's (loaded when the engine has it) or
         # one built from the installed package on the Dockerfile's public base.
-        driver = self.images.driver
-        if driver is None:
+        def build() -> str:
             self.progress(f"building {DRIVER_IMAGE} on {PYTHON_BASE_UPSTREAM}")
-            driver = build_driver_image(DRIVER_IMAGE, base=PYTHON_BASE_UPSTREAM)
-        if not names_a_registry(driver) and driver_image_is_local(driver):
+            return build_driver_image(DRIVER_IMAGE, base=PYTHON_BASE_UPSTREAM)
+
+        driver, load = driver_image_to_load(self.images.driver, build, driver_image_is_local)
+        if load:
             self.progress(f"kind load docker-image {driver}")
             self.cli.load_image(driver)
         self.driver_image = driver
@@ -477,6 +479,17 @@ def load_suite_images(
         sidecars[sidecar] = image.reference
     cli.load_image(build_driver_image(DRIVER_IMAGE))
     return sidecars
+
+
+def driver_image_to_load(
+    given: str | None, build: Callable[[], str], is_local: Callable[[str], bool]
+) -> tuple[str, bool]:
+    """csi-mock's image for a cluster whose nodes pull the rest, and whether to load it
+    into the nodes: one built here always is (no registry has it); one the user names
+    is when the engine has it and its name names no registry (else the nodes pull it)."""
+    if given is None:
+        return build(), True
+    return given, not names_a_registry(given) and is_local(given)
 
 
 def names_a_registry(image: str) -> bool:
