@@ -77,7 +77,7 @@ def test_a_patch_release_or_a_branch_build_of_the_pinned_minor_is_fine() -> None
 
 
 def test_a_driver_image_that_names_its_registry_is_pulled_not_loaded() -> None:
-    from csi_harness._internal.providers.kind.cluster import names_a_registry
+    from csi_harness._internal.providers.kind.suite_images import names_a_registry
 
     assert names_a_registry("localhost:5001/csi-mock:0.1.0")
     assert names_a_registry("ghcr.io/me/csi-mock:1")
@@ -86,7 +86,7 @@ def test_a_driver_image_that_names_its_registry_is_pulled_not_loaded() -> None:
 
 
 def test_csi_mocks_image_built_here_is_always_loaded_whatever_its_name() -> None:
-    from csi_harness._internal.providers.kind.cluster import driver_image_to_load
+    from csi_harness._internal.providers.kind.suite_images import driver_image_to_load
 
     built = driver_image_to_load(None, lambda: "csi-mock.local/csi-mock:dev", lambda _: False)
     assert built == ("csi-mock.local/csi-mock:dev", True)

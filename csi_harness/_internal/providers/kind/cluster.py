@@ -28,7 +28,6 @@ from lightkube.resources.core_v1 import Node, Pod
 from csi_harness._internal.core import registry
 from csi_harness._internal.core.cluster_guard import refuse_cluster
 from csi_harness._internal.core.commands import CommandFailed
-from csi_harness._internal.core.images import build_busybox_image
 from csi_harness._internal.core.package_data import DOCKER_ENGINE_SCRIPT, KIND_CONFIG_DIR
 from csi_harness._internal.core.tools import Tools, ToolsMissing
 from csi_harness._internal.core.unsupported import Unsupported
@@ -45,7 +44,6 @@ from csi_harness._internal.deploy.image_set import (
 from csi_harness._internal.deploy.images import (
     DRIVER_IMAGE,
     build_driver_image,
-    build_sidecar_images,
     pinned_version,
 )
 from csi_harness._internal.deploy.snapshot_controller import snapshot_crd_dir
@@ -56,13 +54,17 @@ from csi_harness._internal.providers.kind.cluster_config import write_effective_
 from csi_harness._internal.providers.kind.kind_binary import find_kind
 from csi_harness._internal.providers.kind.kind_cli import (
     DEFAULT_KUBECONFIG_ROOT,
-    ImageArchive,
     KindCli,
 )
 from csi_harness._internal.providers.kind.node_image import build_node_image
 from csi_harness._internal.providers.kind.node_image_traits import check_version, read_traits
 from csi_harness._internal.providers.kind.registry_mirror import MirrorAddress
 from csi_harness._internal.providers.kind.scheduler import SchedulerManifest
+from csi_harness._internal.providers.kind.suite_images import (
+    driver_image_is_local,
+    driver_image_to_load,
+    load_suite_images,
+)
 from csi_harness._internal.providers.kubeconfig_cluster import KubeconfigCluster
 
 DEFAULT_CONFIG = KIND_CONFIG_DIR / "suites.yaml"
@@ -463,50 +465,6 @@ class KindCluster(KubeconfigCluster):
             self.progress(f"kind load docker-image {driver}")
             self.cli.load_image(driver)
         self.driver_image = driver
-
-
-def load_suite_images(
-    cli: KindCli, tools: Tools, progress: Callable[[str], None] = lambda _: None
-) -> dict[str, str]:
-    """Build the driver, sidecar and busybox images and load them into the nodes of
-    ``cli``'s cluster; return sidecar -> image. For clusters made by hand too."""
-    progress("building and loading the driver, sidecar and test pod images")
-    # The suites' pods run the local busybox image: nothing can be pulled.
-    cli.load_image(ImageArchive(build_busybox_image().tarball))
-    sidecars = {}
-    for sidecar, image in build_sidecar_images(tools).items():
-        cli.load_image(ImageArchive(image.tarball))
-        sidecars[sidecar] = image.reference
-    cli.load_image(build_driver_image(DRIVER_IMAGE))
-    return sidecars
-
-
-def driver_image_to_load(
-    given: str | None, build: Callable[[], str], is_local: Callable[[str], bool]
-) -> tuple[str, bool]:
-    """csi-mock's image for a cluster whose nodes pull the rest, and whether to load it
-    into the nodes: one built here always is (no registry has it); one the user names
-    is when the engine has it and its name names no registry (else the nodes pull it)."""
-    if given is None:
-        return build(), True
-    return given, not names_a_registry(given) and is_local(given)
-
-
-def names_a_registry(image: str) -> bool:
-    """Whether ``image`` names its registry (``localhost:5001/x``, ``ghcr.io/x``): such a
-    name is meant to be pulled by the nodes, so it is never loaded into them."""
-    first, _, rest = image.partition("/")
-    return bool(rest) and ("." in first or ":" in first or first == "localhost")
-
-
-def driver_image_is_local(image: str) -> bool:
-    """Whether the Docker engine has ``image`` (else the nodes pull it)."""
-    return (
-        subprocess.run(
-            ["docker", "image", "inspect", image], capture_output=True, check=False
-        ).returncode
-        == 0
-    )
 
 
 def _tools_if_built() -> Tools | None:
