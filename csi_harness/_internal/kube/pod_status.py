@@ -23,6 +23,8 @@ PULL_HINT = (
     "csi-harness), or pull them from a mirror (--csi-images REGISTRY)"
 )
 CRASH_LOOP_RESTARTS = 3
+RUNTIME_START_ERROR = "StartError"
+"""The termination reason of a container the runtime failed to start (runc create)."""
 """A container that crashed this often is taken as broken, not as starting up."""
 
 
@@ -52,6 +54,11 @@ def unrecoverable(pod: Pod) -> str | None:
         if reason in _IMAGE_MISSING:
             return image_failure(pod)
         if reason == "CrashLoopBackOff" and restarts >= CRASH_LOOP_RESTARTS:
+            if get_path(status.get("lastState"), "terminated", "reason") == RUNTIME_START_ERROR:
+                # The runtime could not start the process (e.g. runc's "unable to freeze"
+                # of a cgroup v1 freezer under load): the kubelet retries it, and the
+                # container never ran, so it is not the driver crashing.
+                continue
             last = describe_container_state(status.get("lastState"))
             return f"{name} crashed {restarts} times; last: {last}"
     return None

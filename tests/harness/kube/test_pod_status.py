@@ -75,3 +75,17 @@ def test_an_image_never_pulled_needs_no_pull_hint() -> None:
     missing = pod(status("app", {"waiting": {"reason": "ErrImageNeverPull", "message": "no"}}))
     reason = image_failure(missing)
     assert reason is not None and "--csi-images" not in reason
+
+
+def test_a_container_the_runtime_could_not_start_is_waited_for_not_called_a_crash() -> None:
+    last = {
+        "terminated": {
+            "exitCode": 128,
+            "reason": "StartError",
+            "message": "runc create failed: unable to start container process: error "
+            "setting cgroup config for procHooks process: unable to freeze",
+        }
+    }
+    crashing = {"waiting": {"reason": "CrashLoopBackOff"}}
+    retried = pod(status("csi-attacher", crashing, CRASH_LOOP_RESTARTS + 1, lastState=last))
+    assert unrecoverable(retried) is None
