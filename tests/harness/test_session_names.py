@@ -11,8 +11,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from csi_harness._internal.core.name_lease import lease_name
+from csi_harness._internal.core.run_state import STATE_FILE
 from csi_harness._internal.providers.factory import DEFAULT_NAME
+from csi_harness._internal.providers.local.config import DEFAULT_RUN_ROOT
 
 NAME_TEST = """
 import os, time
@@ -103,6 +107,11 @@ def test_a_name_the_user_gives_is_the_name(tmp_path: Path) -> None:
 def test_an_existing_cluster_is_found_by_the_default_name(tmp_path: Path) -> None:
     """Nothing is brought up, so no name is leased: the session uses the local cluster
     of the default name even while that name is held."""
+    running = DEFAULT_RUN_ROOT / DEFAULT_NAME / STATE_FILE
+    if running.exists():
+        # `make test` runs the unit tests beside the e2e suites on that very cluster: the
+        # session below would attach to it and run its tests there.
+        pytest.skip(f"a local cluster named {DEFAULT_NAME} runs on this machine ({running})")
     directory, names = project(tmp_path)
     held = lease_name(DEFAULT_NAME, "existing")
     # A missing cluster is a usage error before any test: only the option is read here.
