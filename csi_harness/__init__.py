@@ -10,7 +10,9 @@ the README); the pytest plugin then loads by itself and gives the fixtures
 Everything importable from here is public and kept stable; ``csi_harness._internal``
 behind it is private (its modules move as the harness grows). Example, a whole test::
 
-    from csi_harness import objects, wait_pod_unschedulable
+    import pytest
+
+    from csi_harness import NOT_ENOUGH_STORAGE, objects, wait_pod_unschedulable
 
     @pytest.mark.driver(node_pool_size="2Gi")
     def test_a_claim_larger_than_every_pool_is_not_scheduled(kube, namespace, driver):
@@ -21,7 +23,7 @@ behind it is private (its modules move as the harness grows). Example, a whole t
         )
         wait_pod_unschedulable(kube, "app", namespace, message=NOT_ENOUGH_STORAGE)
 
-See docs/harness.md ("Using the harness in your own project").
+See docs/testing.md ("Suites of your own on a cluster") in csi-mock's repository.
 """
 
 from __future__ import annotations

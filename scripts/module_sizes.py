@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Keep the size table of docs/design.md ("Modules over 450 lines") true.
+"""Keep the size table of docs/design.md ("Module sizes") true.
 
 A module of ``csi_mock`` or ``csi_harness`` over ``LIMIT`` lines usually holds more than
 one concept and is split along its seams; one that stays big says why in the table.

@@ -1,7 +1,7 @@
 """KEP-1472's finding at a size CI affords: the same burst of pods with generic
 ephemeral volumes of mixed sizes, filling ~90% of ten simulated nodes' pools, on a
 fresh local cluster with capacity tracking on and another with it off
-(``csi-harness scale kep1472``; the 50-node runs are in docs/scale.md).
+(``csi-harness scale kep1472``; the 50-node runs are in docs/records/scale.md).
 
 What is asserted is what held in every run at this size (docs/scale.md): with
 tracking every claim is bound unless no node has room for the burst's largest size,
@@ -90,7 +90,7 @@ def test_capacity_tracking_binds_every_claim_where_blind_scheduling_keeps_failin
 
     # ... and a refusal (published capacity a poll behind) is not repeated: the next
     # node kube-scheduler picks has room. (Without tracking one claim was refused up to
-    # 14 times; how often varies too much at this size to assert, docs/scale.md.)
+    # 14 times; how often varies too much at this size to assert, docs/records/scale.md.)
     assert tracking.most_reschedules <= 2, (
         f"a claim was sent back {tracking.most_reschedules} times"
     )
