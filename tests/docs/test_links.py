@@ -112,8 +112,11 @@ def test_every_relative_link_of_the_markdown_files_reaches_its_file_and_heading(
 
 def test_every_mention_of_a_docs_file_names_one_that_exists() -> None:
     problems = []
+    this_file = Path(__file__).resolve().relative_to(REPO)
     for path in tracked_files():
         if path.suffix in (".png", ".json", ".sum") or not (REPO / path).is_file():
+            continue
+        if path == this_file:  # its ASKED entries name what is missing
             continue
         try:
             text = (REPO / path).read_text()
