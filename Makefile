@@ -118,7 +118,7 @@ e2e-kind: install system-deps  ## the mission suites on a fresh kind cluster (Do
 	bash tools/build.sh build $(TEST_TOOLS) $(KIND_TOOLS)
 	$(MAKE) --no-print-directory e2e-kind-run
 
-# Where the kind part's images come from (docs/registry.md). upstream: every sidecar and
+# Where the kind part's images come from (docs/images.md). upstream: every sidecar and
 # busybox pulled by its upstream name (registry.k8s.io, Docker Hub) through a registry on
 # loopback that holds stand-ins built here, since no public registry is reachable; the
 # run fails unless the registry's log shows each of them pulled. built: kind load of

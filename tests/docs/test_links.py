@@ -20,10 +20,7 @@ OTHER_REPOSITORY = re.compile(r"(csi-driver-host-path|kubernetes(-csi)?/[\w-]+)\
 
 # Mentions in files other engineers are changing, asked of them: the registry mirror is
 # documented in docs/images.md. Remove an entry once its file is fixed.
-ASKED = {
-    ("Makefile", "docs/registry.md"),
-    ("csi_harness/_internal/providers/kind/registry_mirror.py", "docs/registry.md"),
-}
+ASKED: set[tuple[str, str]] = set()
 
 
 def tracked_files() -> list[Path]:

@@ -13,7 +13,7 @@ cluster's kind configuration), so the nodes have it from their first pull on:
   ``override_path``), the layout ``--csi-images HOST:PORT`` names too.
 
 ``csi-harness registry serve`` starts such a mirror on this machine, and
-``csi-harness images push --stand-ins`` fills it (docs/registry.md).
+``csi-harness images push --stand-ins`` fills it (docs/images.md).
 """
 
 from __future__ import annotations
