@@ -3,13 +3,20 @@ come from the pytest plugin, csi_harness/_internal/pytest_plugin/)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import secrets
+from collections.abc import Callable, Iterator
+
 import pytest
 
+from csi_harness._internal.kube.scheduler_config import capacity_scoring_profile
 from csi_harness._internal.providers.base import (
     Cluster,
     Driver,
     FeatureGates,
     Unsupported,
+    own_schedulers,
     pick_nodes,
 )
 from csi_harness._internal.providers.local.cluster import LocalCluster
@@ -31,6 +38,42 @@ def scheduler_gate(cluster: Cluster, gate: str) -> bool | None:
     """What the cluster's kube-scheduler runs with for ``gate``; None when it is not
     set explicitly or the cluster cannot tell (``FeatureGates``)."""
     return cluster.scheduler_feature_gate(gate) if isinstance(cluster, FeatureGates) else None
+
+
+SCORING_OFF = "CSI_HARNESS_SCORING_OFF"
+"""Set (to anything) to run the scoring tests' own schedulers with VolumeBinding's score
+off: each of those tests must then fail, which shows it cannot pass by a tie-break."""
+Shape = tuple[tuple[int, int], ...] | None
+
+
+@pytest.fixture
+def own_scheduler(cluster: Cluster) -> Iterator[Callable[..., list[str]]]:
+    """Starts a kube-scheduler of the test's own (``OwnSchedulers``) with one profile
+    per shape given (None: the default shape), VolumeBinding the only score plugin
+    when ``sole_scorer``, and StorageCapacityScoring on; returns the profiles'
+    scheduler names, for the test's pods' ``schedulerName``. Stopped after the test;
+    the cluster's own scheduler is never touched."""
+    with contextlib.ExitStack() as running:
+
+        def start(*shapes: Shape, sole_scorer: bool) -> list[str]:
+            try:
+                schedulers = own_schedulers(cluster)
+            except Unsupported as unsupported:
+                pytest.skip(str(unsupported))
+            name = "csi-scoring-" + secrets.token_hex(3)
+            names = [f"{name}-{i}" for i in range(len(shapes))]
+            profiles = [
+                capacity_scoring_profile(
+                    n, shape, sole_scorer=sole_scorer, scoring=SCORING_OFF not in os.environ
+                )
+                for n, shape in zip(names, shapes, strict=True)
+            ]
+            running.enter_context(
+                schedulers.own_scheduler(name, profiles, {"StorageCapacityScoring": True})
+            )
+            return names
+
+        yield start
 
 
 def picked_node(driver: Driver, *, runs_pods: bool) -> str:

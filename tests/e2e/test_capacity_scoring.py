@@ -6,15 +6,22 @@ The two candidates come from ``scheduling_nodes`` (on the local provider its
 simulated nodes), which are alike, so no other score plugin tells them apart; only
 their pools differ. Their pools are resized through the admin API before a pod comes.
 
-The suite is ``cluster_wide``: it runs while no other test runs. One test restarts
-the scheduler; and for both, another test's pods on a candidate would change its
+Each test's pods are scheduled by a kube-scheduler of the test's own
+(``own_scheduler``), so no test restarts the cluster's. The two upstream cases keep
+upstream's setting, the default plugins and weights; they are ``cluster_wide`` (run
+while no other test runs), since another test's pod on a candidate would change its
 NodeResourcesFit score (the scheduler counts a pod without requests as 100m CPU and
-200Mi), by as much as the capacity scores the tests compare.
+200Mi) by as much as the capacity scores compared. The inverted shape's scheduler
+scores with VolumeBinding alone, so it runs beside other tests.
+
+The expected node is the second candidate by name wherever scoring picks it:
+kube-scheduler breaks equal scores by node order, so with scoring off the first
+would win and the test fail (``CSI_HARNESS_SCORING_OFF``, tests/e2e/conftest.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pytest
 from lightkube import Client
@@ -23,35 +30,20 @@ from lightkube.resources.core_v1 import PersistentVolumeClaim, Pod
 from csi_harness._internal.deploy.incluster_layout import COMPONENT_LABEL
 from csi_harness._internal.deploy.spec import node_pool_name
 from csi_harness._internal.kube import objects
-from csi_harness._internal.kube.scheduler_config import PACKING_SHAPE, volume_binding_shape
+from csi_harness._internal.kube.scheduler_config import PACKING_SHAPE
 from csi_harness._internal.kube.waits import wait_capacity, wait_for, wait_pod_scheduled
 from csi_harness._internal.providers.base import (
-    Cluster,
     Driver,
     Unsupported,
     pick_nodes,
-    scheduler_restarts,
     scheduling_nodes,
 )
 from csi_mock.admin.client import AdminClient
-from tests.e2e.conftest import scheduler_gate
 
-pytestmark = [pytest.mark.e2e, pytest.mark.mission, pytest.mark.cluster_wide]
+pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 
 GI = 1 << 30
 FEATURE = "capacity scoring"
-GATE = "StorageCapacityScoring"
-
-# Higher utilization of the published capacity scores higher: fill the fullest node.
-INVERTED_SHAPE = volume_binding_shape(PACKING_SHAPE, bindTimeoutSeconds=600)
-
-
-@pytest.fixture(autouse=True)
-def scoring_enabled(cluster: Cluster) -> None:
-    # Beta and on by default in Kubernetes 1.37 (the version this harness pins): a
-    # gate the scheduler does not set explicitly is on.
-    if scheduler_gate(cluster, GATE) is False:
-        pytest.skip(f"the cluster's kube-scheduler runs with {GATE}=false")
 
 
 def nodes_with_driver_controllers(kube: Client, driver: Driver) -> set[str]:
@@ -79,20 +71,6 @@ def candidates(kube: Client, driver: Driver) -> tuple[str, str]:
     return first.name, second.name
 
 
-@pytest.fixture
-def inverted_shape(cluster: Cluster, cluster_access: None) -> Iterator[None]:
-    """The scheduler restarted with INVERTED_SHAPE for the test (which holds the
-    cluster alone: ``cluster_access``), then with what it ran with before."""
-    try:
-        restarts = scheduler_restarts(cluster)
-        original = restarts.scheduler_config
-        restarts.restart_scheduler(INVERTED_SHAPE)
-    except Unsupported as unsupported:
-        pytest.skip(str(unsupported))
-    yield
-    restarts.restart_scheduler(original)
-
-
 def resize_pools(kube: Client, driver: Driver, admin: AdminClient, sizes: dict[str, int]) -> None:
     """Give each node's pool its size in bytes, and wait until that is published."""
     for node, size in sizes.items():
@@ -103,13 +81,17 @@ def resize_pools(kube: Client, driver: Driver, admin: AdminClient, sizes: dict[s
 
 
 def place(
-    kube: Client, driver: Driver, namespace: str, name: str, size: str, nodes: tuple[str, str]
+    kube: Client,
+    driver: Driver,
+    namespace: str,
+    name: str,
+    size: str,
+    nodes: tuple[str, str],
+    scheduler: str,
 ) -> str:
-    objects.create(
-        kube,
-        objects.claim(name, namespace, size, driver.spec.storage_class()),
-        objects.pod(name, namespace, claims=[name], nodes=list(nodes)),
-    )
+    pod = objects.pod(name, namespace, claims=[name], nodes=list(nodes))
+    pod["spec"]["schedulerName"] = scheduler
+    objects.create(kube, objects.claim(name, namespace, size, driver.spec.storage_class()), pod)
     return wait_pod_scheduled(kube, name, namespace)
 
 
@@ -124,18 +106,21 @@ def place(
     "should prefer a node with the maximum allocatable when configured",
 )
 @pytest.mark.scenario(FEATURE, "default shape: the node with the most free capacity wins")
+@pytest.mark.cluster_wide
 def test_default_shape_places_the_pod_on_the_node_with_most_free_capacity(
     kube: Client,
     namespace: str,
     driver: Driver,
     admin: AdminClient,
     candidates: tuple[str, str],
+    own_scheduler: Callable[..., list[str]],
 ) -> None:
+    (scheduler,) = own_scheduler(None, sole_scorer=False)
     # The roomy node is the second by name: kube-scheduler breaks equal scores by node
     # order, so without capacity scoring the first would win and this would fail.
     smaller, roomy = candidates
     resize_pools(kube, driver, admin, {roomy: 30 * GI, smaller: 20 * GI})
-    assert place(kube, driver, namespace, "data", "5Gi", candidates) == roomy
+    assert place(kube, driver, namespace, "data", "5Gi", candidates, scheduler) == roomy
 
 
 def delete_and_wait(kube: Client, resource: type, name: str, namespace: str) -> None:
@@ -153,23 +138,26 @@ def delete_and_wait(kube: Client, resource: type, name: str, namespace: str) -> 
     "should schedule the recreated pod to the same expected node",
 )
 @pytest.mark.scenario(FEATURE, "a pod and claim deleted and created again land on the same node")
+@pytest.mark.cluster_wide
 def test_recreated_pod_and_claim_land_on_the_node_with_most_free_capacity_again(
     kube: Client,
     namespace: str,
     driver: Driver,
     admin: AdminClient,
     candidates: tuple[str, str],
+    own_scheduler: Callable[..., list[str]],
 ) -> None:
+    (scheduler,) = own_scheduler(None, sole_scorer=False)
     smaller, roomy = candidates  # the second by name, as above: no tie-break can pass it
     striped = driver.spec.storage_class()
     resize_pools(kube, driver, admin, {roomy: 30 * GI, smaller: 20 * GI})
-    assert place(kube, driver, namespace, "data", "5Gi", candidates) == roomy
+    assert place(kube, driver, namespace, "data", "5Gi", candidates, scheduler) == roomy
     delete_and_wait(kube, Pod, "data", namespace)
     delete_and_wait(kube, PersistentVolumeClaim, "data", namespace)
     # The volume is deleted too (reclaim policy Delete): the roomy node is back at
     # 30Gi, as the first pod found it.
     wait_capacity(kube, driver.spec, {(roomy, striped): 30 * GI, (smaller, striped): 20 * GI})
-    assert place(kube, driver, namespace, "data", "5Gi", candidates) == roomy
+    assert place(kube, driver, namespace, "data", "5Gi", candidates, scheduler) == roomy
 
 
 @pytest.mark.scenario(FEATURE, "inverted shape: the fullest node that still fits wins")
@@ -179,11 +167,15 @@ def test_inverted_shape_places_the_pod_on_the_fullest_node_that_still_fits(
     driver: Driver,
     admin: AdminClient,
     candidates: tuple[str, str],
-    inverted_shape: None,
+    own_scheduler: Callable[..., list[str]],
 ) -> None:
+    # Higher utilization of the published capacity scores higher: fill the fullest
+    # node that still fits. VolumeBinding alone scores, so other tests' pods on the
+    # candidates do not count.
+    (scheduler,) = own_scheduler(PACKING_SHAPE, sole_scorer=True)
     roomy, tight = candidates
     resize_pools(kube, driver, admin, {roomy: 30 * GI, tight: 6 * GI})
-    assert place(kube, driver, namespace, "fits", "5Gi", candidates) == tight
+    assert place(kube, driver, namespace, "fits", "5Gi", candidates, scheduler) == tight
     # The tight node now has 1Gi left: the next 5Gi claim no longer fits there.
     wait_capacity(kube, driver.spec, {(tight, driver.spec.storage_class()): 1 * GI})
-    assert place(kube, driver, namespace, "next", "5Gi", candidates) == roomy
+    assert place(kube, driver, namespace, "next", "5Gi", candidates, scheduler) == roomy

@@ -13,10 +13,16 @@ CSIStorageCapacity, so its class is left out. The comments give each node's scor
 by that rule.
 
 As in ``test_capacity_scoring.py`` the candidates are alike nodes (on the local
-provider its simulated ones), the suite is ``cluster_wide`` (another test's pod on a
-candidate would move its NodeResourcesFit score by as much as the scores compared),
-and a pod placed to prepare a later one is deleted once scheduled, for the same
-reason: only its claim stays.
+provider its simulated ones), and each test's pods are scheduled by a kube-scheduler
+of the test's own (``own_scheduler``). Its profiles score with VolumeBinding alone,
+so the scores are VolumeBinding's as computed in the comments, and other tests' pods
+on the candidates (which NodeResourcesFit would weigh) do not count: the suite runs
+beside the others. A pod placed to prepare a later one is still deleted once
+scheduled; only its claim stays.
+
+Every test has a step whose winner is the second candidate by name, so with
+VolumeBinding's score off (``CSI_HARNESS_SCORING_OFF``) it fails: kube-scheduler
+breaks equal scores by node order.
 """
 
 from __future__ import annotations
@@ -36,31 +42,28 @@ from csi_harness import (
     Unsupported,
     empty_namespace,
     objects,
-    scheduler_restarts,
     scheduling_nodes,
     wait_capacity,
     wait_for,
     wait_pod_scheduled,
 )
 from csi_harness._internal.deploy.spec import node_pool_name
-from csi_harness._internal.kube.scheduler_config import PACKING_SHAPE, volume_binding_shape
-from tests.e2e.conftest import scheduler_gate
+from csi_harness._internal.kube.scheduler_config import PACKING_SHAPE
 
-pytestmark = [pytest.mark.e2e, pytest.mark.mission, pytest.mark.cluster_wide]
+pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 
 GI = 1 << 30
 FEATURE = "capacity scoring: depth"
-GATE = "StorageCapacityScoring"
-PACKING_SCHEDULER = "capacity-packing"
-"""A second scheduler profile: VolumeBinding with ``PACKING_SHAPE``."""
 ZONE_POOLS_ONLY = pytest.mark.driver(node_pool_size=None, zone_pool_size="10Gi")
+OwnScheduler = Callable[..., list[str]]
 
 
-@pytest.fixture(autouse=True)
-def scoring_enabled(cluster: Cluster) -> None:
-    # Beta and on by default in Kubernetes 1.37: a gate not set explicitly is on.
-    if scheduler_gate(cluster, GATE) is False:
-        pytest.skip(f"the cluster's kube-scheduler runs with {GATE}=false")
+@pytest.fixture
+def scheduler(own_scheduler: OwnScheduler) -> str:
+    """A scheduler of the test's own whose one profile scores with VolumeBinding alone,
+    in the default shape."""
+    (name,) = own_scheduler(None, sole_scorer=True)
+    return name
 
 
 # -- helpers -------------------------------------------------------------------------
@@ -138,15 +141,12 @@ def node_chosen_for(
     pod: str,
     claims: Sequence[str],
     nodes: Sequence[str],
-    *,
-    scheduler: str | None = None,
+    scheduler: str,
 ) -> str:
-    """The node the scheduler binds a new pod with ``claims`` (pinned to ``nodes``) to.
-    The pod is deleted once scheduled, so that it weighs on no later pod's resource
-    scores; its claims and their volumes stay."""
+    """The node ``scheduler`` binds a new pod with ``claims`` (pinned to ``nodes``) to.
+    The pod is deleted once scheduled; its claims and their volumes stay."""
     manifest = objects.pod(pod, namespace, claims=list(claims), nodes=list(nodes))
-    if scheduler is not None:
-        manifest["spec"]["schedulerName"] = scheduler
+    manifest["spec"]["schedulerName"] = scheduler
     objects.create(kube, manifest)
     node = wait_pod_scheduled(kube, pod, namespace, timeout=90)
     kube.delete(Pod, pod, namespace=namespace, grace_period=0)
@@ -194,26 +194,6 @@ def deploy_second_driver(
             cluster.remove_driver(second)
 
 
-@pytest.fixture
-def packing_profile(cluster: Cluster, cluster_access: None) -> Iterator[None]:
-    """kube-scheduler restarted with two profiles: "default-scheduler" as it comes
-    (the default shape) and ``PACKING_SCHEDULER``; afterwards with what it ran
-    before. The test holds the cluster alone (``cluster_access``)."""
-    (packing,) = volume_binding_shape(PACKING_SHAPE, bindTimeoutSeconds=600)["profiles"]
-    profiles = [
-        {"schedulerName": "default-scheduler"},
-        {**packing, "schedulerName": PACKING_SCHEDULER},
-    ]
-    try:
-        restarts = scheduler_restarts(cluster)
-        original = restarts.scheduler_config
-        restarts.restart_scheduler({"profiles": profiles})
-    except Unsupported as unsupported:
-        pytest.skip(str(unsupported))
-    yield
-    restarts.restart_scheduler(original)
-
-
 # -- tests ---------------------------------------------------------------------------
 
 
@@ -225,6 +205,7 @@ def test_the_node_score_is_the_mean_of_the_scores_of_the_pods_storage_classes(
     driver: Driver,
     deploy_second_driver: Callable[..., Driver],
     namespace: str,
+    scheduler: str,
 ) -> None:
     other = deploy_second_driver()
     first, second = two_candidates(kube, driver, other)
@@ -235,7 +216,7 @@ def test_the_node_score_is_the_mean_of_the_scores_of_the_pods_storage_classes(
 
     # One claim of our class alone: 4/40 -> 90 on first, 4/20 -> 80 on second.
     create_claims(kube, namespace, ("alone", "4Gi", ours))
-    assert node_chosen_for(kube, namespace, "alone", ["alone"], candidates) == first
+    assert node_chosen_for(kube, namespace, "alone", ["alone"], candidates, scheduler) == first
     wait_published(kube, driver, {first: 36 * GI})
 
     # The same claim with two of the other class (their requests add up, 6Gi): on
@@ -249,7 +230,7 @@ def test_the_node_score_is_the_mean_of_the_scores_of_the_pods_storage_classes(
         ("theirs-2", "3Gi", theirs),
     )
     claims = ["ours", "theirs-1", "theirs-2"]
-    assert node_chosen_for(kube, namespace, "mixed", claims, candidates) == second
+    assert node_chosen_for(kube, namespace, "mixed", claims, candidates, scheduler) == second
 
 
 @ZONE_POOLS_ONLY
@@ -257,7 +238,7 @@ def test_the_node_score_is_the_mean_of_the_scores_of_the_pods_storage_classes(
     FEATURE, "zone pools: the zone with more free capacity wins, whichever node of it used it"
 )
 def test_a_pool_shared_by_a_zone_scores_by_what_all_its_nodes_left_free(
-    kube: Client, namespace: str, driver: Driver
+    kube: Client, namespace: str, driver: Driver, scheduler: str
 ) -> None:
     shared, lone, neighbour = zonal_candidates(kube, driver)
     zone_of = {node.name: node.zone for node in driver.nodes}
@@ -268,18 +249,21 @@ def test_a_pool_shared_by_a_zone_scores_by_what_all_its_nodes_left_free(
 
     # 5/30 -> 84 in the larger zone, 5/20 -> 75 in the other.
     create_claims(kube, namespace, ("first", "5Gi", cls))
-    assert node_chosen_for(kube, namespace, "first", ["first"], candidates) == shared
+    assert node_chosen_for(kube, namespace, "first", ["first"], candidates, scheduler) == shared
     wait_published(kube, driver, {shared: 25 * GI, neighbour: 25 * GI})
 
     # A volume for the other node of the zone comes from the same pool, and every
     # node of the zone publishes what is left.
     create_claims(kube, namespace, ("neighbours", "15Gi", cls))
-    assert node_chosen_for(kube, namespace, "neighbours", ["neighbours"], [neighbour]) == neighbour
+    assert (
+        node_chosen_for(kube, namespace, "neighbours", ["neighbours"], [neighbour], scheduler)
+        == neighbour
+    )
     wait_published(kube, driver, {shared: 10 * GI, neighbour: 10 * GI, lone: 20 * GI})
 
     # 5/10 -> 50 in the larger zone now, 5/20 -> 75 in the other.
     create_claims(kube, namespace, ("next", "5Gi", cls))
-    assert node_chosen_for(kube, namespace, "next", ["next"], candidates) == lone
+    assert node_chosen_for(kube, namespace, "next", ["next"], candidates, scheduler) == lone
 
 
 @pytest.mark.scenario(
@@ -290,12 +274,13 @@ def test_only_the_capacity_of_the_driver_that_tracks_it_weighs_in_the_score(
     driver: Driver,
     deploy_second_driver: Callable[..., Driver],
     namespace: str,
+    scheduler: str,
 ) -> None:
     untracked = deploy_second_driver(storage_capacity=False)
     first, second = two_candidates(kube, driver, untracked)
-    resize_node_pools(kube, driver, {first: 30 * GI, second: 20 * GI})
+    resize_node_pools(kube, driver, {first: 20 * GI, second: 30 * GI})
     # Published all the same: the scheduler has them, and must not read them.
-    resize_node_pools(kube, untracked, {first: 6 * GI, second: 60 * GI})
+    resize_node_pools(kube, untracked, {first: 60 * GI, second: 6 * GI})
     create_claims(
         kube,
         namespace,
@@ -303,19 +288,20 @@ def test_only_the_capacity_of_the_driver_that_tracks_it_weighs_in_the_score(
         ("untracked", "5Gi", untracked.spec.storage_class()),
     )
 
-    # Ours alone: 5/30 -> 84 on first, 5/20 -> 75 on second. Were the untracked
-    # driver's capacity read, first would score (84 + 17) / 2 -> 51 and second
-    # (75 + 92) / 2 -> 84.
+    # Ours alone: 5/20 -> 75 on first, 5/30 -> 84 on second. Were the untracked
+    # driver's capacity read, first would score (75 + 92) / 2 -> 84 and second
+    # (84 + 17) / 2 -> 51.
     claims = ["tracked", "untracked"]
-    assert node_chosen_for(kube, namespace, "both", claims, (first, second)) == first
+    assert node_chosen_for(kube, namespace, "both", claims, (first, second), scheduler) == second
 
 
 @pytest.mark.scenario(
     FEATURE, "two scheduler profiles: the default shape and a packing one side by side"
 )
 def test_a_packing_profile_and_the_default_profile_score_the_same_pools_each_their_way(
-    kube: Client, namespace: str, driver: Driver, packing_profile: None
+    kube: Client, namespace: str, driver: Driver, own_scheduler: OwnScheduler
 ) -> None:
+    default, packing = own_scheduler(None, PACKING_SHAPE, sole_scorer=True)
     roomy, tight = two_candidates(kube, driver)
     resize_node_pools(kube, driver, {roomy: 30 * GI, tight: 6 * GI})
     cls = driver.spec.storage_class()
@@ -323,11 +309,8 @@ def test_a_packing_profile_and_the_default_profile_score_the_same_pools_each_the
     candidates = (roomy, tight)
 
     # The default shape: 5/30 -> 84 on roomy, 5/6 -> 17 on tight.
-    assert node_chosen_for(kube, namespace, "spread", ["spread"], candidates) == roomy
+    assert node_chosen_for(kube, namespace, "spread", ["spread"], candidates, default) == roomy
     wait_published(kube, driver, {roomy: 25 * GI})
     # The packing shape (score = utilization) of the other profile, in the same
     # scheduler: 5/25 -> 20 on roomy, 5/6 -> 83 on tight.
-    chosen = node_chosen_for(
-        kube, namespace, "packed", ["packed"], candidates, scheduler=PACKING_SCHEDULER
-    )
-    assert chosen == tight
+    assert node_chosen_for(kube, namespace, "packed", ["packed"], candidates, packing) == tight

@@ -23,3 +23,31 @@ def volume_binding_shape(points: tuple[tuple[int, int], ...], **args: Any) -> di
             }
         ]
     }
+
+
+def capacity_scoring_profile(
+    scheduler_name: str,
+    points: tuple[tuple[int, int], ...] | None = None,
+    *,
+    sole_scorer: bool = False,
+    scoring: bool = True,
+) -> dict[str, Any]:
+    """A scheduler profile named ``scheduler_name`` for a scheduler of a test's own:
+    VolumeBinding scores with ``points`` (None: kube-scheduler's default shape).
+    ``sole_scorer``: every other score plugin is off, so other pods on a node (which
+    NodeResourcesFit and the like weigh) do not move its score. ``scoring`` False
+    turns VolumeBinding's score off too, for showing that a test depends on it."""
+    profile: dict[str, Any] = {"schedulerName": scheduler_name}
+    if points is not None:
+        shape = [{"utilization": u, "score": s} for u, s in points]
+        profile["pluginConfig"] = [{"name": "VolumeBinding", "args": {"shape": shape}}]
+    score: dict[str, Any] = {}
+    if sole_scorer:
+        score["disabled"] = [{"name": "*"}]
+        if scoring:
+            score["enabled"] = [{"name": "VolumeBinding", "weight": 1}]
+    elif not scoring:
+        score["disabled"] = [{"name": "VolumeBinding"}]
+    if score:
+        profile["plugins"] = {"score": score}
+    return profile

@@ -28,6 +28,7 @@ simulated node has no kubelet to restart). Nobody decides by a provider's class.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -210,6 +211,23 @@ class SchedulerRestarts(Protocol):
 
 
 @runtime_checkable
+class OwnSchedulers(Protocol):
+    """A cluster that runs a kube-scheduler of a test's own beside its own one (a
+    process on the local provider; a pod elsewhere), so that a test can score with a
+    configuration of its own without restarting the cluster's scheduler."""
+
+    def own_scheduler(
+        self,
+        name: str,
+        profiles: Sequence[Mapping[str, object]],
+        feature_gates: Mapping[str, bool] | None = None,
+    ) -> AbstractContextManager[None]:
+        """Run kube-scheduler ``name`` serving only ``profiles`` (each with a
+        ``schedulerName`` of its own) until the block ends; ready on entry."""
+        ...
+
+
+@runtime_checkable
 class KubeletRestarts(Protocol):
     """A cluster whose kubelets the harness can restart."""
 
@@ -293,6 +311,13 @@ def scheduler_restarts(cluster: Cluster) -> SchedulerRestarts:
         f"cannot restart the kube-scheduler of cluster {cluster.name!r}: a cluster the "
         f"harness did not make keeps its own scheduler; {BROUGHT_UP}"
     )
+
+
+def own_schedulers(cluster: Cluster) -> OwnSchedulers:
+    """``cluster`` as one that can run a kube-scheduler of a test's own, or Unsupported."""
+    if isinstance(cluster, OwnSchedulers):
+        return cluster
+    raise Unsupported(f"cluster {cluster.name!r} cannot run a kube-scheduler of a test's own")
 
 
 def kubelet_restarts(cluster: Cluster) -> KubeletRestarts:

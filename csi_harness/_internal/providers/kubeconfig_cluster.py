@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from csi_harness._internal.deploy.images import DRIVER_IMAGE, default_sidecar_im
 from csi_harness._internal.deploy.incluster import InClusterDriver
 from csi_harness._internal.deploy.spec import DriverDeployment, check_side_by_side
 from csi_harness._internal.kube.apiproxy import KubeconfigUnsupported, api_server_access
+from csi_harness._internal.kube.scheduler_pod import scheduler_pod
 from csi_harness._internal.providers.base import ClusterNode, Driver, Unsupported
 from csi_mock.admin.client import AdminClient
 
@@ -154,6 +156,17 @@ class KubeconfigCluster:
         except (ApiError, httpx.HTTPError, KubeconfigUnsupported, ValueError, AttributeError):
             return None
         return values.pop() if len(values) == 1 else None
+
+    def own_scheduler(
+        self,
+        name: str,
+        profiles: Sequence[Mapping[str, object]],
+        feature_gates: Mapping[str, bool] | None = None,
+    ) -> AbstractContextManager[None]:
+        """A kube-scheduler pod of the caller's own beside the cluster's, serving
+        ``profiles`` until the block ends (``scheduler_pod.scheduler_pod``): on a
+        cluster whose scheduler runs as a pod (kubeadm, kind)."""
+        return scheduler_pod(self.kube, name, profiles, feature_gates=feature_gates)
 
     @property
     def log_dir(self) -> Path | None:

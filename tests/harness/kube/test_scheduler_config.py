@@ -1,6 +1,10 @@
 """VolumeBinding's scoring shape as a KubeSchedulerConfiguration fragment."""
 
-from csi_harness._internal.kube.scheduler_config import PACKING_SHAPE, volume_binding_shape
+from csi_harness._internal.kube.scheduler_config import (
+    PACKING_SHAPE,
+    capacity_scoring_profile,
+    volume_binding_shape,
+)
 
 
 def test_the_shape_goes_into_volume_binding_args_of_the_default_profile() -> None:
@@ -14,4 +18,26 @@ def test_the_shape_goes_into_volume_binding_args_of_the_default_profile() -> Non
             "bindTimeoutSeconds": 600,
             "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}],
         },
+    }
+
+
+def test_a_scoring_profile_in_the_default_shape_keeps_every_plugin() -> None:
+    assert capacity_scoring_profile("mine") == {"schedulerName": "mine"}
+
+
+def test_a_sole_scorer_profile_turns_every_other_score_plugin_off() -> None:
+    profile = capacity_scoring_profile("mine", PACKING_SHAPE, sole_scorer=True)
+    assert profile["plugins"] == {
+        "score": {"disabled": [{"name": "*"}], "enabled": [{"name": "VolumeBinding", "weight": 1}]}
+    }
+    (plugin,) = profile["pluginConfig"]
+    assert plugin["args"]["shape"][-1] == {"utilization": 100, "score": 10}
+
+
+def test_scoring_off_disables_volume_binding_score_in_either_kind_of_profile() -> None:
+    assert capacity_scoring_profile("a", scoring=False)["plugins"] == {
+        "score": {"disabled": [{"name": "VolumeBinding"}]}
+    }
+    assert capacity_scoring_profile("b", sole_scorer=True, scoring=False)["plugins"] == {
+        "score": {"disabled": [{"name": "*"}]}
     }

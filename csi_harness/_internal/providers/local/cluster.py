@@ -10,10 +10,10 @@ attached), it is a ``csi_harness._internal.providers.base.Cluster``.
 
 from __future__ import annotations
 
-import socket
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -41,9 +41,8 @@ from csi_harness._internal.providers.local.config import (
     NodeType,
 )
 from csi_harness._internal.providers.local.control_plane import ClusterUpFailed, start_control_plane
-from csi_harness._internal.providers.local.host import (
-    service_account_exists,
-)
+from csi_harness._internal.providers.local.host import free_port, service_account_exists
+from csi_harness._internal.providers.local.own_scheduler import own_scheduler
 from csi_harness._internal.providers.local.socket_paths import check_socket_paths
 from csi_harness._internal.providers.local.teardown import (
     TeardownReport,
@@ -74,12 +73,6 @@ class UpResult:
     nodes: list[NodeSpec]
     seconds: float
     phases: list[Phase] = field(default_factory=list)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((c.LOOPBACK, 0))
-        return int(s.getsockname()[1])
 
 
 class LocalCluster:
@@ -189,12 +182,12 @@ class LocalCluster:
             "scheduler",
             "snapshot-controller",
         ):
-            state.ports[name] = _free_port()
+            state.ports[name] = free_port()
         nodes = self.config.nodes()
         for node in nodes:
             if node.type is NodeType.KUBELET:
-                state.ports[f"kubelet-{node.name}"] = _free_port()
-                state.ports[f"kubelet-healthz-{node.name}"] = _free_port()
+                state.ports[f"kubelet-{node.name}"] = free_port()
+                state.ports[f"kubelet-healthz-{node.name}"] = free_port()
             state.nodes[node.name] = node.model_dump(mode="json")
         state.save()
         supervisor = Supervisor(state, self.layout.logs)
@@ -342,6 +335,22 @@ class LocalCluster:
             update["component_feature_gates"] = gates
         self._set_config(self.config.model_copy(update=update))
         restarts.restart_scheduler(self._supervisor, self._tools, self.config, self.layout)
+
+    def own_scheduler(
+        self,
+        name: str,
+        profiles: Sequence[Mapping[str, object]],
+        feature_gates: Mapping[str, bool] | None = None,
+    ) -> AbstractContextManager[None]:
+        """A kube-scheduler process of the caller's own beside the cluster's, serving
+        ``profiles`` until the block ends (``own_scheduler.own_scheduler``)."""
+        if self._supervisor is None:
+            raise RuntimeError(
+                "own_scheduler needs a cluster brought up or attached by this object"
+            )
+        return own_scheduler(
+            self._supervisor, self._tools, self.config, self.layout, name, profiles, feature_gates
+        )
 
     def restart_kubelet(self, node: str) -> None:
         """Stop ``node``'s kubelet and start it again with the same arguments, as a

@@ -3,6 +3,7 @@ cgroup of a kubelet and the pod bridge."""
 
 from __future__ import annotations
 
+import socket
 import ssl
 import subprocess
 from pathlib import Path
@@ -44,6 +45,13 @@ def https_ok(port: int, path: str) -> tuple[bool, str]:
     # is self-signed.
     response = httpx.get(f"https://{c.LOOPBACK}:{port}{path}", verify=False, timeout=1)
     return response.status_code == 200, f"HTTP {response.status_code}"
+
+
+def free_port() -> int:
+    """A TCP port on loopback that no one listens on now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((c.LOOPBACK, 0))
+        return int(s.getsockname()[1])
 
 
 def http_ok(port: int, path: str) -> tuple[bool, str]:
