@@ -9,6 +9,8 @@ capacity tells them apart. The tests need at least two such nodes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from lightkube import Client
 from lightkube.resources.core_v1 import PersistentVolumeClaim, Pod
@@ -33,6 +35,7 @@ from csi_harness._internal.kube.waits import (
 from csi_harness._internal.providers.base import Driver, Unsupported, pick_nodes, scheduling_nodes
 from csi_mock.admin.client import AdminClient
 from csi_mock.model.quantity import parse_quantity
+from csi_mock.observe.calls import CallRecord
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 
@@ -95,7 +98,6 @@ def test_published_capacity_equals_get_capacity_for_every_segment_and_class(
         assert parse_quantity(str(obj.maximumVolumeSize)) == maximum, segment
 
 
-@pytest.mark.upstream("csi_storage_capacity.go", "unlimited")
 @pytest.mark.scenario(FEATURE, "capacity follows volume creation, deletion and knob changes")
 def test_published_capacity_follows_volumes_and_knobs(
     kube: Client, namespace: str, driver: Driver, admin: AdminClient
@@ -338,13 +340,75 @@ def test_without_topology_an_exhausted_late_binding_claim_keeps_its_selected_nod
     assert pv_topology(wait_bound_volume(kube, "data", namespace)) == {}
 
 
+def delete_and_read_volume_calls(
+    kube: Client, admin: AdminClient, namespace: str, pod: str, claim: str, pv: Any
+) -> list[CallRecord]:
+    """Delete the pod and its claim (the volume goes with it: reclaim policy Delete),
+    wait for DeleteVolume of the claim's volume, and return the driver's CreateVolume
+    and DeleteVolume calls in order, after checking that the volume CreateVolume made
+    (named after the PV) is the one DeleteVolume removed."""
+    handle = pv.spec.csi.volumeHandle
+    # As upstream: the pod is gone first. Not forced: the kubelet removes the pod only
+    # once its volumes are unpublished, and csi-mock refuses to delete a volume that
+    # is still published (FAILED_PRECONDITION, retried by external-provisioner).
+    kube.delete(Pod, pod, namespace=namespace, grace_period=1)
+    wait_for(
+        f"pod {namespace}/{pod} to be deleted",
+        lambda: objects.gone(kube, Pod, pod, namespace=namespace),
+        timeout=90,
+    )
+    kube.delete(PersistentVolumeClaim, claim, namespace=namespace)
+    wait_for(
+        f"DeleteVolume of {handle}",
+        lambda: (
+            bool(admin.journal(method="DeleteVolume", code="OK", volume=handle)),
+            [(r.method, r.code) for r in admin.journal(method="DeleteVolume")],
+        ),
+        timeout=90,
+    )
+    calls = [r for r in admin.journal() if r.method in ("CreateVolume", "DeleteVolume")]
+    assert calls[-1].method == "DeleteVolume" and calls[-1].request["volume_id"] == handle
+    created = [r for r in calls if r.method == "CreateVolume" and r.code == "OK"]
+    assert [r.request["name"] for r in created] == [pv.metadata.name], calls
+    return calls
+
+
+@pytest.mark.driver(storage_capacity=None, overrides={"topology": False})
+@pytest.mark.upstream("csi_storage_capacity.go", "unlimited")
+@pytest.mark.scenario(
+    FEATURE, "unlimited, Immediate binding: the pod runs, CreateVolume then DeleteVolume, no error"
+)
+def test_unlimited_capacity_creates_the_volume_once_and_deletes_it(
+    kube: Client, namespace: str, driver: Driver, admin: AdminClient, pod_node: str
+) -> None:
+    """As upstream's mock driver: no topology, no capacity limit in the way; the
+    claim binds at once, the pod runs on a node with a real kubelet, and the driver
+    sees exactly one CreateVolume and one DeleteVolume of the same volume."""
+    objects.create(
+        kube, objects.claim("data", namespace, "1Gi", driver.spec.storage_class(IMMEDIATE))
+    )
+    history = AnnotationHistory(kube, "data", namespace).start()
+    try:
+        pv = wait_bound_volume(kube, "data", namespace, timeout=60)
+        objects.create(kube, objects.pod("app", namespace, claims=["data"], nodes=[pod_node]))
+        wait_pod_running(kube, "app", namespace, timeout=120)
+    finally:
+        values = history.stop()
+    assert values and all(v is None for v in values), values
+    calls = delete_and_read_volume_calls(kube, admin, namespace, "app", "data", pv)
+    assert [(r.method, r.code) for r in calls] == [("CreateVolume", "OK"), ("DeleteVolume", "OK")]
+
+
 @pytest.mark.upstream("csi_storage_capacity.go", "exhausted, immediate binding")
 @pytest.mark.scenario(
-    FEATURE, "Immediate binding, exhausted: CreateVolume retried, no selected-node"
+    FEATURE, "Immediate binding, exhausted: CreateVolume retried until room frees, pod runs"
 )
-def test_immediate_binding_with_exhausted_capacity_retries_without_selecting_a_node(
-    kube: Client, namespace: str, driver: Driver, admin: AdminClient
+def test_immediate_binding_with_exhausted_capacity_retries_until_room_frees_and_the_pod_runs(
+    kube: Client, namespace: str, driver: Driver, admin: AdminClient, pod_node: str
 ) -> None:
+    """As upstream: provisioning is refused while no pool has room, succeeds on a retry
+    once room frees, and the pod runs; the claim never gets a selected node. Room
+    frees only in the pool of the node that runs pods, so the volume lands there."""
     for node in driver.nodes:
         admin.consume(node_pool_name(node.name), "9Gi")
     objects.create(
@@ -360,11 +424,25 @@ def test_immediate_binding_with_exhausted_capacity_retries_without_selecting_a_n
             ),
             timeout=60,
         )
+        claim = kube.get(PersistentVolumeClaim, "now", namespace=namespace)
+        assert claim.status.phase == "Pending"  # type: ignore[union-attr]
+        admin.release(node_pool_name(pod_node), "9Gi")
+        pv = wait_bound_volume(kube, "now", namespace, timeout=120)
+        objects.create(kube, objects.pod("app", namespace, claims=["now"], nodes=[pod_node]))
+        wait_pod_running(kube, "app", namespace, timeout=120)
     finally:
         values = history.stop()
-    claim = kube.get(PersistentVolumeClaim, "now", namespace=namespace)
-    assert claim.status.phase == "Pending"  # type: ignore[union-attr]
-    assert all(v is None for v in values), values
+    # The history saw the claim (it raises if it never did) and no node in it.
+    assert values and all(v is None for v in values), values
+    assert pv_topology(pv)[driver.spec.node_topology_key] == {pod_node}
+    calls = delete_and_read_volume_calls(kube, admin, namespace, "app", "now", pv)
+    codes = [(r.method, r.code) for r in calls]
+    refused = len(codes) - 2
+    assert refused >= 2, codes
+    assert codes == [("CreateVolume", "RESOURCE_EXHAUSTED")] * refused + [
+        ("CreateVolume", "OK"),
+        ("DeleteVolume", "OK"),
+    ], codes
 
 
 @pytest.mark.scenario(FEATURE, "mirrored class sees half of what the striped class sees")
