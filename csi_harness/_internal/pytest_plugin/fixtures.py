@@ -22,6 +22,7 @@ from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.kube.feature_gates import Component
 from csi_harness._internal.kube.namespaces import empty_namespace
 from csi_harness._internal.kube.nodes import ClusterNode
+from csi_harness._internal.kube.waits.events import scheduled_placements
 from csi_harness._internal.providers.base import (
     Cluster,
     ConfiguredFeatureGates,
@@ -207,10 +208,32 @@ def admin(driver: Driver) -> Iterator[AdminClient]:
 
 @pytest.fixture
 def namespace(request: pytest.FixtureRequest, kube: Client, driver: Driver) -> Iterator[str]:
+    """The test's namespace, emptied and deleted after it; records where its pods were
+    placed (``SIMULATED_PLACEMENTS``)."""
     name = "t-" + hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:10]
     kube.create(cast(Any, Namespace.from_dict({"metadata": {"name": name}})))
     yield name
+    _record_simulated_placements(request, kube, name, driver)
     _empty_namespace(kube, name)
+
+
+SIMULATED_PLACEMENTS = "pods_on_simulated_nodes"
+"""The test's JUnit property: how many times kube-scheduler placed one of its pods on a
+simulated node, where it never runs (scripts/upstream_coverage.py reads it: such a
+test stops at scheduling where upstream's runs the pod). Absent when not known."""
+
+
+def _record_simulated_placements(
+    request: pytest.FixtureRequest, kube: Client, name: str, driver: Driver
+) -> None:
+    simulated = {node.name for node in driver.nodes if not node.runs_pods}
+    try:
+        placements = scheduled_placements(kube, name)
+    except ApiError:
+        return  # not known: the property is left out rather than guessed
+    count = sum(1 for _, node in placements if node in simulated)
+    # Teardown runs before the teardown report, whose properties the JUnit XML writes.
+    request.node.user_properties.append((SIMULATED_PLACEMENTS, count))
 
 
 def _empty_namespace(kube: Client, name: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +54,18 @@ def events(
 ) -> list[SeenEvent]:
     seen = (SeenEvent.of(event) for event in kube.list(Event, namespace=namespace))
     return [event for event in seen if event.matches(reason, contains, involved)]
+
+
+_SCHEDULED = re.compile(r"^Successfully assigned (?P<pod>\S+) to (?P<node>\S+)$")
+
+
+def scheduled_placements(kube: Client, namespace: str) -> set[tuple[str, str]]:
+    """Each (pod, node) kube-scheduler placed a pod of ``namespace`` on, from its
+    Scheduled events: they outlive the pods, so a pod deleted since still counts."""
+    found = (
+        _SCHEDULED.match(event.message) for event in events(kube, namespace, reason="Scheduled")
+    )
+    return {(match["pod"], match["node"]) for match in found if match is not None}
 
 
 def wait_event(
