@@ -9,6 +9,7 @@ the one with a real kubelet); their volumes come from that node's pool.
 from __future__ import annotations
 
 import contextlib
+import time
 
 import pytest
 from lightkube import Client
@@ -29,7 +30,7 @@ from csi_harness._internal.kube.waits import (
 )
 from csi_harness._internal.providers.base import Driver
 from csi_mock.admin.client import AdminClient
-from tests.e2e.conftest import picked_node
+from tests.e2e.conftest import node_calls, picked_node
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 
@@ -140,14 +141,10 @@ def flip_attach_required_to_false(kube: Client, driver: Driver) -> None:
     replace_csidriver(kube, flipped)
 
 
+# Flipped after the pods run: the timing upstream adopted after 1.37 (kubernetes PR
+# 141522). Upstream 1.37.1's own timing is the test after this one.
 @pytest.mark.slow
 @pytest.mark.driver(attach_required=True)
-@pytest.mark.upstream(
-    "csi_attach_volume.go",
-    "should cleanup VolumeAttachment properly",
-    missing="the in-use volume's VolumeAttachment goes after its pod, not while the pod runs: "
-    "the 1.37.1 kubelet keeps reporting the volume in use (kubernetes PR 141522 fixes it)",
-)
 @pytest.mark.scenario(
     FEATURE, "attachRequired flipped true -> false: each volume detached once no kubelet uses it"
 )
@@ -204,6 +201,69 @@ def test_attach_required_flipped_to_false_detaches_each_volume_once_no_kubelet_u
     )
     wait_volume_attachments_gone(kube, used_pv, timeout=120)
     assert publish_calls(admin, "ControllerUnpublishVolume") == {simulated, running}
+
+
+FLIP_WITHIN = 2.0
+"""Seconds from the VolumeAttachment's appearance to the new CSIDriver: upstream polls
+every 200 ms, then deletes and recreates the object."""
+
+
+@pytest.mark.slow
+@pytest.mark.driver(attach_required=True)
+@pytest.mark.upstream(
+    "csi_attach_volume.go",
+    "should cleanup VolumeAttachment properly",
+    missing="the pod Running: once the kubelet sees attachRequired false it stages the volume "
+    "without the VolumeAttachment's publish context, which csi-mock (attach_required) refuses, "
+    "as upstream's own mock driver with attach enabled does ('device' key required); "
+    "upstream changed the case after 1.37 (kubernetes PR 141522) to flip after the pod runs",
+)
+@pytest.mark.scenario(
+    FEATURE,
+    "attachRequired flipped true -> false as its VolumeAttachment appears: detached, not staged",
+)
+def test_attach_required_flipped_to_false_as_the_volume_attachment_appears_detaches_the_volume(
+    kube: Client, namespace: str, driver: Driver, admin: AdminClient, pod_node: str
+) -> None:
+    """Upstream's timing (v1.37.1): the CSIDriver is replaced with attachRequired
+    false as soon as the pod's VolumeAttachment exists, before the pod has started.
+    The attach/detach controller, whose populator (every minute) no longer finds the
+    volume attachable, detaches it through the driver and deletes the
+    VolumeAttachment: kubernetes issue 129572 was this VolumeAttachment left behind.
+    The kubelet, which reads the publish context only while attach is required,
+    then stages the volume without it, and a driver that needs its attachment refuses."""
+    objects.create(
+        kube,
+        objects.claim("app", namespace, "1Gi", driver.spec.storage_class()),
+        objects.pod("app", namespace, claims=["app"], nodes=[pod_node]),
+    )
+    pv = bound_pv(kube, "app", namespace)
+    wait_volume_attachment(kube, pv)
+    appeared = time.monotonic()
+    replace_csidriver(kube, driver.spec.model_copy(update={"attach_required": False}))
+    flipped_after = time.monotonic() - appeared
+    assert flipped_after < FLIP_WITHIN, f"the CSIDriver was replaced {flipped_after:.1f}s late"
+    # The witness that this is upstream's early timing: the pod has not started.
+    assert pod_phase(kube, "app", namespace) == "Pending"
+
+    wait_volume_attachments_gone(kube, pv, timeout=150)
+    assert publish_calls(admin, "ControllerUnpublishVolume") == {pod_node}
+
+    handle = volume_handle(kube, pv)
+    stages = wait_for(
+        f"{pod_node}'s kubelet to stage {handle}",
+        lambda: (bool(calls := node_calls(driver, pod_node, "NodeStageVolume", handle)), calls),
+        timeout=60,
+    )
+    assert {(r.code, "publish_context lacks the attachment" in r.message) for r in stages} == {
+        ("FAILED_PRECONDITION", True)
+    }, [(r.code, r.message) for r in stages]
+    assert pod_phase(kube, "app", namespace) == "Pending"
+
+
+def pod_phase(kube: Client, name: str, namespace: str) -> str | None:
+    pod = kube.get(Pod, name, namespace=namespace)
+    return pod.status.phase if pod.status else None
 
 
 def volumes_in_use(kube: Client, node: str) -> list[str]:
