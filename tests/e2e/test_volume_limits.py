@@ -28,6 +28,7 @@ from csi_harness._internal.kube.waits import (
     wait_claim,
     wait_event,
     wait_for,
+    wait_pod_running,
     wait_pod_scheduled,
     wait_pod_unschedulable,
     wait_volume_attachment,
@@ -98,31 +99,24 @@ def set_allocatable_update_period(kube: Client, driver: Driver, seconds: int) ->
         pytest.skip("the apiserver dropped nodeAllocatableUpdatePeriodSeconds (gate off)")
 
 
-@pytest.mark.driver(max_volumes_per_node=3)
-# With the next test: upstream checks the CSINode count, then that 2 pods fit and a 3rd does not.
-@pytest.mark.upstream(
-    "csi_volume_limit.go", "should report attach limit when limit is bigger than 0"
-)
-@pytest.mark.scenario(FEATURE, "max_volumes_per_node becomes CSINode allocatable.count")
-def test_max_volumes_per_node_is_the_csinode_allocatable_count_on_every_node(
-    kube: Client, driver: Driver
-) -> None:
-    assert allocatable_counts(kube, driver.spec.name) == {n.name: 3 for n in driver.nodes}
-
-
 @pytest.mark.driver(max_volumes_per_node=2)
 @pytest.mark.upstream(
     "csi_volume_limit.go", "should report attach limit when limit is bigger than 0"
 )
-@pytest.mark.scenario(FEATURE, "one node: N pods fit, pod N+1 is unschedulable")
-def test_pod_beyond_the_limit_of_the_only_allowed_node_is_unschedulable(
-    kube: Client, namespace: str, driver: Driver
+@pytest.mark.scenario(
+    FEATURE, "max_volumes_per_node is the CSINode count; N pods run, pod N+1 is unschedulable"
+)
+def test_the_csinode_count_is_the_limit_and_the_pod_beyond_it_is_unschedulable(
+    kube: Client, namespace: str, driver: Driver, pod_node: str
 ) -> None:
-    (node,) = scheduling_node_names(driver, 1)
+    """As upstream, on one deployment: the count on every node's CSINode, then on a
+    node with a real kubelet two pods with a volume each run and a third is refused
+    by NodeVolumeLimits."""
+    assert allocatable_counts(kube, driver.spec.name) == {n.name: 2 for n in driver.nodes}
     for name in ("first", "second"):
-        create_pod_with_claims(kube, driver, name, namespace, 1, nodes=[node])
-        assert wait_pod_scheduled(kube, name, namespace) == node
-    create_pod_with_claims(kube, driver, "third", namespace, 1, nodes=[node])
+        create_pod_with_claims(kube, driver, name, namespace, 1, nodes=[pod_node])
+        wait_pod_running(kube, name, namespace, timeout=120)
+    create_pod_with_claims(kube, driver, "third", namespace, 1, nodes=[pod_node])
     message = wait_pod_unschedulable(kube, "third", namespace, message=MAX_VOLUME_COUNT)
     assert f"1 {MAX_VOLUME_COUNT}" in message
     wait_event(kube, namespace, reason="FailedScheduling", contains=MAX_VOLUME_COUNT)
