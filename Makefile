@@ -19,15 +19,16 @@ KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach.py
 	tests/e2e/test_snapshots_and_clones.py tests/e2e/test_volume_attributes_class.py \
 	tests/e2e/test_expansion.py
 # The ones `make test` (CI) runs on kind, to stay within CI's time budget from nothing
-# (docs/toolchain.md): capacity tracking, skip attach and volume limits, with the
-# scheduler's requeue and NodeVolumeLimits' counting rules; snapshots,
-# VolumeAttributesClass and expansion (the in-cluster snapshot-controller, csi-snapshotter
+# (docs/toolchain.md): capacity tracking and its scoring (each scoring test with a
+# kube-scheduler pod of its own), skip attach and volume limits, with the scheduler's
+# requeue and NodeVolumeLimits' counting rules; snapshots, VolumeAttributesClass and expansion (the in-cluster snapshot-controller, csi-snapshotter
 # and csi-resizer); what only kind does differently (its kubelets' feature gates read
 # from /configz, kubelet restarts, the snapshot-controller's metrics through the pod
 # proxy); and the driver image as a testcontainers module (CsiMockContainer), which
 # needs the engine started there.
 CI_KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach.py \
-	tests/e2e/test_volume_limits.py tests/e2e/test_image_smoke.py \
+	tests/e2e/test_volume_limits.py tests/e2e/test_capacity_scoring.py \
+	tests/e2e/test_capacity_scoring_depth.py tests/e2e/test_image_smoke.py \
 	tests/e2e/test_snapshots_and_clones.py tests/e2e/test_volume_attributes_class.py \
 	tests/e2e/test_expansion.py tests/e2e/test_scheduling_requeue.py \
 	tests/e2e/test_volume_limit_counting.py tests/e2e/test_node_volume_health.py \
