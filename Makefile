@@ -21,8 +21,8 @@ KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach.py
 # The ones `make test` (CI) runs on kind, to stay within CI's time budget from nothing
 # (docs/toolchain.md): capacity tracking and its scoring (each scoring test with a
 # kube-scheduler pod of its own), skip attach and volume limits, with the scheduler's
-# requeue and NodeVolumeLimits' counting rules; snapshots, VolumeAttributesClass and expansion (the in-cluster snapshot-controller, csi-snapshotter
-# and csi-resizer); what only kind does differently (its kubelets' feature gates read
+# requeue and NodeVolumeLimits' counting rules; snapshots, VolumeAttributesClass and
+# expansion (the in-cluster snapshot-controller, csi-snapshotter and csi-resizer); what only kind does differently (its kubelets' feature gates read
 # from /configz, kubelet restarts, the snapshot-controller's metrics through the pod
 # proxy); and the driver image as a testcontainers module (CsiMockContainer), which
 # needs the engine started there.
