@@ -22,10 +22,11 @@ KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach.py
 # (docs/toolchain.md): capacity tracking and its scoring (each scoring test with a
 # kube-scheduler pod of its own), skip attach and volume limits, with the scheduler's
 # requeue and NodeVolumeLimits' counting rules; snapshots, VolumeAttributesClass and
-# expansion (the in-cluster snapshot-controller, csi-snapshotter and csi-resizer); what only kind does differently (its kubelets' feature gates read
-# from /configz, kubelet restarts, the snapshot-controller's metrics through the pod
-# proxy); and the driver image as a testcontainers module (CsiMockContainer), which
-# needs the engine started there.
+# expansion (the in-cluster snapshot-controller, csi-snapshotter and csi-resizer); what
+# only kind does differently (its kubelets' feature gates read from /configz, kubelet
+# restarts, the snapshot-controller's metrics through the pod proxy); and the driver
+# image as a testcontainers module (CsiMockContainer), which needs the engine started
+# there.
 CI_KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach.py \
 	tests/e2e/test_volume_limits.py tests/e2e/test_capacity_scoring.py \
 	tests/e2e/test_capacity_scoring_depth.py tests/e2e/test_image_smoke.py \
