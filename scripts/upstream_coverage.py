@@ -8,12 +8,20 @@ the file and the ginkgo title, with the Describe and Context around it). A test 
 which it covers with ``@pytest.mark.upstream(file, title)`` (several are allowed; on a
 ``pytest.param`` too), and ``missing="..."`` when it checks only part of the case. The
 markers are read by collecting ``tests/e2e`` with pytest (no cluster: nothing runs).
+Where each test ran and how it ended comes from a run's JUnit reports, recorded in
+docs/upstream-coverage-run.json (scripts/upstream_coverage_run.py); a case is covered
+only where a test of it without ``missing`` passed with its pods on real kubelets.
 
 Usage::
 
-    python scripts/upstream_coverage.py           # (re)write docs/upstream-coverage.md
+    # (re)write the table and the run record from a run's reports (CI's two parts)
+    python scripts/upstream_coverage.py --junit local=reports/junit.xml \
+        --junit kind=reports/kind/junit.xml --run "<which run>"
+    python scripts/upstream_coverage.py           # the same from the recorded run
     python scripts/upstream_coverage.py --check   # exit 1 if it is stale, a marker names
                                                   # no case, or it lists a test that is gone
+    # ... and if a case the table says is covered is not covered in this run
+    python scripts/upstream_coverage.py --check --junit local=... --junit kind=...
 """
 
 from __future__ import annotations
@@ -29,13 +37,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from upstream_coverage_run import Outcome, RunRecord, record_of
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests" / "e2e"
 TABLE = ROOT / "docs" / "upstream-coverage.md"
+RUN = ROOT / "docs" / "upstream-coverage-run.json"
 MARKER = "upstream"
 UPSTREAM_DIR = "test/e2e/storage/csimock"
-REGENERATE_HINT = "run python scripts/upstream_coverage.py and commit docs/upstream-coverage.md"
+REGENERATE_HINT = (
+    "run python scripts/upstream_coverage.py (with --junit PROVIDER=REPORT for a new run) "
+    "and commit docs/upstream-coverage.md and docs/upstream-coverage-run.json"
+)
 
 
 @dataclass(frozen=True)
@@ -487,28 +500,96 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _coverage(case: Case, marks: Sequence[Mark]) -> tuple[str, str]:
-    """(status, tests) cells of the case's row."""
+@dataclass(frozen=True, order=True)
+class _Ran:
+    """How a case's tests ended on one provider: the best of them (lowest ``rank``)."""
+
+    rank: int
+    text: str
+
+
+_PASSED_ON_REAL_KUBELETS = 0
+_PARTLY_BECAUSE = {
+    1: "its pods were placed on simulated nodes, which never run them: the test stops at "
+    "scheduling where upstream runs the pod",
+    2: "where its pods ran is not recorded (only kind's nodes are all real kubelets)",
+    3: "no test of it passed in the run",
+}
+_NOT_RUN = _Ran(5, "not run")
+
+
+def _ran(outcome: Outcome | None, provider: str) -> _Ran:
+    if outcome is None:
+        return _NOT_RUN
+    if outcome.result == "failed":
+        return _Ran(3, "failed")
+    if outcome.result == "skipped":
+        return _Ran(4, f"skipped ({outcome.detail})" if outcome.detail else "skipped")
+    real = outcome.on_real_kubelets(provider)
+    if real is None:
+        return _Ran(2, "passed, where its pods ran not recorded")
+    if not real:
+        n = outcome.pods_on_simulated_nodes
+        return _Ran(1, f"passed, {n} pod{'s' * (n != 1)} placed on simulated nodes")
+    return _Ran(_PASSED_ON_REAL_KUBELETS, "passed")
+
+
+@dataclass(frozen=True)
+class Row:
+    """A case's cells, and the providers where it is covered."""
+
+    coverage: str
+    where: str
+    tests: str
+    covered_on: tuple[str, ...] = ()
+
+
+def case_row(case: Case, marks: Sequence[Mark], record: RunRecord) -> Row:
+    """The case's row: covered only where a test of it without ``missing`` passed with
+    every pod it placed on a node with a real kubelet."""
     if case.not_applicable is not None:
-        return f"does not apply: {_cell(case.not_applicable)}", "—"
+        return Row(f"does not apply: {_cell(case.not_applicable)}", "—", "—")
     if not marks:
-        return "**not covered**", "—"
-    status = "covered" if any(m.missing is None for m in marks) else "partly"
+        return Row("**not covered**", "—", "—")
+    full = [m for m in marks if m.missing is None]
+    # Where it ran: of its full tests when it has any (a partial one's pass covers less).
+    counted = full or marks
+    best = {
+        provider: min(_ran(found.get(m.test), provider) for m in counted)
+        for provider, found in record.outcomes.items()
+    }
+    covered_on = tuple(
+        p for p, ran in best.items() if full and ran.rank == _PASSED_ON_REAL_KUBELETS
+    )
+    if covered_on:
+        coverage = "covered"
+    elif not full:
+        coverage = "partly: its tests check part of it (what is missing: under tests)"
+    else:
+        rank = min((ran.rank for ran in best.values()), default=_NOT_RUN.rank)
+        coverage = f"partly: {_PARTLY_BECAUSE[min(rank, 3)]}"
+    where = "<br>".join(f"{p}: {_cell(ran.text)}" for p, ran in best.items()) or "—"
     tests = [
         f"`{m.test}`" + ("" if m.missing is None else f" (missing: {_cell(m.missing)})")
         for m in sorted(marks, key=lambda m: (m.missing is not None, m.test))
     ]
-    return status, "<br>".join(tests)
+    return Row(coverage, where, "<br>".join(tests), covered_on)
 
 
-def render(cases: Sequence[Case], marks: Iterable[Mark]) -> str:
-    """The text of docs/upstream-coverage.md."""
+def rows(cases: Sequence[Case], marks: Iterable[Mark], record: RunRecord) -> dict[Case, Row]:
     by_case: dict[tuple[str, str], list[Mark]] = {}
     for mark in marks:
         by_case.setdefault((mark.file, mark.title), []).append(mark)
-    rows = {case: _coverage(case, by_case.get((case.file, case.title), [])) for case in cases}
+    return {
+        case: case_row(case, by_case.get((case.file, case.title), []), record) for case in cases
+    }
+
+
+def render(cases: Sequence[Case], marks: Iterable[Mark], record: RunRecord) -> str:
+    """The text of docs/upstream-coverage.md."""
+    table = rows(cases, marks, record)
     counts = {
-        label: sum(1 for status, _ in rows.values() if status.startswith(prefix))
+        label: sum(1 for row in table.values() if row.coverage.startswith(prefix))
         for label, prefix in (
             ("covered", "covered"),
             ("partly covered", "partly"),
@@ -517,11 +598,16 @@ def render(cases: Sequence[Case], marks: Iterable[Mark]) -> str:
         )
     }
     summary = ", ".join(f"{n} {label}" for label, n in counts.items() if n)
+    by_provider = ", ".join(
+        f"{provider} {sum(1 for row in table.values() if provider in row.covered_on)}"
+        for provider in record.outcomes
+    )
+    run_file = RUN.relative_to(ROOT).as_posix()
     lines = [
         "# Upstream coverage",
         "",
         "<!-- Generated by scripts/upstream_coverage.py from the @pytest.mark.upstream "
-        "markers of tests/e2e: do not edit. -->",
+        f"markers of tests/e2e and the run recorded in {run_file}: do not edit. -->",
         "",
         f"Kubernetes' own end-to-end tests of these features run its Go mock driver "
         f"(`{UPSTREAM_DIR}`). Each of their cases is listed here, as upstream names it, "
@@ -529,24 +615,50 @@ def render(cases: Sequence[Case], marks: Iterable[Mark]) -> str:
         '`@pytest.mark.upstream("<file>", "<case title>")`, and with '
         '`missing="..."` when it checks only part of the case.',
         "",
-        "Regenerate with `python scripts/upstream_coverage.py`; `make lint` runs it with "
-        "`--check`, which fails when this file is stale, when a marker names a case that "
-        "is not listed, or when a test listed here no longer exists.",
+        f"Made from {record.run}; recorded in `{run_file}`.",
         "",
-        f"{len(cases)} cases: {summary}.",
+        "**Where it ran** gives, for each part of that run (a provider), the best outcome "
+        "there of the case's tests (of those without `missing=`, when it has any): "
+        "passed; passed with pods placed on simulated nodes (the local provider's, which "
+        "never start a pod, so the test stopped at scheduling where upstream runs the "
+        "pod); passed, where its pods ran not recorded (a report from before the harness "
+        "recorded `pods_on_simulated_nodes`; kind has only real kubelets); failed; "
+        "skipped, with pytest's reason; or not run. A case is **covered** only when a "
+        "test of it without `missing=` passed on some provider with every pod it placed "
+        "on a node with a real kubelet; otherwise it is **partly**, with the reason.",
+        "",
+        "**The check.** `make lint` runs `python scripts/upstream_coverage.py --check`, "
+        "which fails when this file is not what the markers and the recorded run give, "
+        "when a marker names a case that is not listed, or when a listed test no longer "
+        "exists. After its pytest parts, `make test` runs it again with "
+        "`--junit local=reports/junit.xml --junit kind=reports/kind/junit.xml`: it fails "
+        "when a case this file says is covered is not covered in that run (no test of it "
+        "passed there with its pods on real kubelets). Any other difference (the run "
+        "covers a case this file says is partly; a test skipped on one machine for a "
+        "feature its cluster lacks and passed on another) is printed, not failed on, so "
+        "CI stays stable; regenerate from a CI run to record it.",
+        "",
+        "Regenerate after `make test` with `python scripts/upstream_coverage.py --junit "
+        'local=reports/junit.xml --junit kind=reports/kind/junit.xml --run "<which '
+        'run>"`, which rewrites the record too; without `--junit` it keeps the recorded '
+        "run (a new or renamed test shows as not run).",
+        "",
+        f"{len(cases)} cases: {summary}. Covered, by provider: {by_provider}.",
     ]
     for file, describe in dict.fromkeys((case.file, case.describe) for case in cases):
         lines += [
             "",
             f"## {file}: {describe}",
             "",
-            "| context | case | coverage | tests |",
-            "| --- | --- | --- | --- |",
+            "| context | case | coverage | where it ran | tests |",
+            "| --- | --- | --- | --- | --- |",
         ]
         for case in (c for c in cases if (c.file, c.describe) == (file, describe)):
-            status, tests = rows[case]
+            row = table[case]
             context = _cell(case.context) or "—"
-            lines.append(f"| {context} | {_cell(case.title)} | {status} | {tests} |")
+            lines.append(
+                f"| {context} | {_cell(case.title)} | {row.coverage} | {row.where} | {row.tests} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -580,25 +692,33 @@ def marker_problems(cases: Sequence[Case], found: Collection) -> list[str]:
     return found_problems
 
 
-def problems(cases: Sequence[Case], found: Collection, checked_in: str | None) -> list[str]:
+def problems(
+    cases: Sequence[Case], found: Collection, checked_in: str | None, record: RunRecord | None
+) -> list[str]:
     """What is wrong with the markers and with the checked-in table (``checked_in``:
-    its text, None if there is none). Empty when all is well."""
+    its text, None if there is none) made from the recorded run (``record``: None if
+    there is none). Empty when all is well."""
     found_problems = marker_problems(cases, found)
     table = TABLE.relative_to(ROOT).as_posix()
-    if checked_in is None:
-        return [*found_problems, f"{table} does not exist: {REGENERATE_HINT}"]
+    missing = [
+        f"{path} does not exist: {REGENERATE_HINT}"
+        for path, text in ((table, checked_in), (RUN.relative_to(ROOT).as_posix(), record))
+        if text is None
+    ]
+    if checked_in is None or record is None:
+        return [*found_problems, *missing]
     found_problems += [
         f"{table} lists {test}, which no longer exists"
         for test in listed_tests(checked_in)
         if test not in found.tests
     ]
-    fresh = render(cases, found.marks)
+    fresh = render(cases, found.marks, record)
     if fresh != checked_in:
         diff = difflib.unified_diff(
             checked_in.splitlines(),
             fresh.splitlines(),
             f"{table} (checked in)",
-            f"{table} (from the markers)",
+            f"{table} (from the markers and the recorded run)",
             n=0,
             lineterm="",
         )
@@ -606,28 +726,84 @@ def problems(cases: Sequence[Case], found: Collection, checked_in: str | None) -
     return found_problems
 
 
+def run_disagreements(
+    cases: Sequence[Case], marks: Sequence[Mark], recorded: RunRecord, run: RunRecord
+) -> tuple[list[str], list[str]]:
+    """(failures, notes) of comparing the table made from ``recorded`` with the one
+    ``run`` gives: a failure for each case the table says is covered that the run does
+    not cover; a note for each other case whose row would change."""
+    committed, now = rows(cases, marks, recorded), rows(cases, marks, run)
+    failures, notes = [], []
+    for case in cases:
+        was, is_ = committed[case], now[case]
+        name = f"{case.file} {case.title!r}"
+        if was.coverage == "covered" and is_.coverage != "covered":
+            failures.append(
+                f"{name}: the table says covered ({', '.join(was.covered_on)}), but in this "
+                f"run {is_.coverage.removeprefix('partly: ')}: " + is_.where.replace("<br>", "; ")
+            )
+        elif (was.coverage, was.where) != (is_.coverage, is_.where):
+            notes.append(
+                f"{name}: {was.coverage} ({was.where.replace('<br>', '; ')}) in the table, "
+                f"{is_.coverage} ({is_.where.replace('<br>', '; ')}) in this run"
+            )
+    return failures, notes
+
+
+def _provider_report(text: str) -> tuple[str, Path]:
+    provider, sep, path = text.partition("=")
+    if not (sep and provider and path):
+        raise argparse.ArgumentTypeError(f"expected PROVIDER=PATH, got {text!r}")
+    return provider, Path(path)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Generate docs/upstream-coverage.md.")
     parser.add_argument(
         "--check",
         action="store_true",
-        help="do not write; exit 1 if the table is stale or a marker or listed test is wrong",
+        help="do not write; exit 1 if the table is stale or a marker or listed test is "
+        "wrong, or (with --junit) if the run does not cover a case the table says is covered",
     )
+    parser.add_argument(
+        "--junit",
+        metavar="PROVIDER=PATH",
+        type=_provider_report,
+        action="append",
+        default=[],
+        help="a JUnit XML report of the run's part on PROVIDER (local, kind, ...); repeat "
+        "for each part. Without it the recorded run is used",
+    )
+    parser.add_argument("--run", help="which run the reports are of, for the table's header")
     args = parser.parse_args(argv)
+    reports: dict[str, Path] = dict(args.junit)
     try:
         found = collect()
     except CollectionFailed as failed:
         print(f"upstream_coverage: error: {failed}", file=sys.stderr)
         return 2
     table = TABLE.relative_to(ROOT).as_posix()
+    recorded = RunRecord.loads(RUN.read_text(encoding="utf-8")) if RUN.is_file() else None
+    marked = [mark.test for mark in found.marks]
+    run = (
+        record_of(reports, marked, TESTS.relative_to(ROOT).as_posix(), args.run)
+        if reports
+        else None
+    )
     if args.check:
         checked_in = TABLE.read_text(encoding="utf-8") if TABLE.is_file() else None
-        found_problems = problems(CASES, found, checked_in)
+        found_problems = problems(CASES, found, checked_in, recorded)
+        if run is not None and recorded is not None:
+            failures, notes = run_disagreements(CASES, found.marks, recorded, run)
+            for note in notes:
+                print(f"upstream_coverage: note: {note}")
+            found_problems += failures
         for problem in found_problems:
             print(f"upstream_coverage: {problem}", file=sys.stderr)
         if found_problems:
             return 1
-        print(f"upstream_coverage: {table} is up to date")
+        against = " and with this run" if run is not None else ""
+        print(f"upstream_coverage: {table} agrees with the markers{against}")
         return 0
     # A marker naming no case would silently drop out of the table: refuse to write.
     bad = marker_problems(CASES, found)
@@ -635,8 +811,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"upstream_coverage: {problem}", file=sys.stderr)
     if bad:
         return 1
-    TABLE.write_text(render(CASES, found.marks), encoding="utf-8", newline="\n")
-    print(f"upstream_coverage: wrote {table}")
+    record = run or recorded
+    if record is None:
+        print(
+            f"upstream_coverage: error: no run recorded in {RUN.relative_to(ROOT)}: "
+            "give the run's reports with --junit",
+            file=sys.stderr,
+        )
+        return 2
+    record = record.restricted_to(marked)
+    RUN.write_text(record.dumps(), encoding="utf-8", newline="\n")
+    TABLE.write_text(render(CASES, found.marks, record), encoding="utf-8", newline="\n")
+    print(f"upstream_coverage: wrote {table} and {RUN.relative_to(ROOT)}")
     return 0
 
 

@@ -1,6 +1,8 @@
 """The upstream coverage table (scripts/upstream_coverage.py): generated from the
-``@pytest.mark.upstream`` markers, and its check fails on a stale table, a marker that
-names no upstream case, and a listed test that no longer exists."""
+``@pytest.mark.upstream`` markers and a run's JUnit reports
+(scripts/upstream_coverage_run.py); its check fails on a stale table, a marker that
+names no upstream case, a listed test that no longer exists, and a case the table says
+is covered that the run does not cover."""
 
 from __future__ import annotations
 
@@ -16,10 +18,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "upstream_coverage", REPO / "scripts" / "upstream_coverage.py"
-    )
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     # dataclasses look their module up in sys.modules.
@@ -28,8 +28,11 @@ def _load() -> ModuleType:
     return module
 
 
-coverage = _load()
+# The script imports its sibling as the interpreter would, from the scripts directory.
+run_module = _load("upstream_coverage_run")
+coverage = _load("upstream_coverage")
 Case, Collection, Mark = coverage.Case, coverage.Collection, coverage.Mark
+Outcome, RunRecord = run_module.Outcome, run_module.RunRecord
 
 CASES = (
     Case("a.go", "A suite", "context", "covered case"),
@@ -43,41 +46,62 @@ MARKS = [
 ]
 
 
+PASSED = Outcome("passed", pods_on_simulated_nodes=0)
+RUN = RunRecord(
+    "a run", {"local": {"test_a.py::test_one": PASSED, "test_a.py::test_two[x]": PASSED}}
+)
+
+
 def collection(marks: list[Any]) -> Any:
     """What collecting would find: the marks' tests and an unmarked one."""
     tests = {mark.test for mark in marks} | {"test_a.py::test_unmarked"}
     return Collection(marks=list(marks), tests=tests)
 
 
-def test_a_table_generated_from_the_markers_passes_the_check() -> None:
-    table = coverage.render(CASES, MARKS)
-    assert coverage.problems(CASES, collection(MARKS), table) == []
-    rows = {line.split(" | ")[1]: line for line in table.splitlines() if line.count(" | ") == 3}
-    assert "| covered | `test_a.py::test_one` |" in rows["covered case"]
+def table_rows(table: str) -> dict[str, list[str]]:
+    """The table's rows by case title: their cells."""
+    return {
+        cells[1]: cells
+        for line in table.splitlines()
+        if line.startswith("| ") and not line.startswith("| ---")
+        for cells in [[c.strip() for c in line.strip("|").split(" | ")]]
+    }
+
+
+def test_a_table_generated_from_the_markers_and_a_run_passes_the_check() -> None:
+    table = coverage.render(CASES, MARKS, RUN)
+    assert coverage.problems(CASES, collection(MARKS), table, RUN) == []
+    rows = table_rows(table)
+    assert rows["covered case"][2:] == ["covered", "local: passed", "`test_a.py::test_one`"]
+    assert rows["partly covered case"][2:] == [
+        "partly: its tests check part of it (what is missing: under tests)",
+        "local: passed",
+        "`test_a.py::test_two[x]` (missing: the second pod)",
+    ]
+    assert rows["uncovered case"][2:] == ["**not covered**", "—", "—"]
+    assert rows["foreign case"][2:] == ["does not apply: needs a cloud", "—", "—"]
     assert (
-        "| partly | `test_a.py::test_two[x]` (missing: the second pod) |"
-        in (rows["partly covered case"])
+        "4 cases: 1 covered, 1 partly covered, 1 not covered, 1 do not apply. "
+        "Covered, by provider: local 1." in table
     )
-    assert "| **not covered** | — |" in rows["uncovered case"]
-    assert "| does not apply: needs a cloud | — |" in rows["foreign case"]
-    assert "4 cases: 1 covered, 1 partly covered, 1 not covered, 1 do not apply." in table
+    assert "Made from a run; recorded in `docs/upstream-coverage-run.json`." in table
 
 
 def test_a_stale_table_is_reported_with_the_row_that_changed() -> None:
-    table = coverage.render(CASES, MARKS)
+    table = coverage.render(CASES, MARKS, RUN)
     # The partial test now covers its case fully: the checked-in table says "partly".
     now = [MARKS[0], Mark("test_a.py::test_two[x]", "a.go", "partly covered case")]
-    (problem,) = coverage.problems(CASES, collection(now), table)
+    (problem,) = coverage.problems(CASES, collection(now), table, RUN)
     assert "docs/upstream-coverage.md is stale" in problem
-    assert "-| context | partly covered case | partly |" in problem
-    assert "+| context | partly covered case | covered |" in problem
+    assert "-| context | partly covered case | partly: its tests check part of it" in problem
+    assert "+| context | partly covered case | covered | local: passed |" in problem
 
 
 def test_a_marker_naming_an_unknown_case_is_reported() -> None:
     typo = Mark("test_a.py::test_three", "a.go", "covered  case")
     marks = [*MARKS, typo]
-    table = coverage.render(CASES, marks)
-    assert coverage.problems(CASES, collection(marks), table) == [
+    table = coverage.render(CASES, marks, RUN)
+    assert coverage.problems(CASES, collection(marks), table, RUN) == [
         "test_a.py::test_three: @pytest.mark.upstream('a.go', 'covered  case') names no "
         "upstream case (scripts/upstream_coverage.py CASES)"
     ]
@@ -90,9 +114,9 @@ def test_a_marker_on_a_case_that_does_not_apply_is_reported() -> None:
 
 
 def test_a_listed_test_that_no_longer_exists_is_reported() -> None:
-    table = coverage.render(CASES, MARKS)
+    table = coverage.render(CASES, MARKS, RUN)
     gone = collection(MARKS[:1])
-    found = coverage.problems(CASES, gone, table)
+    found = coverage.problems(CASES, gone, table, RUN)
     assert (
         found[0] == "docs/upstream-coverage.md lists test_a.py::test_two[x], which no longer exists"
     )
@@ -100,10 +124,17 @@ def test_a_listed_test_that_no_longer_exists_is_reported() -> None:
     assert len(found) == 2
 
 
-def test_a_missing_table_is_reported() -> None:
-    assert coverage.problems(CASES, collection(MARKS), None) == [
-        "docs/upstream-coverage.md does not exist: run python scripts/upstream_coverage.py "
-        "and commit docs/upstream-coverage.md"
+def test_a_missing_table_or_run_record_is_reported() -> None:
+    hint = (
+        "run python scripts/upstream_coverage.py (with --junit PROVIDER=REPORT for a new "
+        "run) and commit docs/upstream-coverage.md and docs/upstream-coverage-run.json"
+    )
+    assert coverage.problems(CASES, collection(MARKS), None, RUN) == [
+        f"docs/upstream-coverage.md does not exist: {hint}"
+    ]
+    table = coverage.render(CASES, MARKS, RUN)
+    assert coverage.problems(CASES, collection(MARKS), table, None) == [
+        f"docs/upstream-coverage-run.json does not exist: {hint}"
     ]
 
 
@@ -161,3 +192,141 @@ def test_a_module_that_does_not_import_is_a_collection_failure(tmp_path: Path) -
     (tmp_path / "test_broken_for_coverage.py").write_text("import no_such_module_here\n")
     with pytest.raises(coverage.CollectionFailed, match="no_such_module_here"):
         coverage.collect(suite(tmp_path))
+
+
+# -- covered only where a test passed with its pods on real kubelets ---------------------
+
+ONE_CASE = (Case("a.go", "A suite", "context", "covered case"),)
+FULL = [Mark("test_a.py::test_one", "a.go", "covered case")]
+
+
+def row(*outcomes: tuple[str, Any]) -> Any:
+    """The row of ONE_CASE when test_one ended on each provider as given (None: it
+    did not run there)."""
+    record = RunRecord(
+        "a run",
+        {p: {} if o is None else {"test_a.py::test_one": o} for p, o in outcomes},
+    )
+    return coverage.case_row(ONE_CASE[0], FULL, record)
+
+
+def test_a_pass_with_a_pod_placed_on_a_simulated_node_does_not_cover_the_case() -> None:
+    found = row(("local", Outcome("passed", pods_on_simulated_nodes=2)))
+    assert found.coverage == (
+        "partly: its pods were placed on simulated nodes, which never run them: the test "
+        "stops at scheduling where upstream runs the pod"
+    )
+    assert found.where == "local: passed, 2 pods placed on simulated nodes"
+    assert found.covered_on == ()
+
+
+def test_the_case_is_covered_on_the_provider_where_its_pods_ran_on_real_kubelets() -> None:
+    found = row(
+        ("local", Outcome("passed", pods_on_simulated_nodes=1)),
+        ("kind", Outcome("passed", pods_on_simulated_nodes=0)),
+    )
+    assert found.coverage == "covered"
+    assert found.covered_on == ("kind",)
+    assert found.where == "local: passed, 1 pod placed on simulated nodes<br>kind: passed"
+
+
+def test_a_pass_that_does_not_say_where_its_pods_ran_counts_only_on_kind() -> None:
+    # A report from before the harness recorded the property: kind has no simulated
+    # nodes, the local provider has.
+    unrecorded = Outcome("passed")
+    local = row(("local", unrecorded))
+    assert local.coverage == (
+        "partly: where its pods ran is not recorded (only kind's nodes are all real kubelets)"
+    )
+    assert local.where == "local: passed, where its pods ran not recorded"
+    assert row(("local", unrecorded), ("kind", unrecorded)).covered_on == ("kind",)
+
+
+def test_a_skipped_or_failed_or_absent_test_does_not_cover_the_case() -> None:
+    found = row(
+        ("local", Outcome("skipped", "needs the feature gate X=true on the kubelet")),
+        ("kind", Outcome("failed", pods_on_simulated_nodes=0)),
+        ("existing", None),
+    )
+    assert found.coverage == "partly: no test of it passed in the run"
+    assert found.where == (
+        "local: skipped (needs the feature gate X=true on the kubelet)<br>"
+        "kind: failed<br>existing: not run"
+    )
+
+
+def test_a_partial_test_that_passed_on_real_kubelets_does_not_cover_the_case() -> None:
+    partial = [Mark("test_a.py::test_one", "a.go", "covered case", missing="the retry")]
+    record = RunRecord("a run", {"kind": {"test_a.py::test_one": PASSED}})
+    found = coverage.case_row(ONE_CASE[0], partial, record)
+    assert found.coverage.startswith("partly: its tests check part of it")
+    assert found.covered_on == ()
+
+
+def test_where_it_ran_is_the_best_of_the_case_s_full_tests_on_each_provider() -> None:
+    marks = [
+        *FULL,
+        Mark("test_a.py::test_two", "a.go", "covered case"),
+        Mark("test_a.py::test_partial", "a.go", "covered case", missing="the retry"),
+    ]
+    record = RunRecord(
+        "a run",
+        {
+            "local": {
+                "test_a.py::test_one": Outcome("skipped", "no room"),
+                "test_a.py::test_two": Outcome("passed", pods_on_simulated_nodes=1),
+                # Better, but it checks only part of the case.
+                "test_a.py::test_partial": PASSED,
+            }
+        },
+    )
+    found = coverage.case_row(ONE_CASE[0], marks, record)
+    assert found.where == "local: passed, 1 pod placed on simulated nodes"
+    assert found.coverage.startswith("partly: its pods were placed on simulated nodes")
+
+
+# -- the check against a run -------------------------------------------------------------
+
+
+def test_the_run_check_fails_when_a_case_the_table_covers_did_not_pass_in_the_run() -> None:
+    recorded = RunRecord("CI", {"local": {"test_a.py::test_one": PASSED}})
+    run = RunRecord(
+        "this run", {"local": {"test_a.py::test_one": Outcome("skipped", "no kubelet")}}
+    )
+    failures, notes = coverage.run_disagreements(ONE_CASE, FULL, recorded, run)
+    assert failures == [
+        "a.go 'covered case': the table says covered (local), but in this run no test of "
+        "it passed in the run: local: skipped (no kubelet)"
+    ]
+    assert notes == []
+
+
+def test_the_run_check_fails_when_a_covered_case_now_places_pods_on_simulated_nodes() -> None:
+    recorded = RunRecord("CI", {"local": {"test_a.py::test_one": PASSED}})
+    run = RunRecord(
+        "this run",
+        {"local": {"test_a.py::test_one": Outcome("passed", pods_on_simulated_nodes=1)}},
+    )
+    (failure,), _ = coverage.run_disagreements(ONE_CASE, FULL, recorded, run)
+    assert "its pods were placed on simulated nodes" in failure
+
+
+def test_the_run_check_notes_but_does_not_fail_a_run_that_covers_more() -> None:
+    recorded = RunRecord("CI", {"local": {"test_a.py::test_one": Outcome("passed")}})
+    run = RunRecord("this run", {"local": {"test_a.py::test_one": PASSED}})
+    failures, (note,) = coverage.run_disagreements(ONE_CASE, FULL, recorded, run)
+    assert failures == []
+    assert note.startswith("a.go 'covered case': partly: where its pods ran is not recorded")
+    assert note.endswith("covered (local: passed) in this run")
+
+
+def test_the_run_check_tolerates_a_skip_on_one_provider_while_another_covers_the_case() -> None:
+    both = {"local": {"test_a.py::test_one": PASSED}, "kind": {"test_a.py::test_one": PASSED}}
+    recorded = RunRecord("CI", both)
+    run = RunRecord(
+        "this run",
+        {**both, "kind": {"test_a.py::test_one": Outcome("skipped", "needs a feature gate")}},
+    )
+    failures, (note,) = coverage.run_disagreements(ONE_CASE, FULL, recorded, run)
+    assert failures == []
+    assert "kind: skipped (needs a feature gate)" in note
