@@ -103,6 +103,8 @@ test: install system-deps lint  ## everything CI runs: lint, unit, driver, crash
 	$(MAKE) --no-print-directory e2e-upstream-run
 	$(MAKE) --no-print-directory e2e-kind-run KIND_SUITES='$(CI_KIND_SUITES) $(CI_KIND_DESELECT)' \
 		KIND_WORKERS=$(CI_KIND_WORKERS)
+	$(PYTHON) scripts/upstream_coverage.py --check --junit local=$(REPORTS)/junit.xml \
+		--junit kind=$(REPORTS)/kind/junit.xml  # a case the table covers is covered in this run
 	$(PYTHON) scripts/github-actions-steps.py $(if $(filter upstream,$(KIND_IMAGES)),,\
 		--workflow examples/github-actions/storage-conformance-offline.yml)
 
