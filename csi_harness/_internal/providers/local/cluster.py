@@ -277,10 +277,7 @@ class LocalCluster:
     def deploy_driver(self, spec: DriverDeployment) -> LocalDriver:
         """Deploy a driver from ``spec`` beside the running ones (its name and suffix
         must be its own) and wait until it is ready, as at bring-up."""
-        if self.kube is None:
-            raise RuntimeError(
-                "deploy_driver needs a cluster brought up or attached by this object"
-            )
+        self._client_for("deploy_driver")
         check_side_by_side(spec, self.driver.spec if self.driver is not None else None)
         driver = self._new_driver(spec)
         driver.deploy()
@@ -300,15 +297,12 @@ class LocalCluster:
         """Replace the running driver with a fresh one deployed from ``spec``: its
         processes stopped, its CSINode entries gone, its state wiped, then started
         and waited for like at bring-up. Volumes must have been deleted before."""
-        if self.kube is None:
-            raise RuntimeError(
-                "redeploy_driver needs a cluster brought up or attached by this object"
-            )
+        kube = self._client_for("redeploy_driver")
         names = [n.name for n in self.config.nodes()]
         if self.driver is not None:
             self.driver.stop()
             wait_deregistered(
-                self.kube, [self.driver.spec.name], names, timeout=self.config.timeout_seconds
+                kube, [self.driver.spec.name], names, timeout=self.config.timeout_seconds
             )
         self._set_config(self.config.model_copy(update={"driver": spec}))
         self.driver = self._new_driver(spec)
@@ -321,20 +315,14 @@ class LocalCluster:
         """Restart kube-scheduler with ``scheduler`` merged into its configuration
         (e.g. a VolumeBinding shape) and ``feature_gates`` set over its own; wait until
         it serves /healthz."""
-        if self._supervisor is None:
-            raise RuntimeError(
-                "restart_scheduler needs a cluster brought up or attached by this object"
-            )
+        supervisor = self._supervisor_for("restart_scheduler")
         update: dict[str, object] = {"scheduler": dict(scheduler)}
         if feature_gates:
             gates = dict(self.config.component_feature_gates)
-            gates[Component.SCHEDULER] = {
-                **gates.get(Component.SCHEDULER, {}),
-                **feature_gates,
-            }
+            gates[Component.SCHEDULER] = {**gates.get(Component.SCHEDULER, {}), **feature_gates}
             update["component_feature_gates"] = gates
         self._set_config(self.config.model_copy(update=update))
-        restarts.restart_scheduler(self._supervisor, self._tools, self.config, self.layout)
+        restarts.restart_scheduler(supervisor, self._tools, self.config, self.layout)
 
     def own_scheduler(
         self,
@@ -344,12 +332,9 @@ class LocalCluster:
     ) -> AbstractContextManager[None]:
         """A kube-scheduler process of the caller's own beside the cluster's, serving
         ``profiles`` until the block ends (``own_scheduler.own_scheduler``)."""
-        if self._supervisor is None:
-            raise RuntimeError(
-                "own_scheduler needs a cluster brought up or attached by this object"
-            )
+        supervisor = self._supervisor_for("own_scheduler")
         return own_scheduler(
-            self._supervisor, self._tools, self.config, self.layout, name, profiles, feature_gates
+            supervisor, self._tools, self.config, self.layout, name, profiles, feature_gates
         )
 
     def restart_kubelet(self, node: str) -> None:
@@ -357,18 +342,24 @@ class LocalCluster:
         node's service manager would; wait until it serves /healthz and has posted the
         node's status again. Its pods' containers keep running under containerd
         meanwhile. A simulated node has no kubelet: Unsupported."""
-        if self._supervisor is None or self.kube is None:
-            raise RuntimeError(
-                "restart_kubelet needs a cluster brought up or attached by this object"
-            )
         restarts.restart_kubelet(
-            self._supervisor,
+            self._supervisor_for("restart_kubelet"),
             self._tools,
-            self.kube,
+            self._client_for("restart_kubelet"),
             node,
             cluster=self.name,
             timeout=self.config.timeout_seconds,
         )
+
+    def _supervisor_for(self, what: str) -> Supervisor:
+        if self._supervisor is None:
+            raise RuntimeError(f"{what} needs a cluster brought up or attached by this object")
+        return self._supervisor
+
+    def _client_for(self, what: str) -> Client:
+        if self.kube is None:
+            raise RuntimeError(f"{what} needs a cluster brought up or attached by this object")
+        return self.kube
 
     def _set_config(self, config: LocalClusterConfig) -> None:
         self.config = config
