@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from lightkube import Client
 from lightkube.resources.core_v1 import PersistentVolumeClaim, Pod
-from lightkube.resources.storage_v1 import CSIStorageCapacity
+from lightkube.resources.storage_v1 import CSIDriver, CSIStorageCapacity
+from lightkube.types import PatchType
 
 from csi_harness._internal.deploy.spec import DriverDeployment, node_pool_name
 from csi_harness._internal.kube import objects
@@ -263,6 +264,23 @@ def test_capacity_is_ignored_when_the_csidriver_does_not_ask_for_it(
     finally:
         history.stop()
     assert not events(kube, namespace, contains=NOT_ENOUGH_STORAGE)
+    # The witness: once the CSIDriver asks for capacity, the same claim in the same
+    # namespace gets the event the assertion above looked for.
+    kube.patch(
+        CSIDriver, spec.name, {"spec": {"storageCapacity": True}}, patch_type=PatchType.MERGE
+    )
+    objects.create(
+        kube,
+        objects.claim("witness", namespace, "11Gi", spec.storage_class(STRIPED)),
+        objects.pod("witness", namespace, claims=["witness"], nodes=names(driver)),
+    )
+    wait_event(
+        kube,
+        namespace,
+        reason="FailedScheduling",
+        contains=NOT_ENOUGH_STORAGE,
+        involved="witness",
+    )
 
 
 @pytest.mark.driver(capacity_poll_interval="1s")
