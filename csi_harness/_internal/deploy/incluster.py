@@ -58,8 +58,9 @@ from csi_harness._internal.deploy.spec import CONTROLLER, DriverDeployment, capa
 from csi_harness._internal.kube.apiproxy import ApiServerAccess, api_server_access
 from csi_harness._internal.kube.describe import describe_pod
 from csi_harness._internal.kube.nodes import ClusterNode
-from csi_harness._internal.kube.pod_status import pod_name, unrecoverable
+from csi_harness._internal.kube.pod_status import pod_name
 from csi_harness._internal.kube.snapshots import has_snapshot_api
+from csi_harness._internal.kube.start_failures import StartHistory, sandbox_failure_events
 from csi_mock.admin.client import DEFAULT_TIMEOUT, AdminClient
 from csi_mock.admin.views import TOKEN_HEADER
 from csi_mock.proto import csi_pb2
@@ -72,8 +73,10 @@ DEFAULT_DEPLOY_TIMEOUT = 180.0
 
 
 class DriverPodsFailed(RuntimeError):
-    """A driver pod cannot become ready (image missing, crash loop); the message says
-    which container and why, and lists every driver pod."""
+    """A driver pod cannot become ready (image missing, or a crash loop: a container
+    that ran and exited ``CRASH_LOOP_RESTARTS`` times; the runtime failing to start one
+    is waited for); the message says which container and why, lists every driver pod
+    and the runtime's start failures."""
 
 
 class InClusterDriver:
@@ -108,6 +111,7 @@ class InClusterDriver:
         self.admin_token = secrets.token_urlsafe(32)
         self.timeout = timeout
         self.progress = progress
+        self._starts = StartHistory()
         self.namespace = spec.namespace
         self._csi = PodCsiCaller(
             kubectl, kubeconfig, self.namespace, DRIVER_CONTAINER, CSI_ENDPOINT, run
@@ -288,6 +292,7 @@ class InClusterDriver:
 
     def _wait_ready(self) -> None:
         nodes = [n.name for n in self._nodes]
+        self._starts = StartHistory()
         try:
             wait_for(
                 f"the pods of {self._spec.name} to be ready",
@@ -300,7 +305,9 @@ class InClusterDriver:
                 self.kube, self._spec, nodes, timeout=self.timeout, check=self._check_pods
             )
         except WaitTimeout as exc:
-            raise WaitTimeout(f"{exc}\ncsi-mock pods:\n{self.describe_pods()}") from None
+            raise WaitTimeout(
+                f"{exc}\ncsi-mock pods:\n{self.describe_pods()}\n{self._runtime_summary()}"
+            ) from None
 
     def _pods_ready(self) -> tuple[bool, str]:
         waiting = []
@@ -312,13 +319,29 @@ class InClusterDriver:
         return not waiting, "not ready: " + ", ".join(waiting)
 
     def _check_pods(self) -> None:
-        for pod in self.kube.list(Pod, namespace=self.namespace, labels=self._selector()):
-            reason = unrecoverable(pod)
+        pods = list(self.kube.list(Pod, namespace=self.namespace, labels=self._selector()))
+        # The runtime failing to start a container is retried by the kubelet: said
+        # as it happens, waited for, and not counted as the container crashing.
+        for line in self._starts.observe(pods, sandbox_failure_events(self.kube, self.namespace)):
+            self.progress(f"{self._spec.name}: {line}; the kubelet retries")
+        for pod in pods:
+            reason = self._starts.unrecoverable(pod)
             if reason is not None:
                 raise DriverPodsFailed(
                     f"{self._spec.name} cannot start: {reason}\ncsi-mock pods:\n"
                     + self.describe_pods()
+                    + f"\n{self._runtime_summary()}"
                 )
+
+    def _runtime_summary(self) -> str:
+        pods = self.kube.list(Pod, namespace=self.namespace, labels=self._selector())
+        return self._starts.summary(pods)
+
+    @property
+    def start_history(self) -> StartHistory:
+        """The container runtime's start failures seen while waiting for the pods of
+        the last ``deploy`` (empty before one)."""
+        return self._starts
 
     # -- finding things ----------------------------------------------------------------
 

@@ -76,6 +76,9 @@ class FakeApi:
     capacities: list[dict[str, Any]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     logs: dict[tuple[str, str], str] = field(default_factory=dict)
+    live_status: bool = False
+    """Ask ``pod_status`` again at every read of the pods, as a kubelet updates them
+    (else once, when the pod is made)."""
     deregistration_polls: int = 2
     """Like a kubelet, drop a stopped driver's CSINode entry only a little later: after
     this many more reads of CSINode."""
@@ -88,9 +91,16 @@ class FakeApi:
 
     # -- the client's methods ----------------------------------------------------------
 
-    def list(self, resource: Any, *, namespace: str | None = None, labels: Any = None) -> list[Any]:
+    def list(
+        self,
+        resource: Any,
+        *,
+        namespace: str | None = None,
+        labels: Any = None,
+        fields: dict[str, str] | None = None,
+    ) -> list[Any]:
         if resource is Pod:
-            items = [Pod.from_dict(p) for p in self._in(self.pods, namespace)]
+            items = [Pod.from_dict(self._read_pod(p)) for p in self._in(self.pods, namespace)]
         elif resource is CSINodeResource:
             self._kubelets_catch_up()
             return [
@@ -110,6 +120,7 @@ class FakeApi:
                 for (kind, _, _), obj in self.objects.items()
                 if kind == resource.__name__
                 and (namespace is None or obj["metadata"].get("namespace") == namespace)
+                and all(obj.get(key) == value for key, value in (fields or {}).items())
             ]
         return [i for i in items if _matches(i.metadata.labels or {}, labels or {})]
 
@@ -203,6 +214,12 @@ class FakeApi:
             for kind, items in (("Pod", self.pods), ("CSIStorageCapacity", self.capacities))
             for item in self._in(items, namespace)
         ]
+
+    def _read_pod(self, pod: dict[str, Any]) -> dict[str, Any]:
+        if not self.live_status:
+            return pod
+        role = pod["metadata"]["labels"]["app.kubernetes.io/component"]
+        return {**pod, "status": self.pod_status(role, pod["spec"]["nodeName"])}
 
     @staticmethod
     def _in(items: list[dict[str, Any]], namespace: str | None) -> list[dict[str, Any]]:
