@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from lightkube.resources.core_v1 import Event, PersistentVolume, PersistentVolumeClaim
+from lightkube.resources.core_v1 import Event, PersistentVolume, PersistentVolumeClaim, Pod
 from lightkube.resources.storage_v1 import CSIStorageCapacity, VolumeAttachment
 
 from csi_harness._internal.core.waiting import WaitTimeout, wait_for
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.kube import waits
+from csi_harness._internal.kube.pod_status import CRASH_LOOP_RESTARTS
 from csi_harness._internal.kube.waits import (
     DRIVER_NAME_LABEL,
     SELECTED_NODE,
@@ -29,6 +30,7 @@ from csi_harness._internal.kube.waits import (
 )
 from csi_harness._internal.kube.waits.annotations import HistoryIncomplete
 from csi_harness._internal.kube.watching import Selection
+from tests.harness.kube.test_pod_status import crash, in_back_off, start_error, status
 from tests.harness.kube.test_watching import FakeApi, api_error
 
 GI = 1024**3
@@ -246,6 +248,40 @@ def test_wait_pod_scheduled_says_when_the_pod_does_not_exist() -> None:
 
     with pytest.raises(WaitTimeout, match=r"last seen: no pod app$"):
         wait_pod_scheduled(api, "app", "ns", timeout=0.1)
+
+
+def sidecar_pod(version: str, container: dict[str, Any], ready: bool = False) -> Any:
+    condition = {"type": "Ready", "status": "True" if ready else "False"}
+    return Pod.from_dict(
+        {
+            "metadata": {"name": "late", "resourceVersion": version},
+            "status": {"containerStatuses": [container], "conditions": [condition]},
+        }
+    )
+
+
+def test_wait_pods_ready_waits_through_failed_starts_and_says_they_were_the_runtime() -> None:
+    failed = [in_back_off("sidecar", attempt - 1, start_error(attempt)) for attempt in range(1, 5)]
+    running = status("sidecar", {"running": {}}, 4, lastState=failed[-1]["lastState"])
+    api = FakeApi(
+        lists=[([sidecar_pod("1", failed[0])], "1")],
+        watches=[
+            [("MODIFIED", sidecar_pod(str(n + 2), c)) for n, c in enumerate(failed[1:])]
+            + [("MODIFIED", sidecar_pod("9", running, ready=True))]
+        ],
+    )
+    said: list[str] = []
+    history = waits.wait_pods_ready(api, "ns", timeout=2, progress=said.append)
+    assert len(said) == 4 and all("container runtime failed to start it" in s for s in said)
+    (line,) = history.runtime_failures()
+    assert line.startswith("late/sidecar: the container runtime failed to start it 4 times")
+
+
+def test_wait_pods_ready_ends_at_a_crash_loop_of_a_container_that_ran() -> None:
+    crashed = in_back_off("sidecar", CRASH_LOOP_RESTARTS, crash(4))
+    api = FakeApi(lists=[([sidecar_pod("1", crashed)], "1")])
+    with pytest.raises(AssertionError, match="late/sidecar crashed 3 times"):
+        waits.wait_pods_ready(api, "ns", timeout=2)
 
 
 def test_annotation_history_records_each_value_and_resumes_from_the_last_version(

@@ -38,6 +38,7 @@ from csi_harness._internal.kube.waits.pods import (
     wait_pod_scheduled,
     wait_pod_succeeded,
     wait_pod_unschedulable,
+    wait_pods_ready,
 )
 from csi_harness._internal.kube.watching import Kube
 
@@ -67,6 +68,7 @@ __all__ = [
     "wait_pod_scheduled",
     "wait_pod_succeeded",
     "wait_pod_unschedulable",
+    "wait_pods_ready",
     "wait_volume_attachment",
     "wait_volume_attachments_gone",
     "wait_volume_capacity",

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from lightkube import Client
 from lightkube.resources.core_v1 import Pod
 
+from csi_harness._internal.core.waiting import WaitTimeout
 from csi_harness._internal.kube.describe import describe_pod
 from csi_harness._internal.kube.pod_status import image_failure
+from csi_harness._internal.kube.start_failures import StartHistory, sandbox_failure_events
 from csi_harness._internal.kube.watching import Kube, watch_until
 
 
@@ -122,3 +125,58 @@ def wait_pod_unschedulable(
     )
     text: str = _watch_pod(kube, name, namespace, check, what=what, timeout=timeout)
     return text
+
+
+def wait_pods_ready(
+    kube: Kube,
+    namespace: str,
+    *,
+    labels: Mapping[str, str] | None = None,
+    timeout: float = 90,
+    progress: Callable[[str], None] = lambda _: None,
+) -> StartHistory:
+    """Wait until the selected pods (at least one) are all Ready; return what the
+    container runtime failed to start meanwhile.
+
+    The kubelet retries a container the runtime failed to start, or a pod whose sandbox
+    it could not create, so the wait goes on through that to its deadline, saying each
+    one to ``progress`` as it is seen; only a container that ran and exited counts
+    toward a crash loop, which fails the wait at once (``AssertionError``) as a missing
+    image does. A timeout's message ends with the runtime's failures."""
+    history = StartHistory()
+
+    def sandbox_events() -> list[Any]:
+        # A unit test's stand-in that only lists and watches has no events to give.
+        return sandbox_failure_events(kube, namespace) if isinstance(kube, Client) else []
+
+    def check(pods: dict[str, Pod]) -> tuple[bool, str]:
+        for line in history.observe(pods.values(), sandbox_events()):
+            progress(f"{line}; the kubelet retries")
+        for pod in pods.values():
+            if (reason := history.unrecoverable(pod)) is not None:
+                raise AssertionError(
+                    f"a pod in {namespace} cannot start: {reason}\n"
+                    + history.summary(pods.values())
+                )
+        waiting = [describe_pod(p) for p in pods.values() if not _ready(p)]
+        return bool(pods) and not waiting, "; ".join(waiting) or "no pod"
+
+    what = f"the pods of {namespace}" + (f" with labels {dict(labels)}" if labels else "")
+    try:
+        watch_until(
+            kube,
+            Pod,
+            namespace=namespace,
+            labels=labels,
+            what=f"{what} to be ready",
+            check=check,
+            timeout=timeout,
+        )
+    except WaitTimeout as exc:
+        raise WaitTimeout(f"{exc}\n{history.summary()}") from None
+    return history
+
+
+def _ready(pod: Pod) -> bool:
+    conditions = (pod.status.conditions if pod.status else None) or []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
