@@ -9,8 +9,10 @@ import secrets
 from collections.abc import Callable, Iterator
 
 import pytest
+from lightkube import Client
 
 from csi_harness._internal.kube.scheduler_config import capacity_scoring_profile
+from csi_harness._internal.kube.waits import wait_pod_running, wait_pod_scheduled
 from csi_harness._internal.providers.base import (
     Cluster,
     Driver,
@@ -74,6 +76,16 @@ def own_scheduler(cluster: Cluster) -> Iterator[Callable[..., list[str]]]:
             return names
 
         yield start
+
+
+def wait_pod_placed(kube: Client, driver: Driver, name: str, namespace: str) -> str:
+    """Wait until the pod is scheduled and, where its node has a real kubelet, running
+    (as upstream waits for Running; a simulated node never starts a pod, so there the
+    test proves scheduling only, which the coverage table says); return its node."""
+    node = wait_pod_scheduled(kube, name, namespace)
+    if any(n.name == node and n.runs_pods for n in driver.nodes):
+        wait_pod_running(kube, name, namespace, timeout=120)
+    return node
 
 
 def picked_node(driver: Driver, *, runs_pods: bool) -> str:

@@ -31,7 +31,7 @@ from csi_harness._internal.deploy.incluster_layout import COMPONENT_LABEL
 from csi_harness._internal.deploy.spec import node_pool_name
 from csi_harness._internal.kube import objects
 from csi_harness._internal.kube.scheduler_config import PACKING_SHAPE
-from csi_harness._internal.kube.waits import wait_capacity, wait_for, wait_pod_scheduled
+from csi_harness._internal.kube.waits import SELECTED_NODE, wait_capacity, wait_for
 from csi_harness._internal.providers.base import (
     Driver,
     Unsupported,
@@ -39,6 +39,7 @@ from csi_harness._internal.providers.base import (
     scheduling_nodes,
 )
 from csi_mock.admin.client import AdminClient
+from tests.e2e.conftest import wait_pod_placed
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 
@@ -89,10 +90,16 @@ def place(
     nodes: tuple[str, str],
     scheduler: str,
 ) -> str:
+    """Create a claim and a pod of ``scheduler`` pinned to ``nodes``; return the node
+    it landed on, once the pod runs there where the node has a real kubelet and the
+    claim's selected-node names it (as upstream checks)."""
     pod = objects.pod(name, namespace, claims=[name], nodes=list(nodes))
     pod["spec"]["schedulerName"] = scheduler
     objects.create(kube, objects.claim(name, namespace, size, driver.spec.storage_class()), pod)
-    return wait_pod_scheduled(kube, name, namespace)
+    node = wait_pod_placed(kube, driver, name, namespace)
+    claim = kube.get(PersistentVolumeClaim, name, namespace=namespace)
+    assert (claim.metadata.annotations or {}).get(SELECTED_NODE) == node  # type: ignore[union-attr]
+    return node
 
 
 @pytest.mark.upstream(

@@ -37,6 +37,7 @@ from csi_harness._internal.providers.base import Driver, Unsupported, pick_nodes
 from csi_mock.admin.client import AdminClient
 from csi_mock.model.quantity import parse_quantity
 from csi_mock.observe.calls import CallRecord
+from tests.e2e.conftest import wait_pod_placed
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 
@@ -181,7 +182,7 @@ def test_claim_that_fits_only_one_node_is_scheduled_and_provisioned_there(
         objects.pod("app", namespace, claims=["big"]),
     )
     assert pv_node(driver, kube, "big", namespace) == big
-    assert wait_pod_scheduled(kube, "app", namespace) == big
+    assert wait_pod_placed(kube, driver, "app", namespace) == big
 
 
 @pytest.mark.driver(provisioner_mode="distributed")
@@ -323,7 +324,7 @@ def test_stale_capacity_makes_provisioning_fail_and_the_pod_move_to_a_node_with_
     chosen = [v for v in values if v is not None]
     assert chosen[0] == full and chosen[-1] == roomy, values
     assert set(chosen[:-1]) == {full}, values
-    assert wait_pod_scheduled(kube, "app", namespace) == roomy
+    assert wait_pod_placed(kube, driver, "app", namespace) == roomy
     exhausted = admin.journal(method="CreateVolume", code="RESOURCE_EXHAUSTED")
     assert exhausted, "the driver must have refused the first CreateVolume"
 
