@@ -39,9 +39,12 @@ CI_KIND_SUITES ?= tests/e2e/test_capacity_tracking.py tests/e2e/test_skip_attach
 # Left out of CI's kind part, which runs them locally already: the three longest kind
 # tests, each bound by a fixed wait of a Kubernetes component (session 16's warm CI run
 # on kind): the kubelet's 2-minute attach wait (291 s), the attach/detach controller's
-# populator for a CSIDriver created late (259 s), and a claim growing while attached
-# (173 s; its attach-off twin stays).
+# populator for a CSIDriver created late (259 s), a claim growing while attached
+# (173 s; its attach-off twin stays), and upstream 1.37.1's attach true->false timing
+# (about 100 s of the attach/detach controller's reconciler, 2026-11-28).
 CI_KIND_DESELECT ?= --deselect \
+	tests/e2e/test_skip_attach.py::test_attach_required_flipped_to_false_as_the_volume_attachment_appears_detaches_the_volume \
+	--deselect \
 	tests/e2e/test_volume_limits.py::test_kubelet_fails_the_pod_whose_attach_is_refused_for_the_attachment_limit \
 	--deselect \
 	tests/e2e/test_skip_attach.py::test_csidriver_created_after_the_pod_starts_it_and_removes_its_volume_attachment \
