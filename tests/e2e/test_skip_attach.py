@@ -93,6 +93,21 @@ def test_attach_not_required_runs_the_pod_without_attaching(
     pv = run_pod_with_claim(kube, driver, namespace, pod_node)
     assert volume_attachments(kube, pv) == []
     assert publish_calls(admin) == set()
+    # Witnesses that both would have been seen: the journal without a
+    # ControllerPublishVolume has the kubelet's NodePublishVolume of this very volume;
+    # and once the CSIDriver requires attach (recreated: attachRequired is immutable),
+    # the next claim's VolumeAttachment shows up where the first assertion looked (no
+    # attacher runs for this driver, so it stays unattached and its pod waits; the
+    # namespace's deletion ends both).
+    assert node_calls(driver, pod_node, "NodePublishVolume", volume_handle(kube, pv))
+    replace_csidriver(kube, driver.spec.model_copy(update={"attach_required": True}))
+    objects.create(
+        kube,
+        objects.claim("witness", namespace, "1Gi", driver.spec.storage_class()),
+        objects.pod("witness", namespace, claims=["witness"], nodes=[pod_node]),
+    )
+    witness = bound_pv(kube, "witness", namespace)
+    assert wait_volume_attachment(kube, witness).spec.nodeName == pod_node
 
 
 @pytest.mark.driver(attach_required=True)
