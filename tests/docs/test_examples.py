@@ -63,13 +63,6 @@ DRIVERS: Mapping[str, Mapping[str, Any]] = {
     },
 }
 
-# Documents whose blocks their owners mark themselves: they are checked (languages,
-# imports) but not yet run. Remove an entry once its document carries the directives.
-NOT_YET_MARKED = {
-    "docs/benchmarks.md": "another engineer's document: skip directives asked for",
-    "docs/images.md": "another engineer's document: skip directives asked for",
-}
-
 
 @contextmanager
 def wheel_only_path() -> Iterator[Path]:
@@ -157,9 +150,7 @@ def run_shell(example: Example, extra: Mapping[str, str] = {}) -> str | None:
 
 BLOCKS = [block for path in documents() for block in parse(path, run_python, run_shell)]
 ON_THEIR_OWN = [
-    pytest.param(block, id=block.id)
-    for block in BLOCKS
-    if block.runs and not block.with_driver and str(block.path) not in NOT_YET_MARKED
+    pytest.param(block, id=block.id) for block in BLOCKS if block.runs and not block.with_driver
 ]
 WITH_A_DRIVER = sorted({str(block.path) for block in BLOCKS if block.with_driver})
 
