@@ -3,13 +3,31 @@
 For testing your own CSI client code (a sidecar, an operator, a CSI library) against
 a driver that speaks CSI exactly and can be told to fail::
 
+    import grpc
+
+    from csi_mock.proto import csi_pb2, csi_pb2_grpc
     from csi_mock.testing import running_csi_mock
 
+    block = csi_pb2.VolumeCapability(
+        block=csi_pb2.VolumeCapability.BlockVolume(),
+        access_mode=csi_pb2.VolumeCapability.AccessMode(mode="SINGLE_NODE_WRITER"),
+    )
+    request = csi_pb2.CreateVolumeRequest(name="data", volume_capabilities=[block])
+
     with running_csi_mock({"pools": [{"name": "fast", "size": "10Gi"}]}) as mock:
-        controller = ControllerStub(mock.channel())
         mock.admin.add_fault("CreateVolume", code="RESOURCE_EXHAUSTED", times=1)
-        ...  # run the code under test against mock.endpoint
-        assert mock.admin.journal(method="CreateVolume")[0].code == "RESOURCE_EXHAUSTED"
+        # The code under test, here one call: it talks to mock.channel(), or to
+        # mock.endpoint (unix://...) if it makes its own channel.
+        controller = csi_pb2_grpc.ControllerStub(mock.channel())
+        try:
+            controller.CreateVolume(request, timeout=10)
+        except grpc.RpcError as error:
+            assert error.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert controller.CreateVolume(request, timeout=10).volume.volume_id
+        calls = mock.admin.journal(method="CreateVolume")
+        assert [call.code for call in calls] == ["RESOURCE_EXHAUSTED", "OK"]
+
+(``tests/testing/test_running_csi_mock.py`` runs this example as printed.)
 
 Under pytest the ``csi_mock`` fixture does the same (``csi_mock.pytest_fixtures``,
 loaded automatically once csi-mock is installed); see docs/testing.md.

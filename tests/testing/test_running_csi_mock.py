@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import grpc
 import pytest
 
+import csi_mock.testing
 from csi_mock.admin.client import AdminError
 from csi_mock.proto import csi_pb2 as pb
 from csi_mock.proto import csi_pb2_grpc as pb_grpc
@@ -100,3 +102,20 @@ def test_merge_config_merges_mappings_and_replaces_everything_else() -> None:
     merged = merge_config(base, {"node": {"id": "b"}, "pools": [{"name": "q"}]})
     assert merged == {"node": {"id": "b", "mount": "directory"}, "pools": [{"name": "q"}]}
     assert base["node"] == {"id": "a", "mount": "directory"}, "inputs are not changed"
+
+
+def docstring_example(docstring: str) -> str:
+    """The literal block that follows the first ``::`` of a docstring, dedented."""
+    _, _, rest = docstring.partition("::\n\n")
+    lines = []
+    for line in rest.splitlines():
+        if line and not line.startswith(" "):
+            break
+        lines.append(line)
+    return textwrap.dedent("\n".join(lines))
+
+
+def test_the_modules_example_runs_as_printed() -> None:
+    example = docstring_example(csi_mock.testing.__doc__ or "")
+    assert "running_csi_mock(" in example
+    exec(compile(example, "csi_mock/testing.py (docstring)", "exec"), {})
