@@ -8,8 +8,10 @@
 # project next to it and runs its tests there (a local cluster by default: needs root
 # and the tools built, which the wheel finds through its own packaged tools/build.sh and the
 # shared cache). Nothing from the source tree is importable in that run: a missing
-# package file fails here, not on a user's machine. Then `csi-harness cluster up`,
-# `status` and `down` from the venv. Exit status: pytest's (5, no tests, is a failure
+# package file fails here, not on a user's machine. Before that, README's and
+# docs/testing.md's runnable examples run against the venv (tests/docs with
+# CSI_MOCK_DOCS_PYTHON; $PYTHON needs this tree's dev dependencies). Then
+# `csi-harness cluster up`, `status` and `down` from the venv. Exit status: pytest's (5, no tests, is a failure
 # too), else the first failing command's.
 set -euo pipefail
 
@@ -37,6 +39,13 @@ print(csi_mock.__file__, csi_harness.__file__)')
 case "$where" in
   *"$REPO"*) echo "user-project: csi-mock was imported from the source tree: $where" >&2; exit 1 ;;
 esac
+
+# README's and docs/testing.md's examples, run by tests/docs as printed in an empty
+# directory, but with the venv's interpreter and commands: the wheel, not the tree.
+echo "== user project: README.md's and docs/testing.md's examples against the wheel"
+(cd "$REPO" && CSI_MOCK_DOCS_PYTHON="$WORK/venv/bin/python" "$PYTHON" -m pytest -q \
+  -p no:cacheprovider "tests/docs/test_examples.py::test_the_example_runs_as_printed" \
+  -k "README or testing")
 cd "$WORK/project"
 echo "== user project: pytest in $WORK/project (csi-mock from $WORK/venv)"
 status=0

@@ -2,9 +2,12 @@
 
 A python block runs in an empty directory where only csi-mock's two packages are
 importable, as in a project with nothing but the wheel installed; a pytest module is run
-by pytest there. A sh block runs there under bash. Blocks marked ``<!-- run: with a
-driver -->`` run in order against one csi-mock per document. The convention is in
-tests/docs/doc_blocks.py and docs/testing.md ("Examples that run")."""
+by pytest there. A sh block runs there under bash. With ``CSI_MOCK_DOCS_PYTHON`` set to
+the interpreter of an environment where csi-mock is installed (scripts/user-project.sh
+sets its fresh virtualenv's, with the wheel), the blocks run with that interpreter, its
+installed packages and its commands instead of this tree's packages. Blocks marked
+``<!-- run: with a driver -->`` run in order against one csi-mock per document. The
+convention is in tests/docs/doc_blocks.py and docs/testing.md ("Examples that run")."""
 
 from __future__ import annotations
 
@@ -43,6 +46,7 @@ from tests.docs.doc_blocks import (
 )
 
 TIMEOUT = 120
+DOCS_PYTHON = "CSI_MOCK_DOCS_PYTHON"
 
 # The driver that a document's "with a driver" blocks talk to: the pools, kinds and
 # switches its examples name.
@@ -64,6 +68,24 @@ DRIVERS: Mapping[str, Mapping[str, Any]] = {
 }
 
 
+def installed_python() -> Path | None:
+    """The interpreter ``DOCS_PYTHON`` names, whose installed csi-mock the examples use;
+    None: they use this tree's packages (``wheel_only_path``)."""
+    named = os.environ.get(DOCS_PYTHON)
+    return Path(named) if named else None
+
+
+@contextmanager
+def example_packages() -> Iterator[Path | None]:
+    """What goes on the examples' PYTHONPATH: None when they run with an installed
+    csi-mock (``installed_python``), else the links of ``wheel_only_path``."""
+    if installed_python() is not None:
+        yield None
+        return
+    with wheel_only_path() as packages:
+        yield packages
+
+
 @contextmanager
 def wheel_only_path() -> Iterator[Path]:
     """A directory holding only csi_mock and csi_harness (links into this tree), for
@@ -75,16 +97,22 @@ def wheel_only_path() -> Iterator[Path]:
         yield Path(directory)
 
 
-def example_environment(packages: Path, extra: Mapping[str, str] = {}) -> dict[str, str]:
+def example_environment(packages: Path | None, extra: Mapping[str, str] = {}) -> dict[str, str]:
     """This process's environment without pytest's and Python's settings, with the
-    cluster guard on: an example that would bring a cluster up fails instead."""
+    cluster guard on: an example that would bring a cluster up fails instead. With an
+    installed csi-mock, its environment's commands (``csi-mock``, ``pytest``) come
+    first on PATH."""
     environment = {
         key: value
         for key, value in os.environ.items()
         if not key.startswith(("PYTEST_", "PYTHON", "COV_"))
     }
     guard = {NO_CLUSTER_ENV: "a documentation example, which runs without a cluster"}
-    return {**environment, **guard, "PYTHONPATH": str(packages), **extra}
+    installed = installed_python()
+    if installed is not None:
+        environment["PATH"] = f"{installed.parent}{os.pathsep}{environment.get('PATH', '')}"
+    path = {"PYTHONPATH": str(packages)} if packages is not None else {}
+    return {**environment, **guard, **path, **extra}
 
 
 def run_in_empty_project(
@@ -93,7 +121,7 @@ def run_in_empty_project(
     """Run ``command`` in a fresh empty directory holding ``files``: its exit status (None
     when it was still running after ``TIMEOUT``) and what it printed. It runs in a session
     of its own, which is killed afterwards, so nothing it started outlives the test."""
-    with tempfile.TemporaryDirectory(prefix="doc-") as project, wheel_only_path() as packages:
+    with tempfile.TemporaryDirectory(prefix="doc-") as project, example_packages() as packages:
         for name, text in files.items():
             Path(project, name).write_text(text)
         process = subprocess.Popen(
@@ -126,10 +154,11 @@ def failure(status: int | None, output: str) -> str | None:
 
 def run_python(example: Example) -> str | None:
     source = str(example.parsed)
+    python = str(installed_python() or sys.executable)
     if not defines_tests(source):
-        ran = run_in_empty_project({"example.py": source}, [sys.executable, "example.py"])
+        ran = run_in_empty_project({"example.py": source}, [python, "example.py"])
         return failure(*ran)
-    pytest_command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    pytest_command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     status, output = run_in_empty_project(
         {"test_example.py": source}, [*pytest_command, "test_example.py"]
     )
