@@ -267,6 +267,8 @@ def test_python_examples_import_only_what_the_wheel_offers() -> None:
 )
 def test_an_example_that_does_not_run_still_compiles_and_imports(block: Block) -> None:
     tree = ast.parse(block.source, block.id)
-    imports = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
+    imports: list[ast.stmt] = [
+        node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)
+    ]
     assert imports, f"{block.id}: an example that does not run shows its imports"
     exec(compile(ast.Module(body=imports, type_ignores=[]), block.id, "exec"), {})
