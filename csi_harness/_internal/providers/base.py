@@ -12,6 +12,8 @@ asks for by its function in snake case, which raises ``Unsupported`` saying why
 the cluster lacks it (``scheduler_restarts(cluster).restart_scheduler(...)``):
 
 * ``SchedulerRestarts``: restart kube-scheduler with another configuration (local, kind);
+* ``OwnSchedulers``: run a kube-scheduler of a test's own beside the cluster's (local as
+  a process; kind and existing kubeadm-style clusters as a pod);
 * ``KubeletRestarts``: restart a node's kubelet (local, kind);
 * ``ComponentMetrics``: the snapshot-controller's and kube-controller-manager's
   Prometheus text (local, kind);
@@ -47,12 +49,14 @@ __all__ = [
     "FeatureGates",
     "ImageDeployments",
     "KubeletRestarts",
+    "OwnSchedulers",
     "SchedulerRestarts",
     "Unsupported",
     "component_metrics",
     "configured_feature_gates",
     "feature_gates",
     "kubelet_restarts",
+    "own_schedulers",
     "pick_nodes",
     "scheduler_restarts",
     "scheduling_nodes",
