@@ -14,12 +14,13 @@ default shape is the inverse: most free capacity wins)."""
 def volume_binding_shape(points: tuple[tuple[int, int], ...], **args: Any) -> dict[str, Any]:
     """The default profile with VolumeBinding's scoring ``shape`` set to ``points``
     (StorageCapacityScoring) and any other VolumeBinding ``args``."""
-    shape = [{"utilization": u, "score": s} for u, s in points]
     return {
         "profiles": [
             {
                 "schedulerName": "default-scheduler",
-                "pluginConfig": [{"name": "VolumeBinding", "args": {**args, "shape": shape}}],
+                "pluginConfig": [
+                    {"name": "VolumeBinding", "args": {**args, "shape": _shape(points)}}
+                ],
             }
         ]
     }
@@ -39,8 +40,7 @@ def capacity_scoring_profile(
     turns VolumeBinding's score off too, for showing that a test depends on it."""
     profile: dict[str, Any] = {"schedulerName": scheduler_name}
     if points is not None:
-        shape = [{"utilization": u, "score": s} for u, s in points]
-        profile["pluginConfig"] = [{"name": "VolumeBinding", "args": {"shape": shape}}]
+        profile["pluginConfig"] = [{"name": "VolumeBinding", "args": {"shape": _shape(points)}}]
     score: dict[str, Any] = {}
     if sole_scorer:
         score["disabled"] = [{"name": "*"}]
@@ -51,3 +51,8 @@ def capacity_scoring_profile(
     if score:
         profile["plugins"] = {"score": score}
     return profile
+
+
+def _shape(points: tuple[tuple[int, int], ...]) -> list[dict[str, int]]:
+    """VolumeBinding's ``shape`` argument from (utilization, score) points."""
+    return [{"utilization": u, "score": s} for u, s in points]
