@@ -1,5 +1,4 @@
-"""Fixtures every test directory may use, and the two rules of this checkout's
-sessions about clusters:
+"""Fixtures every test directory may use, and the rules of this checkout's sessions:
 
 * A bare ``pytest`` runs only what needs no cluster: the end-to-end suites (marked
   ``e2e``, all in tests/e2e) are deselected, and one line at the end says how to run
@@ -9,6 +8,11 @@ sessions about clusters:
 * Every other test runs under the cluster guard (``core.cluster_guard``): if it
   brings up, tears down or enters a real cluster, directly or through a command it
   starts, that fails at once naming the test.
+* Under pytest-xdist the tests that took longest in an earlier run start first
+  (tests/durations.py), so the workers finish together.
+* ``--proven-elsewhere PREFIX`` leaves out tests that another part of the same run
+  proves (CI runs the kind suites on kind, not again locally), except those that
+  ``--not-proven-elsewhere`` names.
 """
 
 from __future__ import annotations
@@ -23,10 +27,13 @@ from pathlib import Path
 import pytest
 
 from csi_harness._internal.core.cluster_guard import NO_CLUSTER_ENV
+from tests.durations import load_durations, longest_first
 
 E2E_DIR = Path(__file__).resolve().parent / "e2e"
 E2E_MARKER = "e2e"
 WITH_E2E = "--with-e2e"
+PROVEN_ELSEWHERE = "--proven-elsewhere"
+NOT_PROVEN_ELSEWHERE = "--not-proven-elsewhere"
 _DESELECTED = pytest.StashKey[int]()
 
 
@@ -36,6 +43,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="also run the end-to-end suites (tests/e2e, marked e2e), which bring up a "
         "cluster; without it or -m, a bare `pytest` runs only the tests that need none",
+    )
+    parser.addoption(
+        PROVEN_ELSEWHERE,
+        action="append",
+        default=[],
+        metavar="PREFIX",
+        help="leave out the tests whose node id starts with PREFIX, as another part of "
+        "the run proves them (CI's local part and its kind part); repeatable",
+    )
+    parser.addoption(
+        NOT_PROVEN_ELSEWHERE,
+        action="append",
+        default=[],
+        metavar="PREFIX",
+        help=f"but run these (node id prefix) even so: the other part leaves them out "
+        f"or cannot run them; repeatable, only with {PROVEN_ELSEWHERE}",
+    )
+
+
+def proven_elsewhere(nodeid: str, elsewhere: Sequence[str], not_elsewhere: Sequence[str]) -> bool:
+    """Whether ``nodeid`` is left to another part of the run: a prefix of ``elsewhere``
+    names it and none of ``not_elsewhere`` does."""
+    return any(nodeid.startswith(p) for p in elsewhere) and not any(
+        nodeid.startswith(p) for p in not_elsewhere
     )
 
 
@@ -61,14 +92,31 @@ def _wants_e2e(config: pytest.Config) -> bool:
     )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Under pytest-xdist the longest tests come first (see pytest_collection_modifyitems).
+    # Its default first batch gives each worker a run of consecutive tests, which would
+    # hand all of them to one worker: one test at a time spreads them.
+    if getattr(config.option, "maxschedchunk", "absent") is None:
+        config.option.maxschedchunk = 1
+    if config.getoption(NOT_PROVEN_ELSEWHERE) and not config.getoption(PROVEN_ELSEWHERE):
+        raise pytest.UsageError(f"{NOT_PROVEN_ELSEWHERE} is an exception to {PROVEN_ELSEWHERE}")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if _wants_e2e(config):
-        return
-    e2e = [item for item in items if item.get_closest_marker(E2E_MARKER) is not None]
-    if e2e:
-        items[:] = [item for item in items if item.get_closest_marker(E2E_MARKER) is None]
-        config.hook.pytest_deselected(items=e2e)
-    config.stash[_DESELECTED] = len(e2e)
+    if not _wants_e2e(config):
+        e2e = [item for item in items if item.get_closest_marker(E2E_MARKER) is not None]
+        if e2e:
+            items[:] = [item for item in items if item.get_closest_marker(E2E_MARKER) is None]
+            config.hook.pytest_deselected(items=e2e)
+        config.stash[_DESELECTED] = len(e2e)
+    elsewhere = config.getoption(PROVEN_ELSEWHERE)
+    not_elsewhere = config.getoption(NOT_PROVEN_ELSEWHERE)
+    left = [i for i in items if proven_elsewhere(i.nodeid, elsewhere, not_elsewhere)]
+    if left:
+        items[:] = [i for i in items if not proven_elsewhere(i.nodeid, elsewhere, not_elsewhere)]
+        config.hook.pytest_deselected(items=left)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items[:] = longest_first(items, load_durations())
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

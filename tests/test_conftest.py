@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import E2E_DIR, e2e_wanted
+from tests.conftest import E2E_DIR, e2e_wanted, proven_elsewhere
 
 pytest_plugins = ["pytester"]
 
@@ -85,3 +85,32 @@ def test_a_session_without_end_to_end_tests_says_nothing(pytester: pytest.Pytest
 def test_the_e2e_directory_is_this_checkouts() -> None:
     assert Path(__file__).resolve().parent / "e2e" == E2E_DIR
     assert (E2E_DIR / "conftest.py").is_file()
+
+
+def test_tests_proven_elsewhere_are_left_out_but_the_named_exceptions_run(
+    project: pytest.Pytester,
+) -> None:
+    result = project.runpytest(
+        *PLUGIN_ARGS,
+        "--with-e2e",
+        "--proven-elsewhere=test_cluster.py",
+        "--not-proven-elsewhere=test_cluster.py::test_a_mission",
+    )
+    result.assert_outcomes(passed=2, deselected=1)
+    ran = {r.nodeid for r in result.reprec.getreports("pytest_runtest_logreport")}  # type: ignore[attr-defined]
+    assert ran == {"test_cluster.py::test_a_mission", "test_unit.py::test_arithmetic"}
+
+
+def test_an_exception_without_a_rule_is_a_usage_error(project: pytest.Pytester) -> None:
+    result = project.runpytest(*PLUGIN_ARGS, "--not-proven-elsewhere=test_cluster.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--not-proven-elsewhere is an exception to --proven-elsewhere*"])
+
+
+def test_proven_elsewhere_matches_node_id_prefixes() -> None:
+    rule = ["tests/e2e/test_skip_attach.py"]
+    assert proven_elsewhere("tests/e2e/test_skip_attach.py::test_x[a]", rule, [])
+    assert not proven_elsewhere("tests/e2e/test_topology.py::test_x", rule, [])
+    assert not proven_elsewhere(
+        "tests/e2e/test_skip_attach.py::test_x[a]", rule, ["tests/e2e/test_skip_attach.py::test_x"]
+    )
