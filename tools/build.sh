@@ -183,12 +183,18 @@ build_unit() {
     CGO_ENABLED=$CGO nice -n "$NICE" go build -trimpath ${TAGS:+-tags "$TAGS"} \
       -ldflags "$ld" -o "$tmp/" "${pkgs[@]}"
   ) || { cleanup; FAILED+=("$u"); echo "[$i/$n] $u: BUILD FAILED" >&2; return 0; }
-  # A test package becomes <last path element>.test (e2e.test), as `go test -c` names it.
+  # A test package becomes <last path element>.test, as `go test -c` names it; the
+  # wrapper's own test package (.) becomes <unit>.test (e2e's storage-only e2e.test).
+  local tp tname
   for p in $TESTPACKAGES; do
+    case $p in
+      .) tp=. tname=$u ;;
+      *) tp=$MODULE/$p tname=${p##*/} ;;
+    esac
     (
       cd "$TOOLS_SRC/$u"
       CGO_ENABLED=$CGO nice -n "$NICE" go test -c -trimpath ${TAGS:+-tags "$TAGS"} \
-        -ldflags "$ld" -o "$tmp/${p##*/}.test" "$MODULE/$p"
+        -ldflags "$ld" -o "$tmp/$tname.test" "$tp"
     ) || { cleanup; FAILED+=("$u"); echo "[$i/$n] $u: TEST BINARY BUILD FAILED ($p)" >&2; return 0; }
   done
   for d in $DATA; do

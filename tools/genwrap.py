@@ -130,7 +130,8 @@ def main():
     # `go mod tidy` records what the wrapper's tools import, not the imports of an
     # upstream package's tests; listing them with -mod=mod adds their go.sum lines.
     for p in env.get("TESTPACKAGES", "").split():
-        go(["list", "-test", "-deps", f"{module}/{p}"], cwd=unit_dir)
+        if p != ".":  # the wrapper's own tests: `go mod tidy` saw their imports
+            go(["list", "-test", "-deps", f"{module}/{p}"], cwd=unit_dir)
     print(
         f"genwrap: wrote {gomod} ({len(replaces)} replace, {len(excludes)} exclude,"
         f" {len(tools)} tool)"
