@@ -9,7 +9,9 @@ processing time rule): the workers then end within a short test of each other.
 The durations come from a JUnit report of an earlier run, kept in
 ``tests/durations.json`` (``scripts/test_durations.py`` writes it). A test it does not
 name counts as quick and keeps its place; the order is only a schedule, so a stale
-file costs time, never a result.
+file costs time, never a result. The harness plugin orders on top of this
+(csi_harness/_internal/pytest_plugin/scheduling.py): tests marked ``slow`` at the head
+of each worker's first batch, ``cluster_wide`` ones last, each group in this order.
 """
 
 from __future__ import annotations

@@ -102,6 +102,14 @@ def test_slow_tests_beyond_one_per_worker_come_right_after_the_first_batches() -
     assert [i for i in ordered if i.startswith("o")] == [f"o{i}" for i in range(20)]
 
 
+def test_with_a_max_chunk_the_first_batches_are_that_small() -> None:
+    # --maxschedchunk 1: xdist's first batch is 2 tests (its minimum) per worker.
+    items = [f"s{i}" for i in range(3)] + [f"o{i}" for i in range(40)]
+    ordered = spread_slow_first(items, _rank, workers=3, max_chunk=1)
+    assert ordered[:7] == ["s0", "o0", "s1", "o1", "s2", "o2", "o3"]
+    assert sorted(ordered) == sorted(items)
+
+
 # -- the pytest-xdist internals AloneScheduling relies on ------------------------------
 
 

@@ -117,19 +117,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         marked = item.get_closest_marker(SLOW) or item.get_closest_marker(ALONE)
         return 0 if marked is not None else 1
 
-    items[:] = spread_slow_first(items, rank, int(workerinput["workercount"]))
+    max_chunk = config.getoption("maxschedchunk", None)
+    items[:] = spread_slow_first(items, rank, int(workerinput["workercount"]), max_chunk)
 
 
-def spread_slow_first(items: Sequence[T], rank: Callable[[T], int], workers: int) -> list[T]:
+def spread_slow_first(
+    items: Sequence[T], rank: Callable[[T], int], workers: int, max_chunk: int | None = None
+) -> list[T]:
     """``items`` by rank (0: slow, 1: others, 2: last), each rank in its order, with
     the slow ones placed so that pytest-xdist's load scheduling starts each on a
     worker of its own: it hands every worker a first batch of consecutive tests
-    (a quarter of its share, at least 2), so a slow test goes at the head of each
-    batch, and the slow tests left over come right after those batches."""
+    (a quarter of its share, at most ``--maxschedchunk`` when given, at least 2), so a
+    slow test goes at the head of each batch, and the slow tests left over come right
+    after those batches."""
     slow = [item for item in items if rank(item) == 0]
     others = [item for item in items if rank(item) == 1]
     last = [item for item in items if rank(item) == 2]
-    batch = max(len(items) // max(workers, 1) // 4, 2)
+    quarter = len(items) // max(workers, 1) // 4
+    batch = max(min(quarter, max_chunk) if max_chunk else quarter, 2)
     ordered: list[T] = []
     for _ in range(workers):
         head = [slow.pop(0)] if slow else []
