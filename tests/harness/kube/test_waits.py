@@ -3,6 +3,7 @@ timeout says was seen last."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -368,3 +369,39 @@ def test_an_annotation_history_whose_watch_failed_raises_the_failure(
     wait_for("a second list", lambda: (len(api.listed) == 2, api.listed), timeout=2)
     with pytest.raises(HistoryIncomplete, match=r"failed and started again.*forbidden"):
         history.stop()
+
+
+def test_an_annotation_history_whose_watch_had_to_list_again_is_incomplete(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A 503 ends the watch; the list after it shows the claim as it is now, and a value
+    # set and removed in between would be missing.
+    monkeypatch.setattr(waits.annotations, "HISTORY_SLICE", 0.05)
+    api = FakeApi(
+        lists=[([claim("5")], "10"), ([claim("12")], "12")],
+        watches=[[api_error(503, "unavailable")]],
+    )
+    history = AnnotationHistory(api, "data", "ns").start()
+    wait_for("a second list", lambda: (len(api.listed) == 2, api.listed), timeout=3)
+    with pytest.raises(HistoryIncomplete, match=r"listed again after 1 error.*unavailable"):
+        history.stop()
+
+
+def test_an_annotation_history_keeps_a_change_that_arrives_as_it_stops(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The change was made before stop() but reaches the watch just after it.
+    monkeypatch.setattr(waits.annotations, "HISTORY_SLICE", 0.5)
+    api = SlowWatchApi(lists=[([claim("5")], "10")], watches=[[("MODIFIED", claim("11", "w-1"))]])
+    history = AnnotationHistory(api, "data", "ns").start()
+    wait_for("a watch from 10", lambda: ("10" in api.watched, api.watched), timeout=2)
+    assert history.stop() == [None, "w-1"]
+
+
+@dataclass
+class SlowWatchApi(FakeApi):
+    def watch(self, selection: Selection[Any], *, resource_version: str, seconds: float) -> Any:
+        self.watched.append(resource_version)
+        time.sleep(0.2)
+        yield from self.watches.pop(0) if self.watches else []
+        time.sleep(seconds)

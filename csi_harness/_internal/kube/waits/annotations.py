@@ -24,9 +24,12 @@ class AnnotationHistory:
     """Every value an annotation of one PVC takes, in order, as seen by a watch
     (None while it is absent); start() before the PVC changes, stop() after.
 
-    The watch resumes from the last resourceVersion it saw, so no change between
-    two watch requests is lost; the thread ends within ``HISTORY_SLICE`` seconds
-    of stop()."""
+    Between two watch requests the watch resumes from the last resourceVersion it
+    saw, so no change is lost there. After an error it must list again, and what
+    changed meanwhile may be lost: stop() then raises ``HistoryIncomplete``, as an
+    absence read from such a history proves nothing. stop() waits for the current
+    watch request to end (at most ``HISTORY_SLICE`` seconds), so every change made
+    before it was called is in the history."""
 
     kube: Kube
     name: str
@@ -38,7 +41,7 @@ class AnnotationHistory:
     _error: BaseException | None = None
     _seen_claim: bool = False
     retried: list[str] = field(default_factory=list)
-    """Watch errors the watch resumed after, from the last resourceVersion (nothing lost)."""
+    """Watch errors after which the watch listed again (changes in between may be lost)."""
 
     def start(self) -> AnnotationHistory:
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -63,9 +66,9 @@ class AnnotationHistory:
             )
             try:
                 with contextlib.closing(states):
+                    # Read to the end of the slice, also once stopped: a change made
+                    # before stop() may still be on its way.
                     for claims in states:
-                        if self._stop.is_set():
-                            return
                         claim = claims.get(self.name)
                         self._seen_claim = self._seen_claim or claim is not None
                         annotations = (
@@ -104,7 +107,15 @@ class AnnotationHistory:
         failed in a way that may have lost changes, or never saw the claim at all: an
         absence read from such a history would prove nothing."""
         self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=HISTORY_SLICE + 10)
         self._raise_error()
+        if self.retried:
+            raise HistoryIncomplete(
+                f"the watch of {self.namespace}/{self.name} listed again after "
+                f"{len(self.retried)} error(s), so changes of {self.key} in between may be "
+                f"missing: {self.retried[-1]}"
+            )
         if not self._seen_claim:
             raise HistoryIncomplete(
                 f"the watch never saw claim {self.namespace}/{self.name}: its history of "
