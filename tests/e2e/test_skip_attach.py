@@ -62,6 +62,13 @@ def publish_calls(admin: AdminClient, method: str = "ControllerPublishVolume") -
     return {str(r.request.get("node_id")) for r in admin.journal(method=method)}
 
 
+def assert_journal_saw_create(admin: AdminClient, pv: str) -> None:
+    """The witness for an empty ``publish_calls``: the same journal (the controller's)
+    has this volume's CreateVolume, so a ControllerPublishVolume would be there too."""
+    created = [r.request.get("name") for r in admin.journal(method="CreateVolume", code="OK")]
+    assert pv in created, f"the controller's journal lacks CreateVolume of {pv}: {created}"
+
+
 def volume_handle(kube: Client, pv: str) -> str:
     volume = kube.get(PersistentVolume, pv)
     return str(volume.spec.csi.volumeHandle)  # type: ignore[union-attr]
@@ -93,12 +100,12 @@ def test_attach_not_required_runs_the_pod_without_attaching(
     pv = run_pod_with_claim(kube, driver, namespace, pod_node)
     assert volume_attachments(kube, pv) == []
     assert publish_calls(admin) == set()
-    # Witnesses that both would have been seen: the journal without a
-    # ControllerPublishVolume has the kubelet's NodePublishVolume of this very volume;
-    # and once the CSIDriver requires attach (recreated: attachRequired is immutable),
-    # the next claim's VolumeAttachment shows up where the first assertion looked (no
-    # attacher runs for this driver, so it stays unattached and its pod waits; the
-    # namespace's deletion ends both).
+    # Witnesses that both would have been seen: the controller's journal, read for
+    # ControllerPublishVolume, has this volume's CreateVolume, and the node's the
+    # kubelet's NodePublishVolume of it; and once the CSIDriver requires attach
+    # (recreated: attachRequired is immutable), the next claim's VolumeAttachment shows
+    # up where the first assertion looked (the namespace's deletion ends it).
+    assert_journal_saw_create(admin, pv)
     assert node_calls(driver, pod_node, "NodePublishVolume", volume_handle(kube, pv))
     replace_csidriver(kube, driver.spec.model_copy(update={"attach_required": True}))
     objects.create(
@@ -143,6 +150,7 @@ def test_without_a_csidriver_object_a_volume_attachment_is_created(
     # csi-mock (attach_required false) does not advertise PUBLISH_UNPUBLISH_VOLUME, so
     # external-attacher marks the VolumeAttachment attached without calling the driver.
     assert publish_calls(admin) == set()
+    assert_journal_saw_create(admin, pv)
 
 
 def flip_attach_required_to_false(kube: Client, driver: Driver) -> None:

@@ -13,6 +13,7 @@ from lightkube.resources.core_v1 import PersistentVolume
 from lightkube.resources.storage_v1 import VolumeAttachment
 
 from csi_harness._internal.kube import objects
+from csi_harness._internal.kube.csinode import CSINodeResource, csinode_drivers
 from csi_harness._internal.kube.waits import wait_pod_scheduled, wait_pod_unschedulable
 from csi_harness._internal.providers.base import Driver, Unsupported, pick_nodes, scheduling_nodes
 
@@ -40,6 +41,16 @@ def claim_and_pod(
     )
 
 
+def assert_one_more_volume_is_refused(
+    kube: Client, driver: Driver, namespace: str, node: str
+) -> None:
+    """The witness for a "does not count" verdict: the limit is in force on ``node``,
+    as a pod with one more of the driver's claims is refused there. Without it, a
+    scheduler that enforced no limit at all would pass the test too."""
+    claim_and_pod(kube, driver, namespace, "beyond", "beyond", node)
+    wait_pod_unschedulable(kube, "beyond", namespace, message=MAX_VOLUME_COUNT)
+
+
 @pytest.mark.driver(max_volumes_per_node=1)
 @pytest.mark.scenario(FEATURE, "a claim used by two pods on one node counts once")
 def test_a_claim_shared_by_two_pods_on_one_node_counts_once(
@@ -52,6 +63,7 @@ def test_a_claim_shared_by_two_pods_on_one_node_counts_once(
     objects.create(kube, objects.pod("second", namespace, claims=["shared"], nodes=[node]))
 
     assert wait_pod_scheduled(kube, "second", namespace) == node
+    assert_one_more_volume_is_refused(kube, driver, namespace, node)
 
 
 @pytest.mark.driver(max_volumes_per_node=1)
@@ -89,6 +101,7 @@ def test_a_csi_inline_ephemeral_volume_does_not_count(
     claim_and_pod(kube, driver, namespace, "claimed", "data", node)
 
     assert wait_pod_scheduled(kube, "claimed", namespace) == node
+    assert_one_more_volume_is_refused(kube, driver, namespace, node)
 
 
 @pytest.mark.driver(max_volumes_per_node=0)
@@ -103,6 +116,11 @@ def test_max_volumes_per_node_zero_is_no_limit(
     objects.create(kube, objects.pod("many", namespace, claims=claims, nodes=[node]))
 
     assert wait_pod_scheduled(kube, "many", namespace) == node
+    # The witness that the driver is there to be counted: its CSINode entry on the node,
+    # with no count (0 in NodeGetInfo is "no limit", so the kubelet leaves it out).
+    entries = {e["name"]: e for e in csinode_drivers(kube.get(CSINodeResource, node))}
+    assert driver.spec.name in entries, sorted(entries)
+    assert (entries[driver.spec.name].get("allocatable") or {}).get("count") is None
 
 
 @pytest.mark.driver(max_volumes_per_node=1)
@@ -124,6 +142,7 @@ def test_another_drivers_volume_on_the_node_does_not_count(
         claim_and_pod(kube, driver, namespace, "ours", "data", node)
 
         assert wait_pod_scheduled(kube, "ours", namespace) == node
+        assert_one_more_volume_is_refused(kube, driver, namespace, node)
     finally:
         kube.delete(PersistentVolume, pv)
 
