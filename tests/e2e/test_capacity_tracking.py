@@ -55,6 +55,23 @@ def waiting_classes(spec: DriverDeployment) -> tuple[str, str]:
     return spec.storage_class(STRIPED), spec.storage_class(MIRRORED)
 
 
+def assert_a_waiting_claim_gets_a_selected_node(
+    kube: Client, driver: Driver, namespace: str, node: str
+) -> None:
+    """The witness for "no selected node was ever set": the same kind of history,
+    on a WaitForFirstConsumer claim whose pod is placed on ``node``, records it."""
+    objects.create(
+        kube, objects.claim("witness", namespace, "1Gi", driver.spec.storage_class(STRIPED))
+    )
+    history = AnnotationHistory(kube, "witness", namespace).start()
+    try:
+        objects.create(kube, objects.pod("witness", namespace, claims=["witness"], nodes=[node]))
+        history.wait_for_values(lambda values: node in values, f"{node}", timeout=60)
+    finally:
+        values = history.stop()
+    assert node in values, values
+
+
 def pv_node(driver: Driver, kube: Client, claim: str, namespace: str, timeout: float = 60) -> str:
     """The node the claim's volume was provisioned for (its PV's node affinity)."""
     pv = wait_bound_volume(kube, claim, namespace, timeout=timeout)
@@ -146,6 +163,15 @@ def test_claim_larger_than_every_node_stays_pending_with_not_enough_storage(
     wait_event(kube, namespace, reason="FailedScheduling", contains=NOT_ENOUGH_STORAGE)
     claim = kube.get(PersistentVolumeClaim, "huge", namespace=namespace)
     assert SELECTED_NODE not in (claim.metadata.annotations or {})  # type: ignore[union-attr]
+    # The witness: a claim that fits, in the same class, gets its node where this read looks.
+    objects.create(
+        kube,
+        objects.claim("fits", namespace, "1Gi", driver.spec.storage_class(STRIPED)),
+        objects.pod("fits", namespace, claims=["fits"]),
+    )
+    node = wait_pod_scheduled(kube, "fits", namespace)
+    fits = kube.get(PersistentVolumeClaim, "fits", namespace=namespace)
+    assert (fits.metadata.annotations or {}).get(SELECTED_NODE) == node  # type: ignore[union-attr]
 
 
 @pytest.mark.driver(publish_capacity=False)
@@ -425,6 +451,8 @@ def test_unlimited_capacity_creates_the_volume_once_and_deletes_it(
     assert values and all(v is None for v in values), values
     calls = delete_and_read_volume_calls(kube, admin, namespace, "app", "data", pv)
     assert [(r.method, r.code) for r in calls] == [("CreateVolume", "OK"), ("DeleteVolume", "OK")]
+    # Last: its own volume would join the journal read above.
+    assert_a_waiting_claim_gets_a_selected_node(kube, driver, namespace, pod_node)
 
 
 @pytest.mark.upstream("csi_storage_capacity.go", "exhausted, immediate binding")
@@ -471,6 +499,8 @@ def test_immediate_binding_with_exhausted_capacity_retries_until_room_frees_and_
         ("CreateVolume", "OK"),
         ("DeleteVolume", "OK"),
     ], codes
+    # Last: its own volume would join the journal read above.
+    assert_a_waiting_claim_gets_a_selected_node(kube, driver, namespace, pod_node)
 
 
 @pytest.mark.scenario(FEATURE, "mirrored class sees half of what the striped class sees")
@@ -510,6 +540,17 @@ def test_generic_ephemeral_volume_larger_than_every_pool_is_unschedulable(
         ),
     )
     wait_pod_unschedulable(kube, "app", namespace, message=NOT_ENOUGH_STORAGE)
+    # The witness: the same pod with an ephemeral volume that fits is scheduled.
+    objects.create(
+        kube,
+        objects.pod(
+            "small",
+            namespace,
+            ephemeral=[("scratch", "1Gi", driver.spec.storage_class(STRIPED))],
+            nodes=names(driver),
+        ),
+    )
+    assert wait_pod_scheduled(kube, "small", namespace) in names(driver)
 
 
 @pytest.mark.scenario(FEATURE, "CSI inline ephemeral volumes are not checked against capacity")
