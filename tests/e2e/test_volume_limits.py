@@ -132,6 +132,10 @@ def test_pod_goes_to_the_node_that_still_has_room_for_a_volume(
     assert wait_pod_scheduled(kube, "first", namespace) == full
     create_pod_with_claims(kube, driver, "second", namespace, 1, nodes=[full, roomy])
     assert wait_pod_scheduled(kube, "second", namespace) == roomy
+    # The witness that the limit, not resource scoring, kept it off the full node: a
+    # pod that may go only there is refused for it.
+    create_pod_with_claims(kube, driver, "third", namespace, 1, nodes=[full])
+    wait_pod_unschedulable(kube, "third", namespace, message=MAX_VOLUME_COUNT)
 
 
 @pytest.mark.driver(max_volumes_per_node=2)
