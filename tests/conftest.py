@@ -10,6 +10,8 @@
   starts, that fails at once naming the test.
 * Under pytest-xdist the tests that took longest in an earlier run start first
   (tests/durations.py), so the workers finish together.
+* Tests marked ``finding`` reproduce a Kubernetes behaviour (docs/findings.md) that
+  any unrelated cluster event can hide: they run only when ``-m`` names the marker.
 * ``--proven-elsewhere PREFIX`` leaves out tests that another part of the same run
   proves (CI runs the kind suites on kind, not again locally), except those that
   ``--not-proven-elsewhere`` names.
@@ -31,6 +33,7 @@ from tests.durations import load_durations, longest_first
 
 E2E_DIR = Path(__file__).resolve().parent / "e2e"
 E2E_MARKER = "e2e"
+FINDING_MARKER = "finding"
 WITH_E2E = "--with-e2e"
 PROVEN_ELSEWHERE = "--proven-elsewhere"
 NOT_PROVEN_ELSEWHERE = "--not-proven-elsewhere"
@@ -102,7 +105,17 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"{NOT_PROVEN_ELSEWHERE} is an exception to {PROVEN_ELSEWHERE}")
 
 
+def finding_wanted(markexpr: str) -> bool:
+    """Whether the marker expression names the ``finding`` marker."""
+    return FINDING_MARKER in markexpr.replace("(", " ").replace(")", " ").split()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not finding_wanted(str(config.getoption("markexpr", "") or "")):
+        findings = [i for i in items if i.get_closest_marker(FINDING_MARKER) is not None]
+        if findings:
+            items[:] = [i for i in items if i.get_closest_marker(FINDING_MARKER) is None]
+            config.hook.pytest_deselected(items=findings)
     if not _wants_e2e(config):
         e2e = [item for item in items if item.get_closest_marker(E2E_MARKER) is not None]
         if e2e:

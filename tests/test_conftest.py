@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import E2E_DIR, e2e_wanted, proven_elsewhere
+from tests.conftest import E2E_DIR, e2e_wanted, finding_wanted, proven_elsewhere
 
 pytest_plugins = ["pytester"]
 
@@ -114,3 +114,28 @@ def test_proven_elsewhere_matches_node_id_prefixes() -> None:
     assert not proven_elsewhere(
         "tests/e2e/test_skip_attach.py::test_x[a]", rule, ["tests/e2e/test_skip_attach.py::test_x"]
     )
+
+
+FINDING_SUITE = (
+    "import pytest\n\npytestmark = pytest.mark.e2e\n\n"
+    "def test_a_feature():\n    pass\n\n"
+    "@pytest.mark.finding\ndef test_a_finding():\n    pass\n"
+)
+
+
+def test_a_finding_runs_only_when_the_marker_expression_names_it(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini("[pytest]\nmarkers =\n    e2e: end to end\n    finding: finding\n")
+    pytester.makepyfile(test_cluster=FINDING_SUITE)
+    pytester.runpytest(*PLUGIN_ARGS, "--with-e2e").assert_outcomes(passed=1, deselected=1)
+    pytester.runpytest(*PLUGIN_ARGS, "-m", "e2e").assert_outcomes(passed=1, deselected=1)
+    pytester.runpytest(*PLUGIN_ARGS, "-m", "finding").assert_outcomes(passed=1, deselected=1)
+    pytester.runpytest(*PLUGIN_ARGS, "-m", "e2e or (finding)").assert_outcomes(passed=2)
+
+
+def test_finding_wanted_reads_the_marker_not_a_substring() -> None:
+    assert finding_wanted("finding")
+    assert finding_wanted("e2e and (finding)")
+    assert not finding_wanted("findings")
+    assert not finding_wanted("")

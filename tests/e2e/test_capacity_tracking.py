@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from lightkube import Client
+from lightkube import ALL_NS, Client
 from lightkube.resources.core_v1 import PersistentVolumeClaim, Pod
 from lightkube.resources.storage_v1 import CSIDriver, CSIStorageCapacity
 from lightkube.types import PatchType
@@ -181,16 +181,28 @@ def test_without_any_published_capacity_a_waiting_claim_is_unschedulable(
     kube: Client, namespace: str, driver: Driver
 ) -> None:
     # The CSIDriver asks for capacity (storageCapacity true) and the provisioner
-    # publishes none: every pool has room, yet no node is known to have any.
-    assert capacities(kube, driver.spec) == {}
+    # publishes none: every pool has room, yet no node is known to have any. The
+    # scheduler reads every namespace's objects, whoever made them: so does this.
+    striped = driver.spec.storage_class(STRIPED)
+    assert not [
+        c for c in kube.list(CSIStorageCapacity, namespace=ALL_NS) if c.storageClassName == striped
+    ]
+    nodes = names(driver)
     objects.create(
         kube,
-        objects.claim("data", namespace, "1Gi", driver.spec.storage_class(STRIPED)),
-        objects.pod("app", namespace, claims=["data"], nodes=names(driver)),
+        objects.claim("data", namespace, "1Gi", striped),
+        objects.pod("app", namespace, claims=["data"], nodes=nodes),
     )
     wait_pod_unschedulable(kube, "app", namespace, message=NOT_ENOUGH_STORAGE)
     claim = kube.get(PersistentVolumeClaim, "data", namespace=namespace)
     assert SELECTED_NODE not in (claim.metadata.annotations or {})  # type: ignore[union-attr]
+    # The witness: one object that says a node has room, as upstream's test makes
+    # them, and the same pod is placed there and its claim gets that node.
+    topology = {driver.spec.node_topology_key: nodes[-1]}
+    objects.create(kube, objects.storage_capacity(namespace, striped, topology, "10Gi"))
+    assert wait_pod_scheduled(kube, "app", namespace, timeout=90) == nodes[-1]
+    claim = kube.get(PersistentVolumeClaim, "data", namespace=namespace)
+    assert (claim.metadata.annotations or {}).get(SELECTED_NODE) == nodes[-1]  # type: ignore[union-attr]
 
 
 @pytest.mark.upstream("csi_storage_capacity.go", "CSIStorageCapacity used, have capacity")

@@ -4,7 +4,8 @@ the test before it over, and a driver a test broke is never handed on.
 Each test runs a pool of its own (not the session's), so what it hands out and takes
 back is known: a driver is left with a fault rule, a drained pool and a changed limit,
 taken back, and given out again to the same fields; the next "test" then provisions
-and runs a pod on it as on a new driver.
+and runs a pod on it as on a new driver. A driver whose StorageClass got a
+CSIStorageCapacity from a test is not given out again.
 """
 
 from __future__ import annotations
@@ -118,3 +119,24 @@ def test_a_driver_a_test_broke_or_failed_with_is_replaced(
     assert not reused and third not in (broken, failed_with)
     assert pool.stats.not_reused == {"a component stopped": 1, "its test failed": 1}
     pool.release(third, test_failed=False)
+
+
+@pytest.mark.scenario(FEATURE, "a driver with a CSIStorageCapacity a test made is replaced")
+def test_a_driver_whose_class_has_a_csistoragecapacity_a_test_made_is_replaced(
+    pool: DriverPool, cluster: Cluster, kube: Client
+) -> None:
+    # The scheduler reads every CSIStorageCapacity of a class, whoever made it: one left
+    # in the driver's namespace would give the next test's pods room it does not have.
+    fields = fields_of(cluster)
+    first, _ = pool.acquire(fields)
+    spec = first.spec
+    topology = {spec.node_topology_key: first.nodes[0].name}
+    objects.create(
+        kube, objects.storage_capacity(spec.namespace, spec.storage_class(), topology, "100Gi")
+    )
+    pool.release(first, test_failed=False)
+
+    second, reused = pool.acquire(fields)
+    assert not reused and second is not first
+    assert pool.stats.not_reused == {"changed in the cluster": 1}
+    pool.release(second, test_failed=False)

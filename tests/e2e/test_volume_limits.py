@@ -11,7 +11,7 @@ cluster with fewer.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from lightkube import Client
@@ -325,16 +325,28 @@ def test_kubelet_fails_the_pod_whose_attach_is_refused_for_the_attachment_limit(
 
 
 @pytest.fixture
-def absent_driver(kube: Client, namespace: str) -> Iterator[str]:
-    """The name of a CSI driver no node runs (its CSIDriver and PV are created by the
-    test, and deleted after it)."""
-    name = f"absent.{namespace}.example"
+def absent_drivers(kube: Client, namespace: str) -> Iterator[Callable[[str], str]]:
+    """Names of CSI drivers no node runs, ``absent_drivers(label)`` each (their CSIDriver
+    and PV are created by the test, and deleted after it)."""
+    made: list[str] = []
+
+    def name(label: str) -> str:
+        made.append(f"{label}.{namespace}.example")
+        return made[-1]
+
     yield name
-    with contextlib.suppress(ApiError):
-        kube.delete(CSIDriver, name)
-    # The claim goes with the namespace; the PV (Retain) has nobody to delete it.
-    with contextlib.suppress(ApiError):
-        kube.delete(PersistentVolume, name)
+    for driver in made:
+        with contextlib.suppress(ApiError):
+            kube.delete(CSIDriver, driver)
+        # The claim goes with the namespace; the PV (Retain) has nobody to delete it.
+        with contextlib.suppress(ApiError):
+            kube.delete(PersistentVolume, driver)
+
+
+@pytest.fixture
+def absent_driver(absent_drivers: Callable[[str], str]) -> str:
+    """The name of one CSI driver no node runs (see ``absent_drivers``)."""
+    return absent_drivers("absent")
 
 
 NO_CSIDRIVER = "no CSIDriver"
@@ -348,9 +360,10 @@ def claim_on_absent_driver(
     driver: str,
     *,
     prevent: bool | str | None,
+    claim_name: str = "data",
 ) -> None:
     """A CSIDriver ``driver`` with preventPodSchedulingIfMissing ``prevent`` (None: the
-    field unset; NO_CSIDRIVER: no CSIDriver object at all) and a claim "data" bound to
+    field unset; NO_CSIDRIVER: no CSIDriver object at all) and a claim ``claim_name`` bound to
     a pre-made PV of it, as upstream does (no node has the driver, so nothing could
     provision one). Skips when the gate is off."""
     if scheduler_gate(cluster, SCALING_GATE) is False:
@@ -374,7 +387,7 @@ def claim_on_absent_driver(
             pytest.skip(f"the apiserver dropped preventPodSchedulingIfMissing ({SCALING_GATE} off)")
         # Unset, the API server defaults it to false (or drops it with the gate off).
         assert stored is prevent if prevent is not None else stored in (False, None)
-    claim = objects.claim("data", namespace, "1Gi", "")
+    claim = objects.claim(claim_name, namespace, "1Gi", "")
     claim["spec"]["volumeName"] = driver
     objects.create(
         kube,
@@ -387,7 +400,7 @@ def claim_on_absent_driver(
                 "accessModes": ["ReadWriteOnce"],
                 "persistentVolumeReclaimPolicy": "Retain",
                 "storageClassName": "",
-                "claimRef": {"namespace": namespace, "name": "data"},
+                "claimRef": {"namespace": namespace, "name": claim_name},
                 "csi": {"driver": driver, "volumeHandle": "absent-volume"},
             },
         },
@@ -395,7 +408,7 @@ def claim_on_absent_driver(
     )
     wait_claim(
         kube,
-        "data",
+        claim_name,
         namespace,
         lambda pvc: pvc.status is not None and pvc.status.phase == "Bound",
         what="Bound to its PV",
@@ -410,18 +423,29 @@ def claim_on_absent_driver(
     FEATURE, "preventPodSchedulingIfMissing true: no node without the driver takes the pod"
 )
 def test_pod_of_a_driver_no_node_runs_is_unschedulable_when_its_csidriver_prevents_it(
-    kube: Client, cluster: Cluster, namespace: str, driver: Driver, absent_driver: str
+    kube: Client,
+    cluster: Cluster,
+    namespace: str,
+    driver: Driver,
+    absent_drivers: Callable[[str], str],
 ) -> None:
     nodes = scheduling_node_names(driver, 1)
-    claim_on_absent_driver(kube, cluster, namespace, absent_driver, prevent=True)
+    absent = absent_drivers("absent")
+    claim_on_absent_driver(kube, cluster, namespace, absent, prevent=True)
     objects.create(kube, objects.pod("app", namespace, claims=["data"], nodes=nodes))
     message = wait_pod_unschedulable(
-        kube, "app", namespace, message=f"{absent_driver} {DRIVER_NOT_INSTALLED}"
+        kube, "app", namespace, message=f"{absent} {DRIVER_NOT_INSTALLED}"
     )
-    assert f"{len(nodes)} {absent_driver} {DRIVER_NOT_INSTALLED}" in message, message
+    assert f"{len(nodes)} {absent} {DRIVER_NOT_INSTALLED}" in message, message
     wait_event(
         kube, namespace, reason="FailedScheduling", involved="app", contains=DRIVER_NOT_INSTALLED
     )
+    # The control: the same pod, its claim's driver also on no node but not opting in,
+    # is placed on the same nodes.
+    control = absent_drivers("control")
+    claim_on_absent_driver(kube, cluster, namespace, control, prevent=False, claim_name="ctrl")
+    objects.create(kube, objects.pod("control", namespace, claims=["ctrl"], nodes=nodes))
+    assert wait_pod_scheduled(kube, "control", namespace) in nodes
 
 
 @pytest.mark.parametrize(

@@ -99,6 +99,22 @@ def static_volume(
     }
 
 
+def storage_capacity(
+    namespace: str, storage_class: str, topology: dict[str, str], capacity: str
+) -> dict[str, Any]:
+    """A CSIStorageCapacity as a provisioner would publish it (named ``made-by-test-``
+    and a suffix): ``capacity`` for ``storage_class`` on the nodes ``topology`` selects.
+    Make it in the test's namespace, so that it goes with it."""
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSIStorageCapacity",
+        "metadata": {"generateName": "made-by-test-", "namespace": namespace},
+        "storageClassName": storage_class,
+        "nodeTopology": {"matchLabels": dict(topology)},
+        "capacity": capacity,
+    }
+
+
 def pod(
     name: str,
     namespace: str,

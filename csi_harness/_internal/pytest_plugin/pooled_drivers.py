@@ -9,8 +9,9 @@ A driver goes back to the pool after its test only if nothing of the test is lef
     rules, pools, capacity, limits, switches, conditions and journal back to start-up;
   - what the cluster shows of the driver is again what it showed right after the
     deployment: its CSIDriver, its StorageClasses, its CSINode entries (node ID,
-    topology keys, allocatable count), the nodes' topology labels and every
-    CSIStorageCapacity it published (waited for: external-provisioner polls).
+    topology keys, allocatable count), the nodes' topology labels and the
+    CSIStorageCapacity objects of its StorageClasses in any namespace: the ones it
+    published (waited for: external-provisioner polls) and none that a test made.
 Otherwise it is removed, as every driver was before the pool, and the reason is kept.
 
 Drivers are pooled by their deployment without name and suffix, so a test only ever
@@ -28,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lightkube import Client
+from lightkube import ALL_NS, Client
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Node, PersistentVolume
 from lightkube.resources.storage_v1 import (
@@ -41,7 +42,6 @@ from lightkube.resources.storage_v1 import (
 from csi_harness._internal.core.waiting import WaitTimeout, wait_for
 from csi_harness._internal.deploy.spec import DriverDeployment, storage_class_objects
 from csi_harness._internal.kube.csinode import CSINodeResource, csinode_drivers
-from csi_harness._internal.kube.waits.csistoragecapacity import DRIVER_NAME_LABEL
 from csi_harness._internal.providers.base import Cluster, Driver
 from csi_mock.admin import AdminError
 from csi_mock.model.duration import parse_duration
@@ -118,17 +118,18 @@ def observe(kube: Client, driver: Driver) -> ClusterView:
         for node in kube.list(Node)
         if node.metadata and str(node.metadata.name) in nodes
     }
+    # Every namespace's objects of the driver's classes, as the scheduler reads them:
+    # one a test made (a stand-in for a provisioner) would mislead the next test.
     capacity = {
         (
-            str(obj.storageClassName),
+            f"{obj.metadata.namespace if obj.metadata else '?'}/{obj.storageClassName}",
             repr(sorted(((obj.nodeTopology and obj.nodeTopology.matchLabels) or {}).items())),
         ): (
             str(obj.capacity) if obj.capacity is not None else None,
             str(obj.maximumVolumeSize) if obj.maximumVolumeSize is not None else None,
         )
-        for obj in kube.list(
-            CSIStorageCapacity, namespace=spec.namespace, labels={DRIVER_NAME_LABEL: spec.name}
-        )
+        for obj in kube.list(CSIStorageCapacity, namespace=ALL_NS)
+        if obj.storageClassName in classes
     }
     return ClusterView(csidriver, classes, entries, labels, capacity)
 
