@@ -3,25 +3,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 from tests.durations import DURATIONS_FILE, load_durations, longest_first
+from tests.scripts import load_script
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "test_durations_script", REPO / "scripts" / "test_durations.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("test_durations.py")
 
 
 @dataclass(frozen=True)

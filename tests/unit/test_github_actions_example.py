@@ -5,7 +5,6 @@ for every action they use."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 import yaml
 
 from csi_harness._internal.core.tools import tool_binary
+from tests.scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 RECIPES = REPO / "examples" / "github-actions"
@@ -29,13 +29,7 @@ GO_COMMANDS = re.compile(r"tools build|build\.sh build|\bgo (build|install|run)\
 
 
 def steps_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "steps", REPO / "scripts" / "github-actions-steps.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("github-actions-steps.py")
 
 
 def steps_of(workflow: Path) -> list[dict[str, Any]]:

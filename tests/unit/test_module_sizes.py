@@ -4,26 +4,14 @@ longer that long, and on a long module without a reason."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
+
+from tests.scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "module_sizes", REPO / "scripts" / "module_sizes.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-sizes = _load()
+sizes = load_script("module_sizes.py")
 LINES = {"pkg/big.py": 500, "pkg/bigger.py": 700, "pkg/small.py": 450}
 REASONS = {"pkg/big.py": "one concept", "pkg/bigger.py": "one recipe"}
 

@@ -6,31 +6,20 @@ is covered that the run does not cover."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from tests.scripts import load_script
+
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # dataclasses look their module up in sys.modules.
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 # The script imports its sibling as the interpreter would, from the scripts directory.
-run_module = _load("upstream_coverage_run")
-coverage = _load("upstream_coverage")
+run_module = load_script("upstream_coverage_run.py")
+coverage = load_script("upstream_coverage.py")
 Case, Collection, Mark = coverage.Case, coverage.Collection, coverage.Mark
 Outcome, RunRecord = run_module.Outcome, run_module.RunRecord
 

@@ -4,25 +4,14 @@ and where kube-scheduler placed its pods."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
+
+from tests.scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _load() -> ModuleType:
-    name = "upstream_coverage_run"
-    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up in sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
-run_module = _load()
+run_module = load_script("upstream_coverage_run.py")
 Outcome, RunRecord = run_module.Outcome, run_module.RunRecord
 
 # As pytest writes it (one testsuite in testsuites; properties from user_properties).

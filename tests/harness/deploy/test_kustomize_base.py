@@ -6,13 +6,11 @@ base's images. What the files say: test_manifests.py."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -33,20 +31,13 @@ from csi_harness._internal.deploy.kustomize_base import (
     split_reference,
 )
 from csi_harness._internal.deploy.spec import DriverDeployment
+from tests.scripts import load_script
 
 REPO = Path(__file__).resolve().parents[3]
 SCRIPT = REPO / "scripts" / "gen_deploy.py"
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_deploy", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-gen_deploy = _load()
+gen_deploy = load_script("gen_deploy.py")
 
 
 @pytest.fixture
