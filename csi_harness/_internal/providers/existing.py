@@ -15,10 +15,6 @@ from csi_harness._internal.deploy.images import DRIVER_IMAGE
 from csi_harness._internal.providers.kubeconfig_cluster import KubeconfigCluster
 from csi_harness._internal.providers.provider import ClusterProvider, Progress, silent
 
-ExistingCluster = KubeconfigCluster
-"""The old name, kept only while ``providers/kind/cluster.py`` imports it from here
-(an exception of the independence contract in pyproject.toml, to go with it)."""
-
 
 class ExistingProvider(ClusterProvider[KubeconfigCluster]):
     """Any running cluster by its kubeconfig. Nothing is brought up or torn down:
