@@ -7,12 +7,14 @@ simulated nodes), which are alike, so no other score plugin tells them apart; on
 their pools differ. Their pools are resized through the admin API before a pod comes.
 
 Each test's pods are scheduled by a kube-scheduler of the test's own
-(``own_scheduler``), so no test restarts the cluster's. The two upstream cases keep
-upstream's setting, the default plugins and weights; they are ``cluster_wide`` (run
-while no other test runs), since another test's pod on a candidate would change its
-NodeResourcesFit score (the scheduler counts a pod without requests as 100m CPU and
-200Mi) by as much as the capacity scores compared. The inverted shape's scheduler
-scores with VolumeBinding alone, so it runs beside other tests.
+(``own_scheduler``), so no test restarts the cluster's, and every test runs beside the
+others. The two upstream cases keep upstream's setting, the default plugins and
+weights, under which another test's pod on a candidate changes its NodeResourcesFit
+and BalancedAllocation scores (a pod without requests counts as 100m CPU and 200MB):
+about 5 points a pod on a 2-CPU node. Their pools are sized so that capacity decides by
+far more (``DECISIVE``: 81 points of VolumeBinding's score), as no other plugin's
+score differs between the candidates unless more than a dozen such pods pile onto one
+of them. The inverted shape's scheduler scores with VolumeBinding alone.
 
 The expected node is the second candidate by name wherever scoring picks it:
 kube-scheduler breaks equal scores by node order, so with scoring off the first
@@ -45,6 +47,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 
 GI = 1 << 30
 FEATURE = "capacity scoring"
+DECISIVE = {"roomy": 100 * GI, "smaller": 10 * GI, "claim": "9Gi"}
+"""Pools and claim of the default-shape cases: the claim uses 9% of the roomy pool
+(score 91) and 90% of the smaller (score 10) under the default shape."""
 
 
 def nodes_with_driver_controllers(kube: Client, driver: Driver) -> set[str]:
@@ -113,7 +118,6 @@ def place(
     "should prefer a node with the maximum allocatable when configured",
 )
 @pytest.mark.scenario(FEATURE, "default shape: the node with the most free capacity wins")
-@pytest.mark.cluster_wide
 def test_default_shape_places_the_pod_on_the_node_with_most_free_capacity(
     kube: Client,
     namespace: str,
@@ -126,8 +130,8 @@ def test_default_shape_places_the_pod_on_the_node_with_most_free_capacity(
     # The roomy node is the second by name: kube-scheduler breaks equal scores by node
     # order, so without capacity scoring the first would win and this would fail.
     smaller, roomy = candidates
-    resize_pools(kube, driver, admin, {roomy: 30 * GI, smaller: 20 * GI})
-    assert place(kube, driver, namespace, "data", "5Gi", candidates, scheduler) == roomy
+    resize_pools(kube, driver, admin, {roomy: DECISIVE["roomy"], smaller: DECISIVE["smaller"]})
+    assert place(kube, driver, namespace, "data", DECISIVE["claim"], candidates, scheduler) == roomy
 
 
 def delete_and_wait(kube: Client, resource: type, name: str, namespace: str) -> None:
@@ -145,7 +149,6 @@ def delete_and_wait(kube: Client, resource: type, name: str, namespace: str) -> 
     "should schedule the recreated pod to the same expected node",
 )
 @pytest.mark.scenario(FEATURE, "a pod and claim deleted and created again land on the same node")
-@pytest.mark.cluster_wide
 def test_recreated_pod_and_claim_land_on_the_node_with_most_free_capacity_again(
     kube: Client,
     namespace: str,
@@ -157,14 +160,15 @@ def test_recreated_pod_and_claim_land_on_the_node_with_most_free_capacity_again(
     (scheduler,) = own_scheduler(None, sole_scorer=False)
     smaller, roomy = candidates  # the second by name, as above: no tie-break can pass it
     striped = driver.spec.storage_class()
-    resize_pools(kube, driver, admin, {roomy: 30 * GI, smaller: 20 * GI})
-    assert place(kube, driver, namespace, "data", "5Gi", candidates, scheduler) == roomy
+    sizes = {roomy: DECISIVE["roomy"], smaller: DECISIVE["smaller"]}
+    resize_pools(kube, driver, admin, sizes)
+    assert place(kube, driver, namespace, "data", DECISIVE["claim"], candidates, scheduler) == roomy
     delete_and_wait(kube, Pod, "data", namespace)
     delete_and_wait(kube, PersistentVolumeClaim, "data", namespace)
-    # The volume is deleted too (reclaim policy Delete): the roomy node is back at
-    # 30Gi, as the first pod found it.
-    wait_capacity(kube, driver.spec, {(roomy, striped): 30 * GI, (smaller, striped): 20 * GI})
-    assert place(kube, driver, namespace, "data", "5Gi", candidates, scheduler) == roomy
+    # The volume is deleted too (reclaim policy Delete): the roomy node is back at its
+    # size, as the first pod found it.
+    wait_capacity(kube, driver.spec, {(node, striped): size for node, size in sizes.items()})
+    assert place(kube, driver, namespace, "data", DECISIVE["claim"], candidates, scheduler) == roomy
 
 
 @pytest.mark.scenario(FEATURE, "inverted shape: the fullest node that still fits wins")

@@ -12,7 +12,13 @@ import pytest
 
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.pytest_plugin import pooled_drivers
-from csi_harness._internal.pytest_plugin.pooled_drivers import ClusterView, DriverPool, pool_key
+from csi_harness._internal.pytest_plugin.pooled_drivers import (
+    ClusterView,
+    DriverPool,
+    NotReusable,
+    pool_key,
+)
+from csi_mock.admin import AdminError
 
 VIEW = ClusterView(None, {}, {}, {}, {})
 
@@ -89,3 +95,57 @@ def test_a_failed_test_or_snapshot_driver_is_removed_with_the_reason(
     assert all(d.removed for d in deployed)
     assert made.stats.not_reused == {"its test failed": 1, "not pooled (snapshots)": 1}
     assert made.stats.deployed == 2 and made.stats.reused == 0
+
+
+@dataclass
+class RefusingAdmin:
+    """An instance's admin API that refuses ``refusals`` resets with ``status``."""
+
+    refusals: int
+    status: int = 409
+    resets: int = 0
+
+    def __enter__(self) -> RefusingAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def reset(self) -> None:
+        self.resets += 1
+        if self.resets <= self.refusals:
+            raise AdminError(self.status, "holds staging of volume v-1")
+
+
+@dataclass
+class OneInstanceDriver:
+    admin_api: RefusingAdmin
+    spec: DriverDeployment = field(default_factory=DriverDeployment)
+
+    def admin(self, instance: str = "controller") -> RefusingAdmin:
+        return self.admin_api
+
+
+def reset_one(refusals: int, status: int = 409, settle: float = 5) -> RefusingAdmin:
+    made = DriverPool(None, None, None, domain="csi-mock", settle_seconds=settle)  # type: ignore[arg-type]
+    driver = OneInstanceDriver(RefusingAdmin(refusals, status))
+    made._reset_instance(driver, "node-1")  # type: ignore[arg-type]
+    return driver.admin_api
+
+
+def test_a_reset_refused_while_a_kubelet_still_unstages_is_retried() -> None:
+    assert reset_one(refusals=2).resets == 3
+
+
+def test_a_reset_refused_for_longer_than_volumes_take_to_go_leaves_the_pool() -> None:
+    with pytest.raises(NotReusable, match="reset refused by node-1: holds staging of volume v-1"):
+        reset_one(refusals=1000, settle=1)
+
+
+def test_a_reset_refused_for_another_reason_is_not_retried() -> None:
+    with pytest.raises(NotReusable, match="reset refused by node-1"):
+        reset_one(refusals=1000, status=400)
+    admin = RefusingAdmin(refusals=1, status=400)
+    with pytest.raises(NotReusable):
+        DriverPool(None, None, None, domain="d")._reset_instance(OneInstanceDriver(admin), "n")  # type: ignore[arg-type]
+    assert admin.resets == 1

@@ -6,7 +6,9 @@ A driver goes back to the pool after its test only if nothing of the test is lef
   - no PersistentVolume or VolumeAttachment of the driver is left in the cluster;
   - every csi-mock instance accepts ``POST /v1/reset``, which it refuses while it holds
     a volume, snapshot, attachment, staging or publication, and which puts its fault
-    rules, pools, capacity, limits, switches, conditions and journal back to start-up;
+    rules, pools, capacity, limits, switches, conditions and journal back to start-up
+    (a refusal is retried for ``SETTLE_SECONDS``: a kubelet may unstage a volume after
+    its pod and PV are gone);
   - what the cluster shows of the driver is again what it showed right after the
     deployment: its CSIDriver, its StorageClasses, its CSINode entries (node ID,
     topology keys, allocatable count), the nodes' topology labels and the
@@ -21,6 +23,7 @@ are not pooled (their VolumeSnapshotContents and classes are outside these check
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 import time
@@ -257,12 +260,29 @@ class DriverPool:
             raise NotReusable(f"a component stopped: {problem}")
         self._wait_volumes_gone(driver)
         for instance in driver.instances():
+            self._reset_instance(driver, instance)
+        self._wait_cluster_view(driver, baseline)
+
+    def _reset_instance(self, driver: Driver, instance: str) -> None:
+        """Reset one csi-mock instance. A node's kubelet may unstage a volume after its
+        pod and PV are gone, so a refusal for what the instance still holds (409) is
+        retried for as long as volumes may take to go."""
+        refusals: list[AdminError] = []
+
+        def probe() -> tuple[bool, str]:
             try:
                 with driver.admin(instance) as admin:
                     admin.reset()
             except AdminError as error:
-                raise NotReusable(f"reset refused by {instance}: {error}") from None
-        self._wait_cluster_view(driver, baseline)
+                refusals.append(error)
+                return error.status != 409, str(error)  # only "still holds" may pass
+            refusals.clear()
+            return True, ""
+
+        with contextlib.suppress(WaitTimeout):  # the last refusal says why
+            wait_for(f"{instance} to accept a reset", probe, timeout=self._settle, interval=0.5)
+        if refusals:
+            raise NotReusable(f"reset refused by {instance}: {refusals[-1]}")
 
     def _wait_volumes_gone(self, driver: Driver) -> None:
         name = driver.spec.name
