@@ -16,9 +16,11 @@ far more (``DECISIVE``: 81 points of VolumeBinding's score), as no other plugin'
 score differs between the candidates unless more than a dozen such pods pile onto one
 of them. The inverted shape's scheduler scores with VolumeBinding alone.
 
-The expected node is the second candidate by name wherever scoring picks it:
-kube-scheduler breaks equal scores by node order, so with scoring off the first
-would win and the test fail (``CSI_HARNESS_SCORING_OFF``, tests/e2e/conftest.py).
+With scoring off, no tie-break can pass a test for it: the inverted shape expects the
+second candidate by name (kube-scheduler leans to the first on equal scores), and
+the default-shape cases run in both orders (``ORDERS``), since on a busy cluster the
+other plugins' scores may lean to either node; one of the two orders then fails
+(``CSI_HARNESS_SCORING_OFF``, tests/e2e/conftest.py).
 """
 
 from __future__ import annotations
@@ -50,6 +52,13 @@ FEATURE = "capacity scoring"
 DECISIVE = {"roomy": 100 * GI, "smaller": 10 * GI, "claim": "9Gi"}
 """Pools and claim of the default-shape cases: the claim uses 9% of the roomy pool
 (score 91) and 90% of the smaller (score 10) under the default shape."""
+ORDERS = pytest.mark.parametrize("roomy_first", [False, True], ids=["roomy-2nd", "roomy-1st"])
+"""The default-shape cases with the roomy node second by name, and first."""
+
+
+def roomy_then_smaller(candidates: tuple[str, str], roomy_first: bool) -> tuple[str, str]:
+    first, second = candidates
+    return (first, second) if roomy_first else (second, first)
 
 
 def nodes_with_driver_controllers(kube: Client, driver: Driver) -> set[str]:
@@ -118,6 +127,7 @@ def place(
     "should prefer a node with the maximum allocatable when configured",
 )
 @pytest.mark.scenario(FEATURE, "default shape: the node with the most free capacity wins")
+@ORDERS
 def test_default_shape_places_the_pod_on_the_node_with_most_free_capacity(
     kube: Client,
     namespace: str,
@@ -125,11 +135,10 @@ def test_default_shape_places_the_pod_on_the_node_with_most_free_capacity(
     admin: AdminClient,
     candidates: tuple[str, str],
     own_scheduler: Callable[..., list[str]],
+    roomy_first: bool,
 ) -> None:
     (scheduler,) = own_scheduler(None, sole_scorer=False)
-    # The roomy node is the second by name: kube-scheduler breaks equal scores by node
-    # order, so without capacity scoring the first would win and this would fail.
-    smaller, roomy = candidates
+    roomy, smaller = roomy_then_smaller(candidates, roomy_first)
     resize_pools(kube, driver, admin, {roomy: DECISIVE["roomy"], smaller: DECISIVE["smaller"]})
     assert place(kube, driver, namespace, "data", DECISIVE["claim"], candidates, scheduler) == roomy
 
@@ -149,6 +158,7 @@ def delete_and_wait(kube: Client, resource: type, name: str, namespace: str) -> 
     "should schedule the recreated pod to the same expected node",
 )
 @pytest.mark.scenario(FEATURE, "a pod and claim deleted and created again land on the same node")
+@ORDERS
 def test_recreated_pod_and_claim_land_on_the_node_with_most_free_capacity_again(
     kube: Client,
     namespace: str,
@@ -156,9 +166,10 @@ def test_recreated_pod_and_claim_land_on_the_node_with_most_free_capacity_again(
     admin: AdminClient,
     candidates: tuple[str, str],
     own_scheduler: Callable[..., list[str]],
+    roomy_first: bool,
 ) -> None:
     (scheduler,) = own_scheduler(None, sole_scorer=False)
-    smaller, roomy = candidates  # the second by name, as above: no tie-break can pass it
+    roomy, smaller = roomy_then_smaller(candidates, roomy_first)
     striped = driver.spec.storage_class()
     sizes = {roomy: DECISIVE["roomy"], smaller: DECISIVE["smaller"]}
     resize_pools(kube, driver, admin, sizes)
