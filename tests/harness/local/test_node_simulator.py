@@ -1,8 +1,10 @@
 """The node simulator's registration of a plugin, as the kubelet's plugin watcher
-does it: a failed attempt is tried again at the next poll."""
+does it: a failed attempt is tried again at the next poll, and concurrent edits of a
+node's CSINode driver list lose nothing."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -95,3 +97,53 @@ async def test_an_api_timeout_during_registration_is_retried_at_the_next_poll(
         assert plugin.statuses[-1] is True
     finally:
         await server.stop(None)
+
+
+class SlowCSINodeApi:
+    """A CSINode whose reads and writes each take a moment, so that two edits overlap
+    unless something orders them (a merge patch replaces the whole driver list)."""
+
+    def __init__(self, drivers: list[dict[str, Any]]) -> None:
+        self.drivers = drivers
+
+    async def get(self, resource: Any, name: str) -> Any:
+        drivers = [dict(d) for d in self.drivers]
+        await asyncio.sleep(0.01)
+        return SimpleNamespace(spec={"drivers": drivers})
+
+    async def patch(self, resource: Any, name: str, body: dict[str, Any], **_: Any) -> None:
+        await asyncio.sleep(0.01)
+        self.drivers = body["spec"]["drivers"]
+
+
+async def test_a_registration_during_an_allocatable_refresh_keeps_both_entries(
+    short_tmp_path: Path,
+) -> None:
+    # Seen as "not registered on: node-3" for 120 s in a local mission run: the
+    # refresh of one driver's count wrote back a list read before another registered.
+    api = SlowCSINodeApi([{"name": "a.example", "nodeID": "node-3"}])
+    node = SimulatedNode("node-3", {}, short_tmp_path, {}, "v1.37.1")
+    simulator = Simulator(api, [node])  # type: ignore[arg-type]
+    b_entry = {"name": "b.example", "nodeID": "node-3"}
+    a_count = {"name": "a.example", "nodeID": "node-3", "allocatable": {"count": 2}}
+
+    changed = await asyncio.gather(
+        simulator._edit_csinode_driver(node, "a.example", lambda _: a_count),
+        simulator._edit_csinode_driver(node, "b.example", lambda _: b_entry),
+    )
+
+    assert changed == [True, True]
+    assert sorted(api.drivers, key=lambda d: d["name"]) == [a_count, b_entry]
+
+
+async def test_an_edit_that_changes_nothing_writes_nothing(short_tmp_path: Path) -> None:
+    api = SlowCSINodeApi([{"name": "a.example", "nodeID": "node-3"}])
+    node = SimulatedNode("node-3", {}, short_tmp_path, {}, "v1.37.1")
+    simulator = Simulator(api, [node])  # type: ignore[arg-type]
+
+    unchanged = await simulator._edit_csinode_driver(
+        node, "a.example", lambda e: None if e is None else {**e, "allocatable": None}
+    )
+    absent = await simulator._edit_csinode_driver(node, "gone.example", lambda _: None)
+
+    assert (unchanged, absent) == (False, False)

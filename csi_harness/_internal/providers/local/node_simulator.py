@@ -30,6 +30,7 @@ import datetime
 import json
 import logging
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -86,6 +87,9 @@ class SimulatedNode:
     endpoints: dict[str, str] = field(default_factory=dict)  # driver name -> CSI endpoint
     allocatable_checked: dict[str, float] = field(default_factory=dict)
     """Driver name -> monotonic time NodeGetInfo was last asked for allocatable.count."""
+    csinode_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Held over each read-modify-write of the CSINode's driver list: the plugin watch
+    and the allocatable refresh both rewrite it, and a merge patch replaces the list."""
 
     def node_object(self) -> dict[str, Any]:
         return {
@@ -293,7 +297,7 @@ class Simulator:
             },
             patch_type=PatchType.MERGE,
         )
-        await self._set_csinode_driver(node, info.name, entry)
+        await self._edit_csinode_driver(node, info.name, lambda _: entry)
         return None
 
     async def refresh_allocatable(self, stop: asyncio.Event) -> None:
@@ -329,11 +333,11 @@ class Simulator:
 
     async def _refresh_count(self, node: SimulatedNode, driver: str, endpoint: str) -> None:
         allocatable = _allocatable(await _node_get_info(endpoint))
-        current = await self.client.get(CSINodeResource, node.name)
-        for entry in (current.spec or {}).get("drivers") or []:
-            if entry["name"] != driver or entry.get("allocatable") == allocatable:
-                continue
-            await self._set_csinode_driver(node, driver, {**entry, "allocatable": allocatable})
+
+        def with_count(entry: dict[str, Any] | None) -> dict[str, Any] | None:
+            return None if entry is None else {**entry, "allocatable": allocatable}
+
+        if await self._edit_csinode_driver(node, driver, with_count):
             log.info("%s: %s allocatable is now %s", node.name, driver, allocatable or "unset")
 
     async def unregister(self, node: SimulatedNode, socket: Path) -> None:
@@ -343,7 +347,7 @@ class Simulator:
         node.endpoints.pop(name, None)
         node.allocatable_checked.pop(name, None)
         with contextlib.suppress(ApiError):
-            await self._set_csinode_driver(node, name, None)
+            await self._edit_csinode_driver(node, name, lambda _: None)
             current = await self.client.get(Node, node.name)
             annotations = dict(current.metadata.annotations or {})  # type: ignore[union-attr]
             node_ids = json.loads(annotations.get(NODE_ID_ANNOTATION, "{}"))
@@ -357,16 +361,33 @@ class Simulator:
             )
         log.info("%s: unregistered driver %s", node.name, name)
 
-    async def _set_csinode_driver(
-        self, node: SimulatedNode, driver: str, entry: dict[str, Any] | None
-    ) -> None:
-        current = await self.client.get(CSINodeResource, node.name)
-        drivers = [d for d in (current.spec or {}).get("drivers") or [] if d["name"] != driver]
-        if entry is not None:
-            drivers.append({k: v for k, v in entry.items() if v is not None})
-        await self.client.patch(
-            CSINodeResource, node.name, {"spec": {"drivers": drivers}}, patch_type=PatchType.MERGE
-        )
+    async def _edit_csinode_driver(
+        self,
+        node: SimulatedNode,
+        driver: str,
+        edit: Callable[[dict[str, Any] | None], dict[str, Any] | None],
+    ) -> bool:
+        """Replace ``driver``'s entry in the node's CSINode with ``edit(entry)`` (None:
+        the entry is absent, or is to go); whether the CSINode changed."""
+        async with node.csinode_lock:
+            current = await self.client.get(CSINodeResource, node.name)
+            drivers = list((current.spec or {}).get("drivers") or [])
+            entry = next((d for d in drivers if d["name"] == driver), None)
+            wanted = edit(entry)
+            if wanted is not None:
+                wanted = {k: v for k, v in wanted.items() if v is not None}
+            if wanted == entry:
+                return False
+            drivers = [d for d in drivers if d["name"] != driver]
+            if wanted is not None:
+                drivers.append(wanted)
+            await self.client.patch(
+                CSINodeResource,
+                node.name,
+                {"spec": {"drivers": drivers}},
+                patch_type=PatchType.MERGE,
+            )
+            return True
 
 
 async def _node_get_info(endpoint: str) -> csi_pb2.NodeGetInfoResponse:
