@@ -54,6 +54,8 @@ SNAPSHOTTER = "csi-snapshotter"
 CENTRAL_SIDECARS = (PROVISIONER, ATTACHER, RESIZER)
 
 ADMIN_PORT = 9809
+SIDECAR_HTTP_PORT = 8080
+"""Each sidecar's --http-endpoint (metrics; its readiness probe)."""
 CSI_SOCKET_DIR = "/csi"
 CSI_ENDPOINT = f"unix://{CSI_SOCKET_DIR}/csi.sock"
 CONFIG_DIR = "/etc/csi-mock"

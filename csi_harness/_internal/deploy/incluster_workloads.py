@@ -33,6 +33,7 @@ from csi_harness._internal.deploy.incluster_layout import (
     REMOVE_EARLIER_STATE,
     RESIZER,
     RESIZER_DEPLOYMENT,
+    SIDECAR_HTTP_PORT,
     SNAPSHOTTER,
     SNAPSHOTTER_DEPLOYMENT,
     STATE_DIR,
@@ -121,8 +122,20 @@ class Workloads:
             "name": sidecar,
             "image": self.sidecar_images[sidecar],
             "imagePullPolicy": "IfNotPresent",
-            "args": [f"--csi-address={CSI_SOCKET_DIR}/csi.sock", *args],
+            "args": [
+                f"--csi-address={CSI_SOCKET_DIR}/csi.sock",
+                f"--http-endpoint=:{SIDECAR_HTTP_PORT}",
+                *args,
+            ],
             "env": env,
+            "ports": [{"name": "http", "containerPort": SIDECAR_HTTP_PORT, "protocol": "TCP"}],
+            # Every sidecar starts its HTTP server only once it reaches the driver's
+            # socket: until then the pod is not ready, and neither is the driver.
+            "readinessProbe": {
+                "httpGet": {"path": "/metrics", "port": SIDECAR_HTTP_PORT},
+                "periodSeconds": 1,
+                "failureThreshold": 3,
+            },
             "terminationMessagePolicy": "FallbackToLogsOnError",
             "volumeMounts": [_volume_mount("socket-dir", CSI_SOCKET_DIR)],
         }

@@ -82,10 +82,26 @@ def snapshot_controller_flags() -> list[str]:
     ]
 
 
+RESIZER_RESYNC = "20s"
+"""How often external-resizer looks at every claim again (see resizer_flags)."""
+
+
 def resizer_flags(spec: DriverDeployment) -> list[str]:
     """external-resizer's flags besides --csi-address and --kubeconfig.
 
     It has no per-node mode: it runs next to the central controller only. Its
-    --timeout bounds ControllerExpandVolume as well as the wait for the socket."""
+    --timeout bounds ControllerExpandVolume as well as the wait for the socket.
+
+    --resync-period: the modify controller drops a claim's update when the claim's
+    PersistentVolume is not yet in its informer cache, and only the next resync brings
+    the claim back (docs/findings.md, "external-resizer drops a class change"). The
+    default period is 10 minutes; a test waits 90 seconds."""
     gates = feature_gate_flags(spec.sidecar_feature_gates, "csi-resizer")
-    return ["--leader-election=false", *gates, *_RETRIES, "--v=4"]
+    return [
+        "--leader-election=false",
+        f"--resync-period={RESIZER_RESYNC}",
+        *gates,
+        *_RETRIES,
+        "--v=4",
+    ]
+
