@@ -81,6 +81,12 @@ def test_an_existing_cluster_pulling_images_needs_the_driver_image(tmp_path: Pat
     assert "csi-harness images push --registry" in run.stderr
 
 
+def test_a_negative_pool_size_is_a_usage_error_naming_the_option() -> None:
+    run = run_pytest("--csi-driver-pool-idle=-1")
+    assert run.returncode == 4, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "--csi-driver-pool-idle: expected a whole number of 0 or more, got '-1'" in run.stderr
+
+
 # The options other Kubernetes pytest plugins define (pytest-kind: --cluster-name and
 # --keep-cluster; the generic names conftests of other projects use). A second
 # plugin adding one of csi-harness's options would stop pytest at start-up.

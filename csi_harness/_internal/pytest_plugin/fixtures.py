@@ -144,12 +144,18 @@ def access_mode(
 def driver_pool(
     pytestconfig: pytest.Config, cluster: Cluster, kube: Client
 ) -> Iterator[DriverPool | None]:
-    """This process's idle drivers (``driver_pool``), where drivers run side by side
-    and ``--csi-no-driver-pool`` is not given; removed at the end of the session."""
+    """This process's idle drivers (``driver_pool``), at most ``--csi-driver-pool-idle``
+    of them, where drivers run side by side and ``--csi-no-driver-pool`` is not given;
+    removed at the end of the session."""
     if not cluster.concurrent_drivers or pytestconfig.getoption("--csi-no-driver-pool"):
         yield None
         return
-    pool = DriverPool.for_cluster(cluster, kube, domain=TEST_DRIVER_DOMAIN)
+    pool = DriverPool.for_cluster(
+        cluster,
+        kube,
+        domain=TEST_DRIVER_DOMAIN,
+        max_idle=pytestconfig.getoption("--csi-driver-pool-idle"),
+    )
     try:
         yield pool
     finally:

@@ -4,7 +4,11 @@ pytest)."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
+
+from csi_harness._internal.pytest_plugin.pooled_drivers import MAX_IDLE
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -61,3 +65,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="deploy a new driver for every test instead of reusing reset ones",
     )
+    group.addoption(
+        "--csi-driver-pool-idle",
+        type=_idle_count,
+        default=MAX_IDLE,
+        metavar="N",
+        help=f"reset drivers each pytest process keeps for later tests (default {MAX_IDLE}); "
+        "more reuses more on a cluster with room for the idle drivers' pods",
+    )
+
+
+def _idle_count(text: str) -> int:
+    """A count of idle drivers: a whole number, 0 or more (0 resets and removes each)."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 0 or more, got {text!r}")
+    return count
+

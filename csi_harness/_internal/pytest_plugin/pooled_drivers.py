@@ -195,8 +195,12 @@ class DriverPool:
         self.stats = PoolStats()
 
     @classmethod
-    def for_cluster(cls, cluster: Cluster, kube: Client, *, domain: str) -> DriverPool:
-        return cls(kube, cluster.deploy_driver, cluster.remove_driver, domain=domain)
+    def for_cluster(
+        cls, cluster: Cluster, kube: Client, *, domain: str, max_idle: int = MAX_IDLE
+    ) -> DriverPool:
+        return cls(
+            kube, cluster.deploy_driver, cluster.remove_driver, domain=domain, max_idle=max_idle
+        )
 
     def acquire(self, fields: Mapping[str, Any]) -> tuple[Driver, bool]:
         """A driver deployed from ``fields`` (its own name and suffix added): an idle one
