@@ -104,4 +104,3 @@ def resizer_flags(spec: DriverDeployment) -> list[str]:
         *_RETRIES,
         "--v=4",
     ]
-

@@ -84,4 +84,3 @@ def _idle_count(text: str) -> int:
     if count < 0:
         raise argparse.ArgumentTypeError(f"expected a whole number of 0 or more, got {text!r}")
     return count
-
