@@ -94,8 +94,9 @@ def resizer_flags(spec: DriverDeployment) -> list[str]:
 
     --resync-period: the modify controller drops a claim's update when the claim's
     PersistentVolume is not yet in its informer cache, and only the next resync brings
-    the claim back (docs/findings.md, "external-resizer drops a class change"). The
-    default period is 10 minutes; a test waits 90 seconds."""
+    the claim back (docs/findings.md, "external-resizer: a class change that arrives
+    before the volume is cached waits for a resync"). The default period is 10 minutes;
+    a test waits 90 seconds."""
     gates = feature_gate_flags(spec.sidecar_feature_gates, "csi-resizer")
     return [
         "--leader-election=false",
