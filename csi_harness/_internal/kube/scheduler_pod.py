@@ -25,6 +25,9 @@ from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding
 
 from csi_harness._internal.core.unsupported import Unsupported
 from csi_harness._internal.kube import objects
+from csi_harness._internal.kube.describe import container_statuses
+from csi_harness._internal.kube.pod_status import last_termination, runtime_start_failure
+from csi_harness._internal.kube.start_failures import StartHistory
 from csi_harness._internal.kube.waits import wait_for
 
 SCHEDULER_ROLES = ("system:kube-scheduler", "system:volume-scheduler")
@@ -153,9 +156,10 @@ def scheduler_pod(
             kube,
             *manifests(name, profiles, image=image, node=node, feature_gates=feature_gates or {}),
         )
+        history = StartHistory()
         wait_for(
             f"kube-scheduler {name} to be ready",
-            lambda: _ready(kube, name),
+            lambda: readiness(kube.get(Pod, "kube-scheduler", namespace=name), history),
             timeout=timeout,
             interval=0.5,
         )
@@ -168,18 +172,27 @@ def scheduler_pod(
             kube.delete(Namespace, name)
 
 
-def _ready(kube: Client, namespace: str) -> tuple[bool, str]:
-    pod = kube.get(Pod, "kube-scheduler", namespace=namespace)
+def readiness(pod: Pod, history: StartHistory) -> tuple[bool, str]:
+    """Whether the scheduler's pod is ready, and what it is doing, for a wait.
+
+    A kube-scheduler that ran and exited did so on its flags or configuration, which a
+    restart does not change: that fails the wait at once (``AssertionError``). A start
+    the container runtime failed (``StartError``, e.g. runc's cgroup v1 freezer "unable
+    to freeze" under load) is retried by the kubelet, so the wait goes on and says so."""
+    history.observe([pod])
     status = pod.status
     conditions = (status.conditions if status else None) or []
     ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
-    containers = (status.containerStatuses if status else None) or []
-    for container in containers:
-        ended = container.lastState.terminated if container.lastState else None
-        if ended is not None and not ready:
+    namespace = pod.metadata.namespace if pod.metadata else "?"
+    for container in container_statuses(pod):
+        ended = last_termination(container)
+        if ended is not None and not ready and not runtime_start_failure(ended):
             raise AssertionError(
-                f"kube-scheduler {namespace} exited with code {ended.exitCode} "
-                f"({ended.reason}): {ended.message or 'no message'}"
+                f"kube-scheduler {namespace} exited with code {ended.get('exitCode')} "
+                f"({ended.get('reason')}): {ended.get('message') or 'no message'}"
             )
-    states = [f"{c.name}: {c.state}" for c in containers]
-    return ready, f"phase {status.phase if status else None}; {'; '.join(states)}"
+    states = [f"{c.get('name')}: {c.get('state')}" for c in container_statuses(pod)]
+    seen = f"phase {status.phase if status else None}; {'; '.join(states)}"
+    if history.runtime_failures():
+        seen += f"; {history.summary()}"
+    return ready, seen
