@@ -23,6 +23,13 @@ writes <unit>/go.mod:
   * a `tool` line per entry of PACKAGES that lies inside MODULE
 
 then runs `go mod tidy` so go.sum is complete.  Both files are committed.
+
+With SHARE_VERSIONS_WITH (a list of other units) in build.env, every module the
+wrapper needs is then raised to the highest version any of those units' go.mod
+gives it (never lowered), same-path replaces included, and tidied again until
+nothing moves.  Units built with the same version of a dependency share its
+compiled packages in GOCACHE, so each is compiled once (docs/toolchain.md, "Units
+that share versions").
 """
 
 import json
@@ -57,6 +64,64 @@ def go(args, cwd=None, capture=True):
     if res.returncode != 0:
         sys.exit("genwrap: go {} failed".format(" ".join(args)))
     return res.stdout
+
+
+def semver_key(version):
+    """Sort key of a Go module version (semver 2.0 precedence; pseudo-versions are
+    prereleases): v1.2.3 > v1.2.3-0.2026... > v1.2.2."""
+    m = re.match(r"^v(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$", version)
+    if not m:
+        sys.exit(f"genwrap: not a module version: {version!r}")
+    release = tuple(int(x) for x in m.group(1, 2, 3))
+    if m.group(4) is None:
+        return release, (1,)
+    ids = tuple((0, int(i), "") if i.isdigit() else (1, 0, i) for i in m.group(4).split("."))
+    return release, (0, ids)
+
+
+def module_versions(gomod_json):
+    """{path: version} a go.mod selects: a same-path replace's version wins over the
+    requirement (Kubernetes' staging modules are required as v0.0.0 and replaced)."""
+    versions = {r["Path"]: r["Version"] for r in gomod_json.get("Require") or []}
+    for r in gomod_json.get("Replace") or []:
+        old, new = r["Old"], r["New"]
+        if new.get("Version") and new["Path"] == old["Path"] and not old.get("Version"):
+            versions[old["Path"]] = new["Version"]
+    return versions
+
+
+def share_versions(unit_dir, others):
+    """Raise the wrapper's modules to the highest version the other units' go.mod
+    files give them; returns how many were raised (0: nothing moved)."""
+    highest = {}
+    for other in others:
+        path = os.path.join(os.path.dirname(unit_dir), other, "go.mod")
+        if not os.path.exists(path):
+            sys.exit(f"genwrap: SHARE_VERSIONS_WITH names {other!r}, which has no {path}")
+        for mod, ver in module_versions(json.loads(go(["mod", "edit", "-json", path]))).items():
+            if mod not in highest or semver_key(ver) > semver_key(highest[mod]):
+                highest[mod] = ver
+    own = json.loads(go(["mod", "edit", "-json"], cwd=unit_dir))
+    replaced = {
+        r["Old"]["Path"]
+        for r in own.get("Replace") or []
+        if r["New"]["Path"] == r["Old"]["Path"] and not r["Old"].get("Version")
+    }
+    edits = []
+    for mod, ver in sorted(module_versions(own).items()):
+        if mod not in highest or semver_key(highest[mod]) <= semver_key(ver):
+            continue
+        if mod not in replaced:
+            edits.append(f"-require={mod}@{highest[mod]}")
+        elif semver_key(highest[mod])[0][:2] == semver_key(ver)[0][:2]:
+            # A version the upstream go.mod pins by a replace (Kubernetes' staging
+            # modules) moves only within its minor release: external-provisioner
+            # v6.3.0 does not compile against client-go v0.37 (its informer bridge).
+            edits.append(f"-replace={mod}={mod}@{highest[mod]}")
+    if edits:
+        go(["mod", "edit", *edits], cwd=unit_dir)
+        go(["mod", "tidy"], cwd=unit_dir, capture=False)
+    return len(edits)
 
 
 def staging_default(version):
@@ -127,6 +192,12 @@ def main():
     if not os.path.exists(gosum):
         open(gosum, "w").close()
     go(["mod", "tidy"], cwd=unit_dir, capture=False)
+    others = env.get("SHARE_VERSIONS_WITH", "").split()
+    for _ in range(5):
+        if not others or share_versions(unit_dir, others) == 0:
+            break
+    else:
+        sys.exit("genwrap: SHARE_VERSIONS_WITH did not settle after 5 rounds")
     # `go mod tidy` records what the wrapper's tools import, not the imports of an
     # upstream package's tests; listing them with -mod=mod adds their go.sum lines.
     for p in env.get("TESTPACKAGES", "").split():
