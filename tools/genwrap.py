@@ -90,18 +90,17 @@ def module_versions(gomod_json):
     return versions
 
 
-def share_versions(unit_dir, others):
-    """Raise the wrapper's modules to the highest version the other units' go.mod
-    files give them; returns how many were raised (0: nothing moved)."""
+def version_raises(own, others):
+    """The `go mod edit` flags that raise the modules of `own` (a go.mod as `go mod edit
+    -json` prints it) to the highest version any of `others` gives them. A module
+    upstream pins by a same-path replace (Kubernetes' staging modules) moves only within
+    its minor release: external-provisioner v6.3.0 does not compile against client-go
+    v0.37 (its informer bridge)."""
     highest = {}
     for other in others:
-        path = os.path.join(os.path.dirname(unit_dir), other, "go.mod")
-        if not os.path.exists(path):
-            sys.exit(f"genwrap: SHARE_VERSIONS_WITH names {other!r}, which has no {path}")
-        for mod, ver in module_versions(json.loads(go(["mod", "edit", "-json", path]))).items():
+        for mod, ver in module_versions(other).items():
             if mod not in highest or semver_key(ver) > semver_key(highest[mod]):
                 highest[mod] = ver
-    own = json.loads(go(["mod", "edit", "-json"], cwd=unit_dir))
     replaced = {
         r["Old"]["Path"]
         for r in own.get("Replace") or []
@@ -114,10 +113,21 @@ def share_versions(unit_dir, others):
         if mod not in replaced:
             edits.append(f"-require={mod}@{highest[mod]}")
         elif semver_key(highest[mod])[0][:2] == semver_key(ver)[0][:2]:
-            # A version the upstream go.mod pins by a replace (Kubernetes' staging
-            # modules) moves only within its minor release: external-provisioner
-            # v6.3.0 does not compile against client-go v0.37 (its informer bridge).
             edits.append(f"-replace={mod}={mod}@{highest[mod]}")
+    return edits
+
+
+def share_versions(unit_dir, others):
+    """Raise the wrapper's modules to the highest version the other units' go.mod
+    files give them, and tidy; returns how many were raised (0: nothing moved)."""
+    other_mods = []
+    for other in others:
+        path = os.path.join(os.path.dirname(unit_dir), other, "go.mod")
+        if not os.path.exists(path):
+            sys.exit(f"genwrap: SHARE_VERSIONS_WITH names {other!r}, which has no {path}")
+        other_mods.append(json.loads(go(["mod", "edit", "-json", path])))
+    own = json.loads(go(["mod", "edit", "-json"], cwd=unit_dir))
+    edits = version_raises(own, other_mods)
     if edits:
         go(["mod", "edit", *edits], cwd=unit_dir)
         go(["mod", "tidy"], cwd=unit_dir, capture=False)
