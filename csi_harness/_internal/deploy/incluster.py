@@ -58,7 +58,7 @@ from csi_harness._internal.deploy.spec import CONTROLLER, DriverDeployment, capa
 from csi_harness._internal.kube.apiproxy import ApiServerAccess, api_server_access
 from csi_harness._internal.kube.describe import describe_pod
 from csi_harness._internal.kube.nodes import ClusterNode
-from csi_harness._internal.kube.pod_status import pod_name
+from csi_harness._internal.kube.pod_status import pod_name, pod_ready
 from csi_harness._internal.kube.snapshots import has_snapshot_api
 from csi_harness._internal.kube.start_failures import StartHistory, sandbox_failure_events
 from csi_mock.admin.client import DEFAULT_TIMEOUT, AdminClient
@@ -400,7 +400,5 @@ class ComponentNotRunning(RuntimeError):
 
 
 def _is_ready(pod: Pod) -> bool:
-    if pod.metadata and pod.metadata.deletionTimestamp:
-        return False
-    conditions = (pod.status.conditions if pod.status else None) or []
-    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+    terminating = pod.metadata is not None and pod.metadata.deletionTimestamp is not None
+    return not terminating and pod_ready(pod)

@@ -39,6 +39,12 @@ def pod_name(pod: Pod) -> str:
     return str(pod.metadata.name) if pod.metadata else "?"
 
 
+def pod_ready(pod: Pod) -> bool:
+    """The pod's Ready condition is True."""
+    conditions = (pod.status.conditions if pod.status else None) or []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
 def image_failure(pod: Pod) -> str | None:
     """Why a container of ``pod`` has no image and will not get one, or None."""
     for status in container_statuses(pod):

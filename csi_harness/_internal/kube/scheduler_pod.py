@@ -26,7 +26,11 @@ from lightkube.resources.rbac_authorization_v1 import ClusterRoleBinding
 from csi_harness._internal.core.unsupported import Unsupported
 from csi_harness._internal.kube import objects
 from csi_harness._internal.kube.describe import container_statuses
-from csi_harness._internal.kube.pod_status import last_termination, runtime_start_failure
+from csi_harness._internal.kube.pod_status import (
+    last_termination,
+    pod_ready,
+    runtime_start_failure,
+)
 from csi_harness._internal.kube.start_failures import StartHistory
 from csi_harness._internal.kube.waits import wait_for
 
@@ -180,19 +184,18 @@ def readiness(pod: Pod, history: StartHistory) -> tuple[bool, str]:
     the container runtime failed (``StartError``, e.g. runc's cgroup v1 freezer "unable
     to freeze" under load) is retried by the kubelet, so the wait goes on and says so."""
     history.observe([pod])
-    status = pod.status
-    conditions = (status.conditions if status else None) or []
-    ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+    ready = pod_ready(pod)
     namespace = pod.metadata.namespace if pod.metadata else "?"
-    for container in container_statuses(pod):
+    containers = container_statuses(pod)
+    for container in containers:
         ended = last_termination(container)
         if ended is not None and not ready and not runtime_start_failure(ended):
             raise AssertionError(
                 f"kube-scheduler {namespace} exited with code {ended.get('exitCode')} "
                 f"({ended.get('reason')}): {ended.get('message') or 'no message'}"
             )
-    states = [f"{c.get('name')}: {c.get('state')}" for c in container_statuses(pod)]
-    seen = f"phase {status.phase if status else None}; {'; '.join(states)}"
+    states = [f"{c.get('name')}: {c.get('state')}" for c in containers]
+    seen = f"phase {pod.status.phase if pod.status else None}; {'; '.join(states)}"
     if history.runtime_failures():
         seen += f"; {history.summary()}"
     return ready, seen

@@ -9,6 +9,7 @@ from lightkube.resources.core_v1 import Pod
 from csi_harness._internal.kube.pod_status import (
     CRASH_LOOP_RESTARTS,
     image_failure,
+    pod_ready,
     runtime_start_failure,
     unrecoverable,
 )
@@ -159,3 +160,17 @@ def test_a_crash_loop_ending_in_a_failed_start_waits_for_the_next_attempt() -> N
     # and that attempt (a sixth crash, or a run) decides.
     last_failed_to_start = pod(in_back_off("csi-mock", 6, start_error(6)))
     assert unrecoverable(last_failed_to_start, {"csi-mock": 1}) is None
+
+
+def with_conditions(*conditions: tuple[str, str]) -> Pod:
+    ready_pod = pod()
+    data = ready_pod.to_dict()
+    data["status"]["conditions"] = [{"type": t, "status": v} for t, v in conditions]
+    return Pod.from_dict(data)
+
+
+def test_a_pod_is_ready_only_with_its_ready_condition_true() -> None:
+    assert pod_ready(with_conditions(("PodScheduled", "True"), ("Ready", "True")))
+    assert not pod_ready(with_conditions(("PodScheduled", "True"), ("Ready", "False")))
+    assert not pod_ready(with_conditions(("ContainersReady", "True")))
+    assert not pod_ready(pod())

@@ -10,7 +10,7 @@ from lightkube.resources.core_v1 import Pod
 
 from csi_harness._internal.core.waiting import WaitTimeout
 from csi_harness._internal.kube.describe import describe_pod
-from csi_harness._internal.kube.pod_status import image_failure
+from csi_harness._internal.kube.pod_status import image_failure, pod_ready
 from csi_harness._internal.kube.start_failures import StartHistory, sandbox_failure_events
 from csi_harness._internal.kube.watching import Kube, watch_until
 
@@ -158,7 +158,7 @@ def wait_pods_ready(
                     f"a pod in {namespace} cannot start: {reason}\n"
                     + history.summary(pods.values())
                 )
-        waiting = [describe_pod(p) for p in pods.values() if not _ready(p)]
+        waiting = [describe_pod(p) for p in pods.values() if not pod_ready(p)]
         return bool(pods) and not waiting, "; ".join(waiting) or "no pod"
 
     what = f"the pods of {namespace}" + (f" with labels {dict(labels)}" if labels else "")
@@ -175,8 +175,3 @@ def wait_pods_ready(
     except WaitTimeout as exc:
         raise WaitTimeout(f"{exc}\n{history.summary()}") from None
     return history
-
-
-def _ready(pod: Pod) -> bool:
-    conditions = (pod.status.conditions if pod.status else None) or []
-    return any(c.type == "Ready" and c.status == "True" for c in conditions)
