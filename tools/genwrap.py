@@ -79,15 +79,23 @@ def semver_key(version):
     return release, (0, ids)
 
 
+def same_path_replaces(gomod_json):
+    """{path: version} of the go.mod's `X => X vN` replaces (Kubernetes' staging
+    modules, which upstream requires as v0.0.0)."""
+    return {
+        r["Old"]["Path"]: r["New"]["Version"]
+        for r in gomod_json.get("Replace") or []
+        if r["New"].get("Version")
+        and r["New"]["Path"] == r["Old"]["Path"]
+        and not r["Old"].get("Version")
+    }
+
+
 def module_versions(gomod_json):
     """{path: version} a go.mod selects: a same-path replace's version wins over the
-    requirement (Kubernetes' staging modules are required as v0.0.0 and replaced)."""
+    requirement."""
     versions = {r["Path"]: r["Version"] for r in gomod_json.get("Require") or []}
-    for r in gomod_json.get("Replace") or []:
-        old, new = r["Old"], r["New"]
-        if new.get("Version") and new["Path"] == old["Path"] and not old.get("Version"):
-            versions[old["Path"]] = new["Version"]
-    return versions
+    return versions | same_path_replaces(gomod_json)
 
 
 def version_raises(own, others):
@@ -101,11 +109,7 @@ def version_raises(own, others):
         for mod, ver in module_versions(other).items():
             if mod not in highest or semver_key(ver) > semver_key(highest[mod]):
                 highest[mod] = ver
-    replaced = {
-        r["Old"]["Path"]
-        for r in own.get("Replace") or []
-        if r["New"]["Path"] == r["Old"]["Path"] and not r["Old"].get("Version")
-    }
+    replaced = same_path_replaces(own)
     edits = []
     for mod, ver in sorted(module_versions(own).items()):
         if mod not in highest or semver_key(highest[mod]) <= semver_key(ver):
