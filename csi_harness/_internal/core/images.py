@@ -179,11 +179,14 @@ def import_images(
     namespace: str = "k8s.io",
     *,
     snapshotter: str | None = None,
+    unpack: bool = True,
     timeout: float = 300.0,
 ) -> None:
     """Import ``images`` into containerd at ``address`` and check that every tag exists.
 
     Images are labelled as pinned so that kubelet image garbage collection keeps them.
+    Without ``unpack`` only their content is stored: the CRI unpacks an image when it
+    first makes a container of it.
     Raises ImageImportError with ctr's stderr if an import fails.
     """
     base = [str(ctr), "--address", address, "--namespace", namespace]
@@ -191,6 +194,8 @@ def import_images(
         argv = [*base, "images", "import", "--all-platforms", "--label", PINNED_LABEL]
         if snapshotter is not None:
             argv += ["--snapshotter", snapshotter]
+        if not unpack:
+            argv.append("--no-unpack")
         argv.append(str(image.tarball))
         _run_ctr(argv, timeout, f"importing {image.tarball}")
     listed = set(_run_ctr([*base, "images", "ls", "--quiet"], timeout, "listing images").split())

@@ -1,11 +1,11 @@
 """A kind cluster as a ``csi_harness._internal.providers.base.Cluster``: made from csi-mock's
-offline node
-image, networked by ``csi_harness._internal.providers.kind.network``, with the driver and sidecar
-images loaded,
-and csi-mock deployed in-cluster like on any existing cluster.
+offline node image with the driver and sidecar images baked in
+(``csi_harness._internal.providers.kind.baked_node_image``), networked by
+``csi_harness._internal.providers.kind.network``, and csi-mock deployed in-cluster like on
+any existing cluster.
 
     cluster = KindCluster("csi-mock", KIND_CONFIG_DIR / "two-nodes.yaml")
-    cluster.up()          # node image (cached), kind create, CNI, images
+    cluster.up()          # node image with the images (cached), kind create, CNI
     driver = cluster.redeploy_driver(DriverDeployment())
     cluster.down()        # kind delete cluster
 """
@@ -50,6 +50,7 @@ from csi_harness._internal.deploy.snapshot_controller import snapshot_crd_dir
 from csi_harness._internal.kube.apiproxy import api_server_access
 from csi_harness._internal.kube.nodes import heartbeat_since
 from csi_harness._internal.providers.kind import network
+from csi_harness._internal.providers.kind.baked_node_image import bake_images
 from csi_harness._internal.providers.kind.cluster_config import write_effective_config
 from csi_harness._internal.providers.kind.kind_binary import find_kind
 from csi_harness._internal.providers.kind.kind_cli import (
@@ -61,6 +62,8 @@ from csi_harness._internal.providers.kind.node_image_traits import check_version
 from csi_harness._internal.providers.kind.registry_mirror import MirrorAddress
 from csi_harness._internal.providers.kind.scheduler import SchedulerManifest
 from csi_harness._internal.providers.kind.suite_images import (
+    SuiteImages,
+    build_suite_images,
     driver_image_is_local,
     driver_image_to_load,
     load_suite_images,
@@ -125,6 +128,8 @@ class KindCluster(KubeconfigCluster):
             kind=find_kind(prefer_path=self.images.source.pulls),
         )
         self.timings: dict[str, float] = {}
+        self._baked: SuiteImages | None = None
+        """The built images the nodes started with (``_bake_suite_images``)."""
         self._scheduler = SchedulerManifest(
             lambda argv, stdin: self._docker_exec(self.control_plane, argv, stdin)
         )
@@ -286,10 +291,13 @@ class KindCluster(KubeconfigCluster):
             mark = now
 
         image = self.node_image
+        adopting = self.reuse and self.cli.exists()
         if image is None and not self.images.source.pulls:
             built = build_node_image(self._built_tools(), progress=self.progress)
             image = built.tag
             self.progress(f"node image {image} ({'cached' if built.cached else 'built'})")
+            if not adopting:
+                image = self._bake_suite_images(image)
         elif image is None:
             image = self.images.source.name(kind_node_image(pinned_version("kubernetes")))
         traits = read_traits(image)
@@ -307,7 +315,7 @@ class KindCluster(KubeconfigCluster):
             + ("kind's CNI and CoreDNS)" if traits.carries_cni else "no CNI of its own)")
         )
         phase("node image")
-        if self.reuse and self.cli.exists():
+        if adopting:
             self.progress(f"reusing kind cluster {self.name!r}")
             self.cli.export_kubeconfig()
         else:
@@ -445,7 +453,22 @@ class KindCluster(KubeconfigCluster):
             if exc.status.code != 404:
                 raise
 
+    def _bake_suite_images(self, node_image: str) -> str:
+        """``node_image`` with the suites' built images in it (``baked_node_image``): the
+        nodes of the cluster made from it need no ``kind load``."""
+        suite = build_suite_images(self._built_tools(), self.progress)
+        baked = bake_images(
+            self._built_tools(), node_image, suite.archives, [suite.driver], progress=self.progress
+        )
+        self.progress(f"node image {baked.tag} ({'cached' if baked.cached else 'baked'})")
+        self._baked = suite
+        return baked.tag
+
     def _load_images(self) -> None:
+        if self._baked is not None:
+            self.sidecar_images.update(self._baked.sidecars)
+            self.driver_image = self._baked.driver
+            return
         if not self.images.source.pulls:
             self.sidecar_images.update(
                 load_suite_images(self.cli, self._built_tools(), self.progress)

@@ -147,7 +147,7 @@ def build_node_image(
     if _docker_has(tag):
         return NodeImage(tag, version, True, time.monotonic() - started)
     rootfs = rootfs_tarball(cache, rootfs_key, progress)
-    with tempfile.TemporaryDirectory(prefix="csi-mock-kind-node-", dir=_scratch_dir()) as tmp:
+    with tempfile.TemporaryDirectory(prefix="csi-mock-kind-node-", dir=scratch_dir()) as tmp:
         root = Path(tmp) / "rootfs"
         progress(f"node image: unpacking {rootfs.name}")
         root.mkdir()
@@ -162,7 +162,7 @@ def build_node_image(
         _write_default_storage(root)
         progress("node image: building and importing the control-plane images")
         images = _control_plane_images(tools, root, wanted, Path(tmp) / "images")
-        _import_into_rootfs(tools, root, images, Path(tmp) / "containerd")
+        import_into_rootfs(tools, root, images, Path(tmp) / "containerd")
         progress(f"node image: docker import as {tag}")
         _docker_import(root, tag, version)
     return NodeImage(tag, version, False, time.monotonic() - started)
@@ -188,7 +188,7 @@ def rootfs_tarball(cache: Path, key: str, progress: Callable[[str], None]) -> Pa
         raise NodeImageError("debootstrap is not installed: `apt-get install debootstrap`")
     cache.mkdir(parents=True, exist_ok=True)
     progress(f"node image: debootstrap {SUITE} ({len(ROOTFS_PACKAGES)} packages)")
-    with tempfile.TemporaryDirectory(prefix="csi-mock-rootfs-", dir=_scratch_dir()) as tmp:
+    with tempfile.TemporaryDirectory(prefix="csi-mock-rootfs-", dir=scratch_dir()) as tmp:
         root = Path(tmp) / "rootfs"
         include = ",".join(ROOTFS_PACKAGES)
         _run(["debootstrap", "--variant=minbase", f"--include={include}", SUITE, str(root), MIRROR])
@@ -401,11 +401,12 @@ def _add_with_links(root: Path, path: str, entries: dict[str, LayerEntry]) -> No
         entries[path] = LayerEntry(path, 0o755, full.read_bytes())
 
 
-def _import_into_rootfs(
-    tools: Tools, root: Path, images: Sequence[LocalImage], state: Path
+def import_into_rootfs(
+    tools: Tools, root: Path, images: Sequence[LocalImage], state: Path, *, unpack: bool = True
 ) -> None:
     """Run the pinned containerd on the host with the rootfs's /var/lib/containerd as
-    its root, import ``images`` there (unpacked, pinned), and stop it."""
+    its root, import ``images`` there (pinned; unpacked for the overlayfs snapshotter
+    unless ``unpack`` is false), and stop it."""
     state.mkdir()
     address = state / "containerd.sock"
     config = state / "config.toml"
@@ -430,7 +431,13 @@ def _import_into_rootfs(
                     + (state / "containerd.log").read_text()[-2000:]
                 )
             time.sleep(0.1)
-        import_images(Path(tools["ctr"]), str(address), images, snapshotter="overlayfs")
+        import_images(
+            Path(tools["ctr"]),
+            str(address),
+            images,
+            snapshotter="overlayfs" if unpack else None,
+            unpack=unpack,
+        )
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -497,7 +504,7 @@ def _docker_has(tag: str) -> bool:
     return result.returncode == 0
 
 
-def _scratch_dir() -> str:
+def scratch_dir() -> str:
     # Not /tmp: it may be a small tmpfs, and the rootfs holds about a gigabyte.
     path = Path(os.environ.get("CSI_MOCK_SCRATCH", "/var/tmp"))
     path.mkdir(parents=True, exist_ok=True)

@@ -1,12 +1,16 @@
 """Which images a kind cluster's nodes are given, and how: ``built`` images (the driver,
-the sidecars and busybox, built here) are ``kind load``ed; in a mode where the nodes
-pull (``upstream`` or a registry prefix), only csi-mock's own image may be loaded."""
+the sidecars and busybox, built here) are baked into the node image
+(``baked_node_image``) or, for a cluster made elsewhere, ``kind load``ed; in a mode
+where the nodes pull (``upstream`` or a registry prefix), only csi-mock's own image may
+be loaded."""
 
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
+from csi_harness._internal.core.image_archive import LocalImage
 from csi_harness._internal.core.images import build_busybox_image
 from csi_harness._internal.core.tools import Tools
 from csi_harness._internal.deploy.images import (
@@ -17,20 +21,42 @@ from csi_harness._internal.deploy.images import (
 from csi_harness._internal.providers.kind.kind_cli import ImageArchive, KindCli
 
 
+@dataclass(frozen=True)
+class SuiteImages:
+    """The images built here for the suites: archives (busybox, the sidecars), the
+    driver's image in the Docker engine, and the sidecar -> image map the deployments
+    use."""
+
+    archives: tuple[LocalImage, ...]
+    driver: str
+    sidecars: Mapping[str, str]
+
+
+def build_suite_images(
+    tools: Tools, progress: Callable[[str], None] = lambda _: None
+) -> SuiteImages:
+    """Build (or find cached) the driver, sidecar and busybox images."""
+    progress("building the driver, sidecar and test pod images")
+    # The suites' pods run the local busybox image: nothing can be pulled.
+    sidecars = build_sidecar_images(tools)
+    return SuiteImages(
+        archives=(build_busybox_image(), *sidecars.values()),
+        driver=build_driver_image(DRIVER_IMAGE),
+        sidecars={sidecar: image.reference for sidecar, image in sidecars.items()},
+    )
+
+
 def load_suite_images(
     cli: KindCli, tools: Tools, progress: Callable[[str], None] = lambda _: None
 ) -> dict[str, str]:
     """Build the driver, sidecar and busybox images and load them into the nodes of
     ``cli``'s cluster; return sidecar -> image. For clusters made by hand too."""
-    progress("building and loading the driver, sidecar and test pod images")
-    # The suites' pods run the local busybox image: nothing can be pulled.
-    cli.load_image(ImageArchive(build_busybox_image().tarball))
-    sidecars = {}
-    for sidecar, image in build_sidecar_images(tools).items():
-        cli.load_image(ImageArchive(image.tarball))
-        sidecars[sidecar] = image.reference
-    cli.load_image(build_driver_image(DRIVER_IMAGE))
-    return sidecars
+    images = build_suite_images(tools, progress)
+    progress("loading them into the nodes")
+    for archive in images.archives:
+        cli.load_image(ImageArchive(archive.tarball))
+    cli.load_image(images.driver)
+    return dict(images.sidecars)
 
 
 def driver_image_to_load(
