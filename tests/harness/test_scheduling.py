@@ -20,7 +20,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from csi_harness._internal.pytest_plugin import scheduling
-from csi_harness._internal.pytest_plugin.scheduling import spread_slow_first
+from csi_harness._internal.pytest_plugin.scheduling import group_by, spread_slow_first
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -100,6 +100,21 @@ def test_slow_tests_beyond_one_per_worker_come_right_after_the_first_batches() -
     assert ordered[0] == "s0" and ordered[batch] == "s1"
     assert ordered[2 * batch : 2 * batch + 3] == ["s2", "s3", "s4"]
     assert [i for i in ordered if i.startswith("o")] == [f"o{i}" for i in range(20)]
+
+
+def test_tests_that_ask_for_the_same_driver_go_side_by_side_in_order() -> None:
+    # name: <driver><n>; groups in the order of their first test, each in its order.
+    items = ["a1", "b1", "a2", "c1", "b2", "a3"]
+    assert group_by(items, lambda name: name[0]) == ["a1", "a2", "a3", "b1", "b2", "c1"]
+
+
+def test_grouped_tests_keep_the_slow_ones_first() -> None:
+    items = ["o:x1", "s:y1", "o:y2", "o:x2", "s:x3"]
+    grouped = group_by(items, lambda name: name[2])
+    ordered = spread_slow_first(grouped, lambda name: 0 if name[0] == "s" else 1, workers=1)
+    # One worker, a first batch of 2: a slow test heads it, the other slow one follows
+    # it; the others keep their grouped order.
+    assert ordered == ["s:x3", "o:x1", "s:y1", "o:x2", "o:y2"]
 
 
 def test_with_a_max_chunk_the_first_batches_are_that_small() -> None:

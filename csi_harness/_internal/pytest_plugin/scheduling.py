@@ -5,7 +5,9 @@ than the others:
 
 * the test order (``pytest_collection_modifyitems``, in every worker alike): ``slow``
   tests first, one at the head of each worker's first batch (``spread_slow_first``),
-  then the others, then the ``cluster_wide`` ones;
+  then the others, then the ``cluster_wide`` ones; within each, the tests that ask for
+  the same driver side by side (``group_by``), so that one worker's driver pool can
+  hand each the driver of the one before;
 * a test marked ``alone`` gets a worker that runs nothing else (``AloneScheduling``,
   in the controller). An xdist worker starts a test only once it holds the next one
   too, so whatever test it is handed with a 2-minute test waits those 2 minutes and
@@ -118,7 +120,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return 0 if marked is not None else 1
 
     max_chunk = config.getoption("maxschedchunk", None)
-    items[:] = spread_slow_first(items, rank, int(workerinput["workercount"]), max_chunk)
+    grouped = group_by(items, driver_group)
+    items[:] = spread_slow_first(grouped, rank, int(workerinput["workercount"]), max_chunk)
+
+
+def driver_group(item: pytest.Item) -> str:
+    """What decides which pooled driver a test can take: the fields of its ``driver``
+    marker (a ``fresh_driver`` test takes none)."""
+    if item.get_closest_marker("fresh_driver") is not None:
+        return "fresh"
+    marker = item.get_closest_marker("driver")
+    return json.dumps(dict(marker.kwargs) if marker else {}, sort_keys=True, default=str)
+
+
+def group_by(items: Sequence[T], key: Callable[[T], str]) -> list[T]:
+    """``items`` with those of equal ``key`` side by side, groups in the order of their
+    first item, each group in its order. pytest-xdist hands a worker consecutive tests,
+    so tests that ask for the same driver tend to run on one worker, one after the
+    other, where the driver pool hands the next one the driver of the one before."""
+    groups: dict[str, list[T]] = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
+    return [item for group in groups.values() for item in group]
 
 
 def spread_slow_first(

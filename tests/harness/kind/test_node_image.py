@@ -79,3 +79,11 @@ def test_the_containerd_settings_this_vm_needs_are_patched_into_kinds_config(
     assert 'sandbox_image = "registry.k8s.io/pause:3.10.1"' in text
     spec = (root / "etc/containerd/cri-base.json").read_text()
     assert "mount-product-files.sh" in spec and "rlimits" not in spec
+
+
+def test_only_the_offline_node_image_itself_gets_images_baked_in() -> None:
+    offline = f"{node_image.IMAGE_REPOSITORY}:v1.37.1-e684af75e303"
+    assert node_image.is_offline_node_image(offline)
+    assert not node_image.is_offline_node_image(f"{offline}-images-2d0890107f5e")
+    assert not node_image.is_offline_node_image("kindest/node:v1.37.1")
+    assert not node_image.is_offline_node_image("registry.example.com/csi-mock.local/kind-node:x")

@@ -37,13 +37,13 @@ from pathlib import Path
 from csi_harness._internal.core.image_archive import LocalImage
 from csi_harness._internal.core.tools import Tools
 from csi_harness._internal.providers.kind.node_image import (
+    BAKED_TAG_SEPARATOR,
     NodeImageError,
     import_into_rootfs,
     scratch_dir,
 )
 
 CONTAINERD_ROOT = "var/lib/containerd"
-TAG_SEPARATOR = "-images-"
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def bake_images(
         [(a.tarball.name, a.tarball.stat().st_size) for a in archives],
         docker_ids,
     )
-    tag = f"{node_image}{TAG_SEPARATOR}{key}"
+    tag = f"{node_image}{BAKED_TAG_SEPARATOR}{key}"
     if _docker_has(tag):
         return BakedImage(tag, True, time.monotonic() - started)
     progress(f"node image: baking {len(archives) + len(docker_images)} images into {tag}")
@@ -201,7 +201,7 @@ def _remove_other_bakes(node_image: str, *, keep: str) -> None:
         ["images", "--format", "{{.Repository}}:{{.Tag}}", repository], "docker images"
     )
     for image in listed.split():
-        if image != keep and image.startswith(f"{repository}:{base_tag}{TAG_SEPARATOR}"):
+        if image != keep and image.startswith(f"{repository}:{base_tag}{BAKED_TAG_SEPARATOR}"):
             subprocess.run(["docker", "rmi", image], capture_output=True, check=False)
 
 

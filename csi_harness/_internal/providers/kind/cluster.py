@@ -57,7 +57,10 @@ from csi_harness._internal.providers.kind.kind_cli import (
     DEFAULT_KUBECONFIG_ROOT,
     KindCli,
 )
-from csi_harness._internal.providers.kind.node_image import build_node_image
+from csi_harness._internal.providers.kind.node_image import (
+    build_node_image,
+    is_offline_node_image,
+)
 from csi_harness._internal.providers.kind.node_image_traits import check_version, read_traits
 from csi_harness._internal.providers.kind.registry_mirror import MirrorAddress
 from csi_harness._internal.providers.kind.scheduler import SchedulerManifest
@@ -296,10 +299,10 @@ class KindCluster(KubeconfigCluster):
             built = build_node_image(self._built_tools(), progress=self.progress)
             image = built.tag
             self.progress(f"node image {image} ({'cached' if built.cached else 'built'})")
-            if not adopting:
-                image = self._bake_suite_images(image)
         elif image is None:
             image = self.images.source.name(kind_node_image(pinned_version("kubernetes")))
+        if not self.images.source.pulls and not adopting and is_offline_node_image(image):
+            image = self._bake_suite_images(image)
         traits = read_traits(image)
         if self.node_image is None or self.images.source.pulls:
             check_version(traits, pinned_version("kubernetes"))

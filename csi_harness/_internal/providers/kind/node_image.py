@@ -74,6 +74,8 @@ ROOTFS_PACKAGES = (
     "jq",  # kind's createContainer hook (mount-product-files.sh) runs it
 )
 IMAGE_REPOSITORY = "csi-mock.local/kind-node"
+BAKED_TAG_SEPARATOR = "-images-"
+"""Between a node image's tag and the key of the images baked into it (``baked_node_image``)."""
 KIND_UNIT_DIR = TOOLS_DIR / "kind"
 # What kube-proxy (iptables mode) executes, found in the rootfs with their libraries.
 KUBE_PROXY_TOOLS = (
@@ -166,6 +168,12 @@ def build_node_image(
         progress(f"node image: docker import as {tag}")
         _docker_import(root, tag, version)
     return NodeImage(tag, version, False, time.monotonic() - started)
+
+
+def is_offline_node_image(image: str) -> bool:
+    """Whether ``image`` is one ``build_node_image`` made (not one of kind's or the
+    user's): only those get the suites' images baked in (``baked_node_image``)."""
+    return image.startswith(f"{IMAGE_REPOSITORY}:") and BAKED_TAG_SEPARATOR not in image
 
 
 def kind_module_dir() -> Path:
