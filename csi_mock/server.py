@@ -56,13 +56,25 @@ class RegistrationServer:
 
     def __init__(self, config: DriverConfig, registration: KubeletRegistration) -> None:
         self.socket_path = registration.socket
-        self._server = grpc.aio.server()
-        reg_grpc.add_RegistrationServicer_to_server(
-            RegistrationServicer(config, registration), self._server
-        )
+        self._servicer = RegistrationServicer(config, registration)
+        self._server = self._new_server()
         self._kubelet_endpoint = config.kubelet_endpoint
         self._name = config.name
         self._listening = False
+        registration.renewer = self.renew
+
+    def _new_server(self) -> grpc.aio.Server:
+        server = grpc.aio.server()
+        reg_grpc.add_RegistrationServicer_to_server(self._servicer, server)
+        return server
+
+    async def renew(self) -> None:
+        """Stop serving and remove the socket, then serve a new one at the same path
+        (a gRPC server cannot start twice). The kubelet sees the socket go and come
+        back and registers the driver again."""
+        await self.stop(grace=0)
+        self._server = self._new_server()
+        await self.start()
 
     async def start(self) -> None:
         """Listen; a RegistrationSocketError names the key at fault."""

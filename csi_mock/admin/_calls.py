@@ -21,6 +21,7 @@ from csi_mock.admin.views import (
     HealthView,
     Limits,
     PoolView,
+    RegistrationView,
     SnapshotPage,
     SwitchesView,
     VolumePage,
@@ -231,6 +232,12 @@ class Api:
             return Call("GET", "/v1/limits", lambda r: Limits.from_json(r.json()))
         body = {k: v for k, v in patch.items() if v is not None}
         return Call("PATCH", "/v1/limits", lambda r: Limits.from_json(r.json()), body=body)
+
+    @staticmethod
+    def renew_registration() -> Call[RegistrationView]:
+        return Call(
+            "POST", "/v1/registration/renew", lambda r: RegistrationView.from_json(r.json())
+        )
 
     @staticmethod
     def switches(patch: Mapping[str, bool | None] | None = None) -> Call[SwitchesView]:

@@ -44,6 +44,7 @@ from csi_mock.admin.views import (
     HealthView,
     Limits,
     PoolView,
+    RegistrationView,
     SnapshotPage,
     SwitchesView,
     VolumePage,
@@ -228,6 +229,12 @@ class AsyncAdminClient:
         patch = {"max_volumes_per_node": max_volumes_per_node, "attach_limit": attach_limit}
         return await self._send(Api.limits(patch))
 
+    async def renew_registration(self) -> RegistrationView:
+        """Register with the kubelet again (its socket taken away and served anew): the
+        kubelet asks NodeGetInfo again, so a changed ``max_volumes_per_node`` reaches
+        the node's CSINode. A 409 AdminError when this process does not register."""
+        return await self._send(Api.renew_registration())
+
     async def switches(self) -> SwitchesView:
         return await self._send(Api.switches())
 
@@ -398,6 +405,7 @@ class AdminClient:
     unfreeze_capacity = _Blocking(AsyncAdminClient.unfreeze_capacity)
     limits = _Blocking(AsyncAdminClient.limits)
     set_limits = _Blocking(AsyncAdminClient.set_limits)
+    renew_registration = _Blocking(AsyncAdminClient.renew_registration)
     switches = _Blocking(AsyncAdminClient.switches)
     set_switches = _Blocking(AsyncAdminClient.set_switches)
     condition = _Blocking(AsyncAdminClient.condition)

@@ -44,6 +44,13 @@ class RegistrationView:
     error: str | None = None
     """Why the kubelet did not register the driver."""
 
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RegistrationView:
+        return cls(**_known(cls, data))
+
     @classmethod
     def of(cls, registration: KubeletRegistration) -> RegistrationView:
         return cls(

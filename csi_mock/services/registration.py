@@ -9,7 +9,8 @@ socket deregisters the driver.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +38,23 @@ class KubeletRegistration:
     """None until the kubelet calls NotifyRegistrationStatus."""
     error: str | None = None
     """The kubelet's reason when it did not register the driver."""
+    renewer: Callable[[], Awaitable[None]] | None = field(default=None, repr=False)
+    """Set by the server that serves the socket (``renew``)."""
 
     def record(self, registered: bool, error: str) -> None:
         self.registered = registered
         self.error = error or None
+
+    async def renew(self) -> None:
+        """Take the socket away and serve it again, so that the kubelet deregisters the
+        driver and registers it anew: it asks NodeGetInfo again and rewrites the
+        driver's CSINode entry (a changed ``max_volumes_per_node`` becomes its
+        allocatable count). The kubelet's verdict is None again until it calls."""
+        if self.renewer is None:
+            raise RuntimeError("the registration socket is not served yet")
+        self.registered = None
+        self.error = None
+        await self.renewer()
 
 
 class RegistrationServicer(reg_grpc.RegistrationServicer):

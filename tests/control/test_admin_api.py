@@ -27,7 +27,7 @@ from csi_mock.admin import (
 from csi_mock.admin.auth import TokenError
 from csi_mock.admin.server import AdminServer, ListenError
 from csi_mock.proto import csi_pb2 as pb
-from csi_mock.proto.pluginregistration_pb2 import RegistrationStatus
+from csi_mock.proto.pluginregistration_pb2 import InfoRequest, RegistrationStatus
 from csi_mock.proto.pluginregistration_pb2_grpc import RegistrationStub
 from tests.control.conftest import AdminDriver, StartAdmin
 from tests.driver.conftest import driver_config
@@ -122,6 +122,46 @@ async def test_healthz_shows_no_registration_when_the_driver_does_not_register(
         health = (await http.get("/healthz")).json()
 
     assert health == {"ready": True, "failure": None, "registration": None}
+
+
+async def test_a_renewed_registration_is_a_new_socket_that_answers_with_the_new_limit(
+    start_admin: StartAdmin, short_tmp_path: Path
+) -> None:
+    registry = short_tmp_path / "plugins_registry"
+    node = {
+        "id": "node-1",
+        "mount": "directory",
+        "registration": {"plugins_registry": str(registry)},
+    }
+    driver = await start_admin(node=node)
+    socket_path = registry / "csi-mock.example-reg.sock"
+    async with grpc.aio.insecure_channel(f"unix://{socket_path}") as channel:
+        await RegistrationStub(channel).NotifyRegistrationStatus(
+            RegistrationStatus(plugin_registered=True)
+        )
+    first = socket_path.stat()
+    await driver.admin.set_limits(max_volumes_per_node=3)
+
+    renewed = await driver.admin.renew_registration()
+
+    second = socket_path.stat()
+    # The kubelet's plugin watcher tells a new socket by its creation.
+    assert (second.st_ino, second.st_ctime_ns) != (first.st_ino, first.st_ctime_ns)
+    assert renewed == RegistrationView(str(socket_path), None, None)  # no verdict yet
+    async with grpc.aio.insecure_channel(f"unix://{socket_path}") as channel:
+        info = await RegistrationStub(channel).GetInfo(InfoRequest())
+    assert info.name == "csi-mock.example"
+    reply = await driver.csi.node.NodeGetInfo(pb.NodeGetInfoRequest())
+    assert reply.max_volumes_per_node == 3
+
+
+async def test_renewing_a_registration_the_driver_does_not_make_is_a_409(
+    with_admin: AdminDriver,
+) -> None:
+    error = await refused(with_admin.admin.renew_registration())
+
+    assert error.status == 409
+    assert "does not register with the kubelet" in error.message
 
 
 # -- faults ------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ Each test runs a pool of its own (not the session's), so what it hands out and t
 back is known: a driver is left with a fault rule, a drained pool and a changed limit,
 taken back, and given out again to the same fields; the next "test" then provisions
 and runs a pod on it as on a new driver. A driver whose StorageClass got a
-CSIStorageCapacity from a test is not given out again.
+CSIStorageCapacity from a test is not given out again. A driver asked for with another
+node limit is changed to it in place, and the cluster's CSINodes show it, then back.
 """
 
 from __future__ import annotations
@@ -145,3 +146,45 @@ def test_a_driver_whose_class_has_a_csistoragecapacity_a_test_made_is_replaced(
     assert not reused and second is not first
     assert sum(pool.stats.not_reused.values()) == 1, pool.stats
     pool.release(second, test_failed=False)
+
+
+def node_limits(kube: Client, driver: Driver) -> dict[str, int | None]:
+    """Each of the driver's nodes -> its CSINode allocatable count for the driver."""
+    view = observe(kube, driver)
+    return {
+        node: (entry.get("allocatable") or {}).get("count")
+        for node, entry in view.csinode_entries.items()
+    }
+
+
+@pytest.mark.scenario(FEATURE, "a pooled driver takes another node limit in place and back")
+def test_a_pooled_driver_takes_another_node_limit_in_place_and_gives_it_back(
+    pool: DriverPool, cluster: Cluster, kube: Client
+) -> None:
+    fields = fields_of(cluster)
+    deployed_limit = DriverDeployment.model_validate(fields).max_volumes_per_node
+    first, _ = pool.acquire(fields)
+    baseline = observe(kube, first)
+    pool.release(first, test_failed=False)
+
+    limited, reused = pool.acquire({**fields, "max_volumes_per_node": 1})
+
+    assert reused and limited is first, pool.stats
+    assert limited.spec.max_volumes_per_node == 1
+    # The kubelets (or the node simulator) asked NodeGetInfo again: what the
+    # scheduler's volume-limit plugin reads is the new count on every node.
+    assert set(node_limits(kube, limited).values()) == {1}
+    assert len(node_limits(kube, limited)) == len(limited.nodes)
+    node = pick_nodes(limited.nodes, 1, runs_pods=True)[0].name
+    with limited.admin(node) as node_admin:
+        assert node_admin.health().registration.registered is True  # type: ignore[union-attr]
+
+    pool.release(limited, test_failed=False)
+    again, reused = pool.acquire(fields)
+
+    assert reused and again is first, pool.stats
+    assert again.spec.max_volumes_per_node == deployed_limit
+    assert set(node_limits(kube, again).values()) == {deployed_limit}
+    assert observe(kube, again) == baseline
+    assert pool.stats.changed_in_place == 1 and pool.stats.deployed == 1
+    pool.release(again, test_failed=False)

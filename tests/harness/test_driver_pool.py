@@ -6,6 +6,7 @@ difference says. What a reset leaves of a driver is shown on real clusters
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -24,18 +25,58 @@ VIEW = ClusterView(None, {}, {}, {}, {})
 
 
 @dataclass
+class NodeAdmin:
+    """A node instance's admin API: what the pool asked of it, in order."""
+
+    calls: list[str]
+
+    def __enter__(self) -> NodeAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def set_limits(self, *, max_volumes_per_node: int) -> None:
+        self.calls.append(f"limit {max_volumes_per_node}")
+
+    def renew_registration(self) -> None:
+        self.calls.append("renew")
+
+
+@dataclass
 class FakeDriver:
     spec: DriverDeployment
     removed: bool = False
     nodes: list[Any] = field(default_factory=list)
+    calls: dict[str, list[str]] = field(default_factory=dict)
+
+    def adopt_spec(self, spec: DriverDeployment) -> None:
+        assert (spec.name, spec.suffix) == (self.spec.name, self.spec.suffix)
+        self.spec = spec
+
+    def admin(self, instance: str = "controller") -> NodeAdmin:
+        return NodeAdmin(self.calls.setdefault(instance, []))
 
 
-def test_drivers_differing_only_in_name_and_suffix_are_interchangeable() -> None:
+def test_drivers_differing_only_in_name_suffix_and_node_limit_are_interchangeable() -> None:
     base = DriverDeployment().model_dump()
 
     assert pool_key({**base, "name": "a.csi-mock", "suffix": "-a"}) == pool_key(base)
-    assert pool_key({**base, "max_volumes_per_node": 3}) != pool_key(base)
+    assert pool_key({**base, "max_volumes_per_node": 3}) == pool_key(base)
     assert pool_key({**base, "attach_required": True}) != pool_key(base)
+    assert pool_key({**base, "attach_limit": 1}) != pool_key(base)
+
+
+def test_a_node_limit_shows_as_the_kubelet_writes_it() -> None:
+    entry = {"name": "d", "nodeID": "n1", "topologyKeys": ["k"], "allocatable": {"count": 32}}
+    view = ClusterView(None, {}, {"n1": entry}, {}, {})
+
+    assert pooled_drivers.with_node_limit(view, 2).csinode_entries == {
+        "n1": {**entry, "allocatable": {"count": 2}}
+    }
+    assert pooled_drivers.with_node_limit(view, 0).csinode_entries == {
+        "n1": {"name": "d", "nodeID": "n1", "topologyKeys": ["k"]}
+    }
 
 
 def test_a_view_difference_names_the_part_and_both_values() -> None:
@@ -70,16 +111,61 @@ def test_the_least_recently_returned_idle_driver_goes_when_the_pool_is_full(
 ) -> None:
     made, deployed = pool
     base = DriverDeployment().model_dump()
-    drivers = [made.acquire({**base, "max_volumes_per_node": n})[0] for n in (1, 2, 3)]
+    sizes = ("1Gi", "2Gi", "3Gi")
+    drivers = [made.acquire({**base, "node_pool_size": size})[0] for size in sizes]
 
     for driver in drivers:
         made.release(driver, test_failed=False)
 
     assert [d.removed for d in deployed] == [True, False, False]
-    again, reused = made.acquire({**base, "max_volumes_per_node": 3})
+    again, reused = made.acquire({**base, "node_pool_size": "3Gi"})
     assert reused and again is drivers[2]
-    _, reused = made.acquire({**base, "max_volumes_per_node": 1})
+    _, reused = made.acquire({**base, "node_pool_size": "1Gi"})
     assert not reused and len(deployed) == 4
+
+
+def test_a_pooled_driver_takes_another_node_limit_in_place_and_gives_it_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The limit is set on every node instance, which then registers again; the pool
+    waits for the CSINodes to show it. After the test the reset restores the deployed
+    limit, the instances register again, and the pool waits for the deployed view."""
+    entry = {"name": "d", "nodeID": "n1", "allocatable": {"count": 32}}
+    deployed_view = ClusterView(None, {}, {"n1": entry}, {}, {})
+    waited: list[ClusterView] = []
+    deployed: list[FakeDriver] = []
+
+    def deploy(spec: DriverDeployment) -> FakeDriver:
+        nodes = [SimpleNamespace(name="n1"), SimpleNamespace(name="n2")]
+        deployed.append(FakeDriver(spec, nodes=nodes))
+        return deployed[-1]
+
+    monkeypatch.setattr(pooled_drivers, "observe", lambda kube, driver: deployed_view)
+    made = DriverPool(None, deploy, lambda driver: None, domain="csi-mock")  # type: ignore[arg-type]
+    monkeypatch.setattr(made, "_wait_volumes_gone", lambda driver: None)
+    monkeypatch.setattr(made, "_reset_instance", lambda driver, instance: None)
+    monkeypatch.setattr(made, "_wait_cluster_view", lambda driver, view: waited.append(view))
+    monkeypatch.setattr(FakeDriver, "failed_component", lambda self: None, raising=False)
+    monkeypatch.setattr(FakeDriver, "instances", lambda self: ["n1", "n2"], raising=False)
+    base = DriverDeployment().model_dump()
+
+    first, _ = made.acquire(base)
+    made.release(first, test_failed=False)
+    assert first.calls == {} and waited == [deployed_view]
+
+    again, reused = made.acquire({**base, "max_volumes_per_node": 1})
+
+    assert reused and again is first and again.spec.max_volumes_per_node == 1
+    assert again.spec.name == first.spec.name
+    assert first.calls == {"n1": ["limit 1", "renew"], "n2": ["limit 1", "renew"]}
+    assert waited[-1] == pooled_drivers.with_node_limit(deployed_view, 1)
+    assert made.stats.changed_in_place == 1
+
+    made.release(again, test_failed=False)
+
+    assert again.spec.max_volumes_per_node == 32
+    assert first.calls["n1"] == ["limit 1", "renew", "renew"]
+    assert waited[-1] == deployed_view
 
 
 def test_a_failed_test_or_snapshot_driver_is_removed_with_the_reason(

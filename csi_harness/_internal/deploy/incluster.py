@@ -54,7 +54,12 @@ from csi_harness._internal.deploy.incluster_removal import DeploymentRemoval
 from csi_harness._internal.deploy.incluster_workloads import excluding_nodes
 from csi_harness._internal.deploy.pod_csi import CommandRunner, PodCsiCaller, run_exec
 from csi_harness._internal.deploy.readiness import wait_driver_ready
-from csi_harness._internal.deploy.spec import CONTROLLER, DriverDeployment, capacity_instance
+from csi_harness._internal.deploy.spec import (
+    CONTROLLER,
+    DriverDeployment,
+    capacity_instance,
+    check_same_driver,
+)
 from csi_harness._internal.kube.apiproxy import ApiServerAccess, api_server_access
 from csi_harness._internal.kube.describe import describe_pod
 from csi_harness._internal.kube.nodes import ClusterNode
@@ -126,6 +131,10 @@ class InClusterDriver:
     @property
     def spec(self) -> DriverDeployment:
         return self._spec
+
+    def adopt_spec(self, spec: DriverDeployment) -> None:
+        check_same_driver(self._spec, spec)
+        self._spec = spec
 
     @property
     def nodes(self) -> list[ClusterNode]:

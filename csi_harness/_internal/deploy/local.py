@@ -54,6 +54,7 @@ from csi_harness._internal.deploy.spec import (
     DriverDeployment,
     ProvisionerMode,
     capacity_instance,
+    check_same_driver,
     driver_config_for,
 )
 from csi_harness._internal.kube.nodes import ClusterNode
@@ -99,6 +100,10 @@ class LocalDriver:
         """Component -> the size its log had when this deployment started it."""
 
     # What a test sees (csi_harness._internal.providers.base.Driver) -------------------------------
+
+    def adopt_spec(self, spec: DriverDeployment) -> None:
+        check_same_driver(self.spec, spec)
+        self.spec = spec
 
     @property
     def nodes(self) -> list[ClusterNode]:

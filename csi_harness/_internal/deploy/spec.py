@@ -434,3 +434,13 @@ def check_side_by_side(spec: DriverDeployment, running: DriverDeployment | None)
             f"deploy_driver: {spec.name} is the name of the cluster's driver; a driver "
             "beside it needs a name of its own"
         )
+
+
+def check_same_driver(current: DriverDeployment, adopted: DriverDeployment) -> None:
+    """ValueError unless ``adopted`` names the same deployment as ``current`` (a driver
+    can take a changed spec, never another driver's name)."""
+    if (adopted.name, adopted.suffix) != (current.name, current.suffix):
+        raise ValueError(
+            f"a driver deployed as {current.name!r} (suffix {current.suffix!r}) cannot "
+            f"adopt the spec of {adopted.name!r} (suffix {adopted.suffix!r})"
+        )

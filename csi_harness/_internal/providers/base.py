@@ -69,6 +69,11 @@ class Driver(Protocol):
     @property
     def spec(self) -> DriverDeployment: ...
 
+    def adopt_spec(self, spec: DriverDeployment) -> None:
+        """Take ``spec`` as the driver's own after a field of it was changed in place
+        (the driver pool: ``max_volumes_per_node``); name and suffix stay the driver's."""
+        ...
+
     @property
     def nodes(self) -> Sequence[ClusterNode]:
         """The nodes with a csi-mock node instance, sorted by name."""

@@ -16,14 +16,22 @@ A driver goes back to the pool after its test only if nothing of the test is lef
     published (waited for: external-provisioner polls) and none that a test made.
 Otherwise it is removed, as every driver was before the pool, and the reason is kept.
 
-Drivers are pooled by their deployment without name and suffix, so a test only ever
-gets a driver deployed from exactly the fields it asked for. Drivers with snapshots
-are not pooled (their VolumeSnapshotContents and classes are outside these checks).
+Drivers are pooled by their deployment without name, suffix and the fields that can
+change in place (``IN_PLACE``), so a test only ever gets a driver deployed from exactly
+the fields it asked for, or one changed in place to them and shown so by the cluster:
+``max_volumes_per_node`` is set on every node instance (``PATCH /v1/limits``) and the
+instance registers with the kubelet again (``POST /v1/registration/renew``), which asks
+NodeGetInfo again and rewrites the CSINode entry; the pool waits until every CSINode
+shows the new count and the driver's capacity is published as before. After the test,
+the reset puts the deployed limit back and the instances register again, and the driver
+is pooled only once the cluster shows it as deployed. Drivers with snapshots are not
+pooled (their VolumeSnapshotContents and classes are outside these checks).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import secrets
 import time
@@ -51,6 +59,8 @@ from csi_mock.model.duration import parse_duration
 
 log = logging.getLogger("csi_harness.driver_pool")
 
+IN_PLACE = frozenset({"max_volumes_per_node"})
+"""Fields a pooled driver can be changed to in place (see the module docstring)."""
 MAX_IDLE = 2
 """Idle drivers one pytest process keeps; the least recently used goes beyond that."""
 SETTLE_SECONDS = 20.0
@@ -138,18 +148,33 @@ def observe(kube: Client, driver: Driver) -> ClusterView:
 
 
 def pool_key(fields: Mapping[str, Any]) -> str:
-    """Drivers deployed from equal fields, name and suffix aside, are interchangeable."""
+    """Drivers deployed from equal fields, name, suffix and ``IN_PLACE`` aside, are
+    interchangeable."""
     spec = DriverDeployment.model_validate(dict(fields))
-    return spec.model_dump_json(exclude={"name", "suffix"})
+    return spec.model_dump_json(exclude={"name", "suffix", *IN_PLACE})
+
+
+def with_node_limit(view: ClusterView, max_volumes_per_node: int) -> ClusterView:
+    """``view`` as the cluster shows it once every node has registered the driver with
+    ``max_volumes_per_node`` (0: no allocatable count, as the kubelet writes it)."""
+    entries: dict[str, Mapping[str, Any]] = {}
+    for node, entry in view.csinode_entries.items():
+        changed = {key: value for key, value in entry.items() if key != "allocatable"}
+        if max_volumes_per_node > 0:
+            changed["allocatable"] = {"count": max_volumes_per_node}
+        entries[node] = changed
+    return dataclasses.replace(view, csinode_entries=entries)
 
 
 @dataclass
 class _Pooled:
-    """A poolable driver: its ``pool_key`` and how the cluster showed it when deployed."""
+    """A poolable driver: its ``pool_key``, the spec it was deployed from and how the
+    cluster showed it then."""
 
     driver: Driver
     key: str
     baseline: ClusterView
+    deployed: DriverDeployment
 
 
 @dataclass
@@ -161,6 +186,8 @@ class PoolStats:
     deploy_seconds: float = 0.0
     reset_seconds: float = 0.0
     resets: int = 0
+    changed_in_place: int = 0
+    """Reused drivers whose ``IN_PLACE`` fields were changed for their test."""
     not_reused: Counter[str] = field(default_factory=Counter)
     """Why drivers were removed instead of pooled, by the first words of the reason."""
 
@@ -207,9 +234,14 @@ class DriverPool:
         if there is one, else a new one. Also says whether it was reused."""
         key = pool_key(fields)
         idle = self._idle.get(key)
-        if idle:
+        while idle:
             pooled = idle.pop()
             self._order.remove(pooled)
+            try:
+                self._change_in_place(pooled, fields)
+            except NotReusable as why:
+                self._discard(pooled.driver, why)
+                continue
             self._lent[id(pooled.driver)] = pooled
             self.stats.reused += 1
             return pooled.driver, True
@@ -222,7 +254,7 @@ class DriverPool:
         self.stats.deploy_seconds += time.monotonic() - started
         self.stats.deployed += 1
         if spec.snapshots is None:
-            self._lent[id(driver)] = _Pooled(driver, key, observe(self._kube, driver))
+            self._lent[id(driver)] = _Pooled(driver, key, observe(self._kube, driver), spec)
         return driver, False
 
     def release(self, driver: Driver, *, test_failed: bool) -> None:
@@ -234,13 +266,11 @@ class DriverPool:
             if test_failed:
                 raise NotReusable("its test failed")
             started = time.monotonic()
-            self._reset(driver, pooled.baseline)
+            self._reset(driver, pooled)
             self.stats.reset_seconds += time.monotonic() - started
             self.stats.resets += 1
         except NotReusable as why:
-            self.stats.not_reused[str(why).split(":")[0]] += 1
-            log.info("driver %s removed, not pooled: %s", driver.spec.name, why)
-            self._remove(driver)
+            self._discard(driver, why)
             return
         self._idle.setdefault(pooled.key, []).append(pooled)
         self._order.append(pooled)
@@ -248,6 +278,11 @@ class DriverPool:
             oldest = self._order.pop(0)
             self._idle[oldest.key].remove(oldest)
             self._remove(oldest.driver)
+
+    def _discard(self, driver: Driver, why: NotReusable) -> None:
+        self.stats.not_reused[str(why).split(":")[0]] += 1
+        log.info("driver %s removed, not pooled: %s", driver.spec.name, why)
+        self._remove(driver)
 
     def close(self) -> None:
         """Remove every idle driver (at the end of the session)."""
@@ -258,14 +293,47 @@ class DriverPool:
 
     # -- the reset ---------------------------------------------------------------------
 
-    def _reset(self, driver: Driver, baseline: ClusterView) -> None:
+    def _reset(self, driver: Driver, pooled: _Pooled) -> None:
         problem = driver.failed_component()
         if problem is not None:
             raise NotReusable(f"a component stopped: {problem}")
         self._wait_volumes_gone(driver)
         for instance in driver.instances():
             self._reset_instance(driver, instance)
-        self._wait_cluster_view(driver, baseline)
+        if driver.spec.max_volumes_per_node != pooled.deployed.max_volumes_per_node:
+            # The reset put the deployed limit back; the kubelets learn it anew.
+            self._register_again(driver)
+            driver.adopt_spec(pooled.deployed)
+        self._wait_cluster_view(driver, pooled.baseline)
+
+    def _change_in_place(self, pooled: _Pooled, fields: Mapping[str, Any]) -> None:
+        """Give an idle driver the ``IN_PLACE`` fields of ``fields`` (see the module
+        docstring), or raise NotReusable."""
+        driver = pooled.driver
+        wanted = DriverDeployment.model_validate(
+            {**fields, "name": driver.spec.name, "suffix": driver.spec.suffix}
+        )
+        if wanted == driver.spec:
+            return
+        limit = wanted.max_volumes_per_node
+        for node in driver.nodes:
+            try:
+                with driver.admin(node.name) as admin:
+                    admin.set_limits(max_volumes_per_node=limit)
+            except AdminError as error:
+                raise NotReusable(f"limit refused by {node.name}: {error}") from None
+        self._register_again(driver)
+        driver.adopt_spec(wanted)
+        self._wait_cluster_view(driver, with_node_limit(pooled.baseline, limit))
+        self.stats.changed_in_place += 1
+
+    def _register_again(self, driver: Driver) -> None:
+        for node in driver.nodes:
+            try:
+                with driver.admin(node.name) as admin:
+                    admin.renew_registration()
+            except AdminError as error:
+                raise NotReusable(f"registration not renewed on {node.name}: {error}") from None
 
     def _reset_instance(self, driver: Driver, instance: str) -> None:
         """Reset one csi-mock instance. A node's kubelet may unstage a volume after its
@@ -332,10 +400,12 @@ class DriverPool:
 def log_pool_stats(stats: PoolStats) -> None:
     """One line of what the pool did, in the session's log."""
     log.info(
-        "driver pool: %d deployed in %.1f s, %d reused, %d resets in %.1f s, not pooled: %s",
+        "driver pool: %d deployed in %.1f s, %d reused (%d changed in place), %d resets in "
+        "%.1f s, not pooled: %s",
         stats.deployed,
         stats.deploy_seconds,
         stats.reused,
+        stats.changed_in_place,
         stats.resets,
         stats.reset_seconds,
         dict(stats.not_reused) or "none",

@@ -13,6 +13,7 @@ from csi_mock.admin.routes.health import HealthRoutes
 from csi_mock.admin.routes.journal import JournalRoutes
 from csi_mock.admin.routes.limits import LimitsRoutes
 from csi_mock.admin.routes.pools import PoolRoutes
+from csi_mock.admin.routes.registration import RegistrationRoutes
 from csi_mock.admin.routes.reset import ResetRoutes
 from csi_mock.admin.routes.snapshots import SnapshotRoutes
 from csi_mock.admin.routes.switches import SwitchRoutes
@@ -34,6 +35,7 @@ def all_routes(driver: Driver) -> list[Routes]:
         PoolRoutes(driver),
         CapacityRoutes(driver),
         LimitsRoutes(driver),
+        RegistrationRoutes(driver),
         SwitchRoutes(driver),
         VolumeRoutes(driver),
         ConditionRoutes(driver),

@@ -13,7 +13,8 @@ import grpc
 import httpx2
 import pytest
 
-from csi_harness._internal.providers.local.node_simulator import SimulatedNode, Simulator
+from csi_harness._internal.providers.local.node_simulator import NODE_ID_ANNOTATION, Simulator
+from csi_harness._internal.providers.local.simulated_node import SimulatedNode
 from csi_mock.proto import (
     csi_pb2,
     csi_pb2_grpc,
@@ -147,3 +148,52 @@ async def test_an_edit_that_changes_nothing_writes_nothing(short_tmp_path: Path)
     absent = await simulator._edit_csinode_driver(node, "gone.example", lambda _: None)
 
     assert (unchanged, absent) == (False, False)
+
+
+async def _serve(plugin: Plugin) -> grpc.aio.Server:
+    server = grpc.aio.server()
+    pluginregistration_pb2_grpc.add_RegistrationServicer_to_server(plugin, server)
+    csi_pb2_grpc.add_NodeServicer_to_server(plugin, server)
+    server.add_insecure_port(f"unix://{plugin.socket}")
+    await server.start()
+    return server
+
+
+async def test_a_socket_made_anew_at_the_same_path_is_registered_again(
+    short_tmp_path: Path,
+) -> None:
+    """As the kubelet's plugin watcher: a plugin that takes its socket away and serves
+    it again (csi-mock's renewed registration) is deregistered and registered anew,
+    however fast it comes back."""
+    registry = short_tmp_path / "registry"
+    registry.mkdir()
+    plugin = Plugin(registry / "csi-mock.example-reg.sock")
+    server = await _serve(plugin)
+    api = FlakyApi(0)
+    node = SimulatedNode("node-2", {}, registry, {}, "v1.37.1")
+    stop = asyncio.Event()
+    watch = asyncio.create_task(Simulator(api, [node]).watch_plugins(node, stop))  # type: ignore[arg-type]
+    try:
+        async with asyncio.timeout(10):
+            while not plugin.statuses:
+                await asyncio.sleep(0.05)
+        await server.stop(None)
+        plugin.socket.unlink(missing_ok=True)
+        server = await _serve(plugin)
+        async with asyncio.timeout(10):
+            while len(plugin.statuses) < 2:
+                await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await watch
+        await server.stop(None)
+
+    assert plugin.statuses == [True, True]
+    assert node.registered == {plugin.socket: "csi-mock.example"}
+    # In between, the driver was deregistered: its node ID annotation taken off.
+    node_ids = [
+        body["metadata"]["annotations"][NODE_ID_ANNOTATION]
+        for kind, body in api.patches
+        if kind == "Node"
+    ]
+    assert node_ids[0] is not None and node_ids[1] is None and node_ids[2] is not None

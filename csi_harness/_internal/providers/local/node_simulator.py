@@ -31,7 +31,6 @@ import json
 import logging
 import signal
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -45,6 +44,7 @@ from lightkube.resources.storage_v1 import CSIDriver
 from lightkube.types import PatchType
 
 from csi_harness._internal.kube.csinode import CSINodeResource
+from csi_harness._internal.providers.local.simulated_node import SimulatedNode, plugin_sockets
 from csi_mock.proto import (
     csi_pb2,
     csi_pb2_grpc,
@@ -65,90 +65,10 @@ API_FAILURES = (ApiError, httpx2.HTTPError)
 """What a request to an API server under load may end with (a 429 or 5xx, a read
 timeout): the kubelet logs it and tries again later, and so does the simulator."""
 NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid"
-ATTACH_DETACH_ANNOTATION = "volumes.kubernetes.io/controller-managed-attach-detach"
-
-
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _micro_now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-@dataclass
-class SimulatedNode:
-    name: str
-    labels: dict[str, str]
-    plugins_registry: Path
-    capacity: dict[str, str]
-    kubelet_version: str
-    registered: dict[Path, str] = field(default_factory=dict)  # socket -> driver name
-    endpoints: dict[str, str] = field(default_factory=dict)  # driver name -> CSI endpoint
-    allocatable_checked: dict[str, float] = field(default_factory=dict)
-    """Driver name -> monotonic time NodeGetInfo was last asked for allocatable.count."""
-    csinode_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    """Held over each read-modify-write of the CSINode's driver list: the plugin watch
-    and the allocatable refresh both rewrite it, and a merge patch replaces the list."""
-
-    def node_object(self) -> dict[str, Any]:
-        return {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": self.name,
-                "labels": {
-                    "kubernetes.io/hostname": self.name,
-                    "kubernetes.io/os": "linux",
-                    "kubernetes.io/arch": "amd64",
-                    **self.labels,
-                },
-                "annotations": {ATTACH_DETACH_ANNOTATION: "true"},
-            },
-            "spec": {},
-        }
-
-    def status(self) -> dict[str, Any]:
-        now = _now()
-
-        def condition(kind: str, value: str, reason: str, message: str) -> dict[str, str]:
-            return {
-                "type": kind,
-                "status": value,
-                "reason": reason,
-                "message": message,
-                "lastHeartbeatTime": now,
-                "lastTransitionTime": now,
-            }
-
-        return {
-            "status": {
-                "capacity": self.capacity,
-                "allocatable": self.capacity,
-                "conditions": [
-                    condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "simulated"),
-                    condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "simulated"),
-                    condition("PIDPressure", "False", "KubeletHasSufficientPID", "simulated"),
-                    condition("Ready", "True", "KubeletReady", "simulated node (csi-harness)"),
-                ],
-                "addresses": [
-                    {"type": "InternalIP", "address": "127.0.0.1"},
-                    {"type": "Hostname", "address": self.name},
-                ],
-                "nodeInfo": {
-                    "machineID": self.name,
-                    "systemUUID": self.name,
-                    "bootID": self.name,
-                    "kernelVersion": "simulated",
-                    "osImage": "csi-harness simulated node",
-                    "containerRuntimeVersion": "simulated://0",
-                    "kubeletVersion": self.kubelet_version,
-                    "kubeProxyVersion": "",
-                    "operatingSystem": "linux",
-                    "architecture": "amd64",
-                },
-            }
-        }
 
 
 class Simulator:
@@ -226,11 +146,17 @@ class Simulator:
     async def watch_plugins(self, node: SimulatedNode, stop: asyncio.Event) -> None:
         node.plugins_registry.mkdir(parents=True, exist_ok=True)
         while not stop.is_set():
-            present = {p for p in node.plugins_registry.iterdir() if p.is_socket()}
-            for socket in sorted(present - node.registered.keys()):
-                await self.register(node, socket)
-            for socket in sorted(node.registered.keys() - present):
+            present = plugin_sockets(node.plugins_registry)
+            replaced = {
+                socket
+                for socket, identity in present.items()
+                if socket in node.registered and node.socket_ids.get(socket) != identity
+            }
+            for socket in sorted((node.registered.keys() - present.keys()) | replaced):
                 await self.unregister(node, socket)
+            for socket in sorted(present.keys() - node.registered.keys()):
+                node.socket_ids[socket] = present[socket]
+                await self.register(node, socket)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), WATCH_EVERY)
 
@@ -342,6 +268,7 @@ class Simulator:
 
     async def unregister(self, node: SimulatedNode, socket: Path) -> None:
         name = node.registered.pop(socket)
+        node.socket_ids.pop(socket, None)
         if not name:
             return
         node.endpoints.pop(name, None)
