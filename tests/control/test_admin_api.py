@@ -82,17 +82,21 @@ async def test_healthz_is_503_with_the_failure_while_not_ready(with_admin: Admin
     assert (health.ready, health.failure) == (False, "loading state failed: disk on fire")
 
 
-async def test_healthz_shows_the_kubelet_registration_as_the_kubelet_reports_it(
-    start_admin: StartAdmin, short_tmp_path: Path
-) -> None:
-    registry = short_tmp_path / "plugins_registry"
+async def start_registering(start_admin: StartAdmin, tmp: Path) -> tuple[AdminDriver, Path]:
+    """A driver that registers with the kubelet, and its registration socket."""
+    registry = tmp / "plugins_registry"
     node = {
         "id": "node-1",
         "mount": "directory",
         "registration": {"plugins_registry": str(registry)},
     }
-    driver = await start_admin(node=node)
-    socket_path = registry / "csi-mock.example-reg.sock"
+    return await start_admin(node=node), registry / "csi-mock.example-reg.sock"
+
+
+async def test_healthz_shows_the_kubelet_registration_as_the_kubelet_reports_it(
+    start_admin: StartAdmin, short_tmp_path: Path
+) -> None:
+    driver, socket_path = await start_registering(start_admin, short_tmp_path)
 
     before = await driver.admin.health()
     async with grpc.aio.insecure_channel(f"unix://{socket_path}") as channel:
@@ -127,14 +131,7 @@ async def test_healthz_shows_no_registration_when_the_driver_does_not_register(
 async def test_a_renewed_registration_is_a_new_socket_that_answers_with_the_new_limit(
     start_admin: StartAdmin, short_tmp_path: Path
 ) -> None:
-    registry = short_tmp_path / "plugins_registry"
-    node = {
-        "id": "node-1",
-        "mount": "directory",
-        "registration": {"plugins_registry": str(registry)},
-    }
-    driver = await start_admin(node=node)
-    socket_path = registry / "csi-mock.example-reg.sock"
+    driver, socket_path = await start_registering(start_admin, short_tmp_path)
     async with grpc.aio.insecure_channel(f"unix://{socket_path}") as channel:
         await RegistrationStub(channel).NotifyRegistrationStatus(
             RegistrationStatus(plugin_registered=True)
