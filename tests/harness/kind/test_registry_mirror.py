@@ -47,6 +47,19 @@ def test_the_harness_networks_pods_when_the_image_has_no_cni(source: Path, tmp_p
     assert config["networking"] == {"disableDefaultCNI": True}
 
 
+def test_without_the_images_coredns_is_left_out_and_kept_with_them(
+    source: Path, tmp_path: Path
+) -> None:
+    # An image without kind's CNI (csi-mock's offline one) has no CoreDNS image either:
+    # a CoreDNS pod would hold up every other image pull of its node.
+    offline = effective_config(source, kind_cni=False, mirror=None, workdir=tmp_path)
+    patches = [yaml.safe_load(p) for p in offline["kubeadmConfigPatches"]]
+    skip = {"kind": "InitConfiguration", "skipPhases": ["preflight", "addon/coredns"]}
+    assert skip in patches
+    stock = effective_config(source, kind_cni=True, mirror=None, workdir=tmp_path)
+    assert "addon/coredns" not in str(stock.get("kubeadmConfigPatches"))
+
+
 def test_relative_mounts_stay_relative_to_the_original_file(source: Path, tmp_path: Path) -> None:
     config = effective_config(source, kind_cni=True, mirror=None, workdir=tmp_path)
     mount = config["nodes"][0]["extraMounts"][0]

@@ -446,8 +446,10 @@ class KindCluster(KubeconfigCluster):
         wait_for("every kind node to be Ready", ready, timeout=READY_TIMEOUT, interval=1)
 
     def _without_coredns(self) -> None:
-        # The offline node image has no CoreDNS image (docs/kind.md): leave the
-        # Deployment at zero replicas rather than pods failing to pull forever.
+        # The offline node image has no CoreDNS image (docs/kind.md): a cluster made
+        # here has no CoreDNS (cluster_config skips kubeadm's addon); one made by hand
+        # is left at zero replicas rather than pods failing to pull forever (and
+        # holding up the other pulls of their node).
         try:
             self.kube.patch(
                 Deployment, "coredns", {"spec": {"replicas": 0}}, namespace="kube-system"

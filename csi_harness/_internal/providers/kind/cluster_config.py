@@ -3,7 +3,10 @@ file, with what this run needs on top, written beside the cluster's kubeconfig.
 
 * kind's own CNI is kept when the node image carries it (every stock ``kindest/node``)
   and turned off when it does not (csi-mock's offline image: the harness networks the
-  pods itself, ``csi_harness._internal.providers.kind.network``);
+  pods itself, ``csi_harness._internal.providers.kind.network``); such an image has no
+  CoreDNS image either, so kubeadm is told to skip its CoreDNS addon: a CoreDNS pod
+  would try to pull its image for about 50 s a try, and the kubelet pulls one image at
+  a time, so every other pull on its node would wait behind it;
 * with a registry mirror, every node mounts containerd's per-registry configuration
   (``csi_harness._internal.providers.kind.registry_mirror``);
 * relative ``extraMounts`` host paths are made absolute against the original file's
@@ -23,6 +26,12 @@ from csi_harness._internal.providers.kind.registry_mirror import (
     write_certs_dir,
 )
 
+SKIP_COREDNS = "kind: InitConfiguration\nskipPhases:\n  - preflight\n  - addon/coredns\n"
+"""A kubeadm patch (any API version) that leaves CoreDNS out of the cluster. kind runs
+``kubeadm init --skip-phases=preflight``, and a configuration's ``skipPhases`` takes
+the flag's place, so the list repeats ``preflight`` (without it kubeadm's preflight
+checks run and fail on this VM's cgroup v1)."""
+
 
 def effective_config(
     source: Path, *, kind_cni: bool, mirror: MirrorAddress | None, workdir: Path
@@ -38,6 +47,9 @@ def effective_config(
         config["networking"] = networking
     else:
         config.pop("networking", None)
+    if not kind_cni:
+        patches = list(config.get("kubeadmConfigPatches") or [])
+        config["kubeadmConfigPatches"] = [*patches, SKIP_COREDNS]
     nodes = []
     for node in config.get("nodes") or [{"role": "control-plane"}]:
         node = dict(node)
