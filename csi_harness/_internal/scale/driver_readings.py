@@ -53,6 +53,11 @@ def read_driver(
         codes = counted
     result.create_volume_calls = sum(codes.values())
     result.create_volume_ok = codes.pop("OK", 0)
+    if result.journal_complete:
+        # external-provisioner asks again for a volume whose answer it did not get in
+        # time (seen under load in CI): a name answered OK twice is one volume.
+        created = {record.request.get("name") for record in records if record.code == "OK"}
+        result.create_volume_ok = len(created)
     result.resource_exhausted = codes.pop("RESOURCE_EXHAUSTED", 0)
     result.other_errors = codes
     result.exhausted_times.sort()

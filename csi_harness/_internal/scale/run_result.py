@@ -64,6 +64,8 @@ class RunResult:
     ended_after: float = 0.0
     create_volume_calls: int = 0
     create_volume_ok: int = 0
+    """Volumes CreateVolume made (from the journals: names answered OK, a name answered
+    OK twice counted once; from the counters when a journal was not complete)."""
     resource_exhausted: int = 0
     other_errors: dict[str, int] = field(default_factory=dict)
     exhausted_times: list[float] = field(default_factory=list)

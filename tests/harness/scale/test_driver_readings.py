@@ -34,6 +34,7 @@ def test_counted_calls_are_read_by_method_and_code_from_the_metrics_text() -> No
 class FakeRecord:
     code: str
     time: float
+    request: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -75,10 +76,12 @@ def test_distributed_counts_every_nodes_create_volume_answers_and_its_pool() -> 
     names = ["node-2", "node-3"]
     admins = {
         "node-2": FakeAdmin(
-            [FakeRecord("OK", 101.0), FakeRecord("RESOURCE_EXHAUSTED", 102.0)],
+            [FakeRecord("OK", 101.0, {"name": "pvc-a"}), FakeRecord("RESOURCE_EXHAUSTED", 102.0)],
             Pool(node_pool_name("node-2"), 1, 10),
         ),
-        "node-3": FakeAdmin([FakeRecord("OK", 103.0)], Pool(node_pool_name("node-3"), 2, 10)),
+        "node-3": FakeAdmin(
+            [FakeRecord("OK", 103.0, {"name": "pvc-b"})], Pool(node_pool_name("node-3"), 2, 10)
+        ),
     }
     driver = SimpleNamespace(
         spec=DriverDeployment(provisioner_mode=ProvisionerMode.DISTRIBUTED),
@@ -116,3 +119,21 @@ def test_only_the_burst_nodes_pools_are_read() -> None:
     assert asked == [CONTROLLER]
     assert result.pool_used == {"node-2": 5}
     assert result.pool_total == {"node-2": 10}
+
+
+def test_a_volume_answered_ok_twice_is_counted_once() -> None:
+    """external-provisioner repeats a CreateVolume whose answer came too late for it;
+    the driver answers OK again for the same name (one volume, seen in CI)."""
+    records = [
+        FakeRecord("OK", 101.0, {"name": "pvc-a"}),
+        FakeRecord("OK", 102.0, {"name": "pvc-a"}),
+        FakeRecord("OK", 103.0, {"name": "pvc-b"}),
+    ]
+    driver = SimpleNamespace(
+        spec=DriverDeployment(provisioner_mode=ProvisionerMode.CENTRAL),
+        nodes=[SimpleNamespace(name="node-2")],
+        admin=lambda instance: FakeAdmin(records, Pool(node_pool_name("node-2"), 3, 10)),
+    )
+    result = RunResult("v", "v", 1, 10, 2, "1Gi", 1, 2, True, {})
+    read_driver(cast(Any, driver), 100.0, result, ["node-2"])
+    assert (result.create_volume_calls, result.create_volume_ok) == (3, 2)
