@@ -25,7 +25,6 @@ contents is removed when a new one is made (unless a container still uses it).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import tempfile
@@ -39,8 +38,10 @@ from csi_harness._internal.core.tools import Tools
 from csi_harness._internal.providers.kind.node_image import (
     BAKED_TAG_SEPARATOR,
     NodeImageError,
+    docker_has,
     import_into_rootfs,
     scratch_dir,
+    short_hash,
 )
 
 CONTAINERD_ROOT = "var/lib/containerd"
@@ -82,7 +83,7 @@ def bake_images(
         docker_ids,
     )
     tag = f"{node_image}{BAKED_TAG_SEPARATOR}{key}"
-    if _docker_has(tag):
+    if docker_has(tag):
         return BakedImage(tag, True, time.monotonic() - started)
     progress(f"node image: baking {len(archives) + len(docker_images)} images into {tag}")
     with tempfile.TemporaryDirectory(prefix="csi-mock-bake-", dir=scratch_dir()) as tmp:
@@ -113,15 +114,10 @@ def baked_key(
     docker_image_ids: Iterable[str],
 ) -> str:
     """What a baked image is made of, as a short hash (its tag's suffix)."""
-    digest = hashlib.sha256()
     parts = [recipe, node_image_id]
     parts += [f"{name}:{size}" for name, size in archives]
     parts += list(docker_image_ids)
-    for part in parts:
-        data = part.encode()
-        digest.update(len(data).to_bytes(8, "big"))
-        digest.update(data)
-    return digest.hexdigest()[:12]
+    return short_hash(parts)
 
 
 def snapshot(root: Path, relative: str) -> dict[str, FileState]:
@@ -211,11 +207,6 @@ def _remove_other_bakes(node_image: str, *, keep: str) -> None:
 def _image_id(image: str) -> str:
     argv = ["image", "inspect", "--format", "{{.Id}}", image]
     return _docker(argv, f"docker inspect {image}").strip()
-
-
-def _docker_has(tag: str) -> bool:
-    result = subprocess.run(["docker", "image", "inspect", tag], capture_output=True, check=False)
-    return result.returncode == 0
 
 
 def _docker(argv: Sequence[str], what: str) -> str:

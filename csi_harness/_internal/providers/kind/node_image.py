@@ -136,8 +136,8 @@ def build_node_image(
             )
     kind_dir = kind_module_dir()
     version = _run([tools["kubeadm"], "version", "-o", "short"]).strip()
-    rootfs_key = _hash([SUITE, MIRROR, *ROOTFS_PACKAGES])
-    key = _hash(
+    rootfs_key = short_hash([SUITE, MIRROR, *ROOTFS_PACKAGES])
+    key = short_hash(
         [
             Path(__file__).read_text(),
             rootfs_key,
@@ -146,7 +146,7 @@ def build_node_image(
         ]
     )
     tag = f"{IMAGE_REPOSITORY}:{version}-{key}"
-    if _docker_has(tag):
+    if docker_has(tag):
         return NodeImage(tag, version, True, time.monotonic() - started)
     rootfs = rootfs_tarball(cache, rootfs_key, progress)
     with tempfile.TemporaryDirectory(prefix="csi-mock-kind-node-", dir=scratch_dir()) as tmp:
@@ -507,7 +507,8 @@ def require_docker() -> None:
         )
 
 
-def _docker_has(tag: str) -> bool:
+def docker_has(tag: str) -> bool:
+    """Whether the local Docker engine has an image of this tag."""
     result = subprocess.run(["docker", "image", "inspect", tag], capture_output=True, check=False)
     return result.returncode == 0
 
@@ -526,7 +527,8 @@ def _symlink(target: str, link: Path) -> None:
     link.symlink_to(target)
 
 
-def _hash(parts: Sequence[str]) -> str:
+def short_hash(parts: Sequence[str]) -> str:
+    """The parts, length-prefixed, as 12 hex digits of SHA-256 (a tag's key)."""
     digest = hashlib.sha256()
     for part in parts:
         data = part.encode()
