@@ -6,7 +6,8 @@ back is known: a driver is left with a fault rule, a drained pool and a changed 
 taken back, and given out again to the same fields; the next "test" then provisions
 and runs a pod on it as on a new driver. A driver whose StorageClass got a
 CSIStorageCapacity from a test is not given out again. A driver asked for with another
-node limit is changed to it in place, and the cluster's CSINodes show it, then back.
+node limit is changed to it in place, and the cluster's CSINodes show it, then back;
+one asked for with another CSIDriver storageCapacity gets it patched, then back.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 import pytest
 from lightkube import Client
 from lightkube.resources.core_v1 import Namespace, Pod
+from lightkube.resources.storage_v1 import CSIDriver
 
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.kube import objects
@@ -23,7 +25,8 @@ from csi_harness._internal.kube.namespaces import empty_namespace
 from csi_harness._internal.kube.nodes import pick_nodes
 from csi_harness._internal.kube.waits import wait_pod_running
 from csi_harness._internal.providers.base import Cluster, Driver
-from csi_harness._internal.pytest_plugin.pooled_drivers import DriverPool, observe
+from csi_harness._internal.pytest_plugin.driver_view import observe
+from csi_harness._internal.pytest_plugin.pooled_drivers import DriverPool
 from csi_harness._internal.pytest_plugin.session import TEST_DRIVER_DOMAIN
 
 pytestmark = [pytest.mark.e2e]
@@ -185,6 +188,33 @@ def test_a_pooled_driver_takes_another_node_limit_in_place_and_gives_it_back(
     assert reused and again is first, pool.stats
     assert again.spec.max_volumes_per_node == deployed_limit
     assert set(node_limits(kube, again).values()) == {deployed_limit}
+    assert observe(kube, again) == baseline
+    assert pool.stats.changed_in_place == 1 and pool.stats.deployed == 1
+    pool.release(again, test_failed=False)
+
+
+@pytest.mark.scenario(FEATURE, "a pooled driver takes another CSIDriver storageCapacity in place")
+def test_a_pooled_driver_takes_another_storage_capacity_in_place_and_gives_it_back(
+    pool: DriverPool, cluster: Cluster, kube: Client
+) -> None:
+    fields = fields_of(cluster)
+    first, _ = pool.acquire(fields)
+    baseline = observe(kube, first)
+    pool.release(first, test_failed=False)
+
+    changed, reused = pool.acquire({**fields, "storage_capacity": False})
+
+    assert reused and changed is first, pool.stats
+    live = kube.get(CSIDriver, changed.spec.name)
+    assert live.spec is not None and live.spec.storageCapacity is False
+    assert live.spec.attachRequired == baseline.csidriver["attachRequired"]  # type: ignore[index]
+
+    pool.release(changed, test_failed=False)
+    again, reused = pool.acquire(fields)
+
+    assert reused and again is first, pool.stats
+    live = kube.get(CSIDriver, again.spec.name)
+    assert live.spec is not None and live.spec.storageCapacity is True
     assert observe(kube, again) == baseline
     assert pool.stats.changed_in_place == 1 and pool.stats.deployed == 1
     pool.release(again, test_failed=False)

@@ -12,13 +12,10 @@ from typing import Any
 import pytest
 
 from csi_harness._internal.deploy.spec import DriverDeployment
-from csi_harness._internal.pytest_plugin import pooled_drivers
-from csi_harness._internal.pytest_plugin.pooled_drivers import (
-    ClusterView,
-    DriverPool,
-    NotReusable,
-    pool_key,
-)
+from csi_harness._internal.pytest_plugin import pool_in_place, pooled_drivers
+from csi_harness._internal.pytest_plugin.driver_view import ClusterView
+from csi_harness._internal.pytest_plugin.pool_in_place import NotReusable, with_node_limit
+from csi_harness._internal.pytest_plugin.pooled_drivers import DriverPool, pool_key
 from csi_mock.admin import AdminError
 
 VIEW = ClusterView(None, {}, {}, {}, {})
@@ -58,11 +55,14 @@ class FakeDriver:
         return NodeAdmin(self.calls.setdefault(instance, []))
 
 
-def test_drivers_differing_only_in_name_suffix_and_node_limit_are_interchangeable() -> None:
+def test_drivers_differing_only_in_name_suffix_and_in_place_fields_are_interchangeable() -> None:
     base = DriverDeployment().model_dump()
 
     assert pool_key({**base, "name": "a.csi-mock", "suffix": "-a"}) == pool_key(base)
     assert pool_key({**base, "max_volumes_per_node": 3}) == pool_key(base)
+    assert pool_key({**base, "storage_capacity": False}) == pool_key(base)
+    assert pool_key({**base, "storage_capacity": None}) == pool_key(base)
+    assert pool_key({**base, "pod_info_on_mount": False}) != pool_key(base)
     assert pool_key({**base, "attach_required": True}) != pool_key(base)
     assert pool_key({**base, "attach_limit": 1}) != pool_key(base)
 
@@ -71,10 +71,10 @@ def test_a_node_limit_shows_as_the_kubelet_writes_it() -> None:
     entry = {"name": "d", "nodeID": "n1", "topologyKeys": ["k"], "allocatable": {"count": 32}}
     view = ClusterView(None, {}, {"n1": entry}, {}, {})
 
-    assert pooled_drivers.with_node_limit(view, 2).csinode_entries == {
+    assert with_node_limit(view, 2).csinode_entries == {
         "n1": {**entry, "allocatable": {"count": 2}}
     }
-    assert pooled_drivers.with_node_limit(view, 0).csinode_entries == {
+    assert with_node_limit(view, 0).csinode_entries == {
         "n1": {"name": "d", "nodeID": "n1", "topologyKeys": ["k"]}
     }
 
@@ -158,7 +158,7 @@ def test_a_pooled_driver_takes_another_node_limit_in_place_and_gives_it_back(
     assert reused and again is first and again.spec.max_volumes_per_node == 1
     assert again.spec.name == first.spec.name
     assert first.calls == {"n1": ["limit 1", "renew"], "n2": ["limit 1", "renew"]}
-    assert waited[-1] == pooled_drivers.with_node_limit(deployed_view, 1)
+    assert waited[-1] == with_node_limit(deployed_view, 1)
     assert made.stats.changed_in_place == 1
 
     made.release(again, test_failed=False)
@@ -166,6 +166,67 @@ def test_a_pooled_driver_takes_another_node_limit_in_place_and_gives_it_back(
     assert again.spec.max_volumes_per_node == 32
     assert first.calls["n1"] == ["limit 1", "renew", "renew"]
     assert waited[-1] == deployed_view
+
+
+@dataclass
+class FakeKube:
+    """The API server's side of a CSIDriver patch: the merge patches asked for, and
+    the spec it answers with (storageCapacity defaults to false, as in storage/v1)."""
+
+    patches: list[dict[str, Any]] = field(default_factory=list)
+
+    def patch(self, resource: Any, name: str, patch: dict[str, Any], **kw: Any) -> Any:
+        self.patches.append(patch)
+        spec = {"attachRequired": False, **patch["spec"]}
+        spec["storageCapacity"] = bool(spec["storageCapacity"])
+        return SimpleNamespace(spec=SimpleNamespace(to_dict=lambda: spec))
+
+
+def test_a_pooled_driver_takes_another_storage_capacity_in_place_and_gives_it_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The CSIDriver's storageCapacity is patched to what the test asked for (unset:
+    removed, so the API server's default), and the pool waits for the CSIDriver as
+    the API server answered; after the test it is patched back and the pool waits for
+    the deployed view. No node instance is asked anything."""
+    deployed_view = ClusterView({"attachRequired": False, "storageCapacity": True}, {}, {}, {}, {})
+    waited: list[ClusterView] = []
+    kube = FakeKube()
+    made = DriverPool(kube, FakeDriver, lambda driver: None, domain="csi-mock")  # type: ignore[arg-type]
+    monkeypatch.setattr(pooled_drivers, "observe", lambda kube, driver: deployed_view)
+    monkeypatch.setattr(made, "_wait_volumes_gone", lambda driver: None)
+    monkeypatch.setattr(made, "_reset_instance", lambda driver, instance: None)
+    monkeypatch.setattr(made, "_wait_cluster_view", lambda driver, view: waited.append(view))
+    monkeypatch.setattr(FakeDriver, "failed_component", lambda self: None, raising=False)
+    monkeypatch.setattr(FakeDriver, "instances", lambda self: [], raising=False)
+    base = DriverDeployment().model_dump()
+    first, _ = made.acquire(base)
+    made.release(first, test_failed=False)
+
+    again, reused = made.acquire({**base, "storage_capacity": None})
+
+    assert reused and again is first and again.spec.storage_capacity is None
+    assert kube.patches == [{"spec": {"storageCapacity": None}}]
+    assert waited[-1].csidriver == {"attachRequired": False, "storageCapacity": False}
+    assert waited[-1].csinode_entries == deployed_view.csinode_entries
+    assert made.stats.changed_in_place == 1 and again.calls == {}
+
+    made.release(again, test_failed=False)
+
+    assert again.spec.storage_capacity is True
+    assert kube.patches[-1] == {"spec": {"storageCapacity": True}}
+    assert waited[-1] == deployed_view
+
+
+def test_a_driver_without_a_csidriver_object_has_none_to_patch() -> None:
+    without = DriverDeployment(csidriver=False)
+
+    assert not pool_in_place.csidriver_differs(
+        without, without.model_copy(update={"storage_capacity": False})
+    )
+    assert pool_in_place.csidriver_differs(
+        DriverDeployment(), DriverDeployment(storage_capacity=False)
+    )
 
 
 def test_a_failed_test_or_snapshot_driver_is_removed_with_the_reason(

@@ -17,15 +17,14 @@ A driver goes back to the pool after its test only if nothing of the test is lef
 Otherwise it is removed, as every driver was before the pool, and the reason is kept.
 
 Drivers are pooled by their deployment without name, suffix and the fields that can
-change in place (``IN_PLACE``), so a test only ever gets a driver deployed from exactly
-the fields it asked for, or one changed in place to them and shown so by the cluster:
-``max_volumes_per_node`` is set on every node instance (``PATCH /v1/limits``) and the
-instance registers with the kubelet again (``POST /v1/registration/renew``), which asks
-NodeGetInfo again and rewrites the CSINode entry; the pool waits until every CSINode
-shows the new count and the driver's capacity is published as before. After the test,
-the reset puts the deployed limit back and the instances register again, and the driver
-is pooled only once the cluster shows it as deployed. Drivers with snapshots are not
-pooled (their VolumeSnapshotContents and classes are outside these checks).
+change in place (``IN_PLACE``, pool_in_place.py), so a test only ever gets a driver
+deployed from exactly the fields it asked for, or one changed in place to them and shown
+so by the cluster: a node limit set on every node instance and registered with the
+kubelets again, CSIDriver fields patched; the pool waits until the cluster
+shows the change and the driver's capacity is published as before. After the test, the
+reset puts the deployed fields back, and the driver is pooled only once the cluster
+shows it as deployed. Drivers with snapshots are not pooled (their
+VolumeSnapshotContents and classes are outside these checks).
 """
 
 from __future__ import annotations
@@ -40,111 +39,32 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from lightkube import ALL_NS, Client
-from lightkube.core.exceptions import ApiError
-from lightkube.resources.core_v1 import Node, PersistentVolume
-from lightkube.resources.storage_v1 import (
-    CSIDriver,
-    CSIStorageCapacity,
-    StorageClass,
-    VolumeAttachment,
-)
+from lightkube import Client
+from lightkube.resources.core_v1 import PersistentVolume
+from lightkube.resources.storage_v1 import VolumeAttachment
 
 from csi_harness._internal.core.waiting import WaitTimeout, wait_for
-from csi_harness._internal.deploy.spec import DriverDeployment, storage_class_objects
-from csi_harness._internal.kube.csinode import CSINodeResource, csinode_drivers
+from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.providers.base import Cluster, Driver
+from csi_harness._internal.pytest_plugin.driver_view import ClusterView, observe
+from csi_harness._internal.pytest_plugin.pool_in_place import (
+    IN_PLACE,
+    NotReusable,
+    csidriver_differs,
+    patch_csidriver,
+    register_again,
+    set_node_limit,
+    with_node_limit,
+)
 from csi_mock.admin import AdminError
 from csi_mock.model.duration import parse_duration
 
 log = logging.getLogger("csi_harness.driver_pool")
 
-IN_PLACE = frozenset({"max_volumes_per_node"})
-"""Fields a pooled driver can be changed to in place (see the module docstring)."""
 MAX_IDLE = 2
 """Idle drivers one pytest process keeps; the least recently used goes beyond that."""
 SETTLE_SECONDS = 20.0
 """How long a driver's volumes and attachments may take to go after its test."""
-
-
-class NotReusable(Exception):
-    """Why a driver cannot be handed to another test."""
-
-
-@dataclass(frozen=True)
-class ClusterView:
-    """What the cluster shows of one driver: compared before and after a test."""
-
-    csidriver: Mapping[str, Any] | None
-    storage_classes: Mapping[str, Mapping[str, Any]]
-    csinode_entries: Mapping[str, Mapping[str, Any]]
-    topology_labels: Mapping[str, Mapping[str, str]]
-    capacity: Mapping[tuple[str, str], tuple[str | None, str | None]]
-
-    def differences(self, other: ClusterView) -> list[str]:
-        """What differs from ``other``, one line per part (empty: nothing)."""
-        return [
-            f"{part}: {getattr(self, part)!r}, was {getattr(other, part)!r}"
-            for part in (
-                "csidriver",
-                "storage_classes",
-                "csinode_entries",
-                "topology_labels",
-                "capacity",
-            )
-            if getattr(self, part) != getattr(other, part)
-        ]
-
-
-def observe(kube: Client, driver: Driver) -> ClusterView:
-    """What the cluster shows of ``driver`` now."""
-    spec = driver.spec
-    nodes = {node.name for node in driver.nodes}
-    try:
-        csidriver_obj = kube.get(CSIDriver, spec.name)
-        csidriver: Mapping[str, Any] | None = (
-            csidriver_obj.spec.to_dict() if csidriver_obj.spec else {}
-        )
-    except ApiError:
-        csidriver = None
-    classes: dict[str, Mapping[str, Any]] = {}
-    for wanted in storage_class_objects(spec):
-        name = str(wanted["metadata"]["name"])
-        try:
-            live = kube.get(StorageClass, name).to_dict()
-        except ApiError:
-            continue
-        live.pop("metadata", None)
-        classes[name] = live
-    entries = {
-        str(csinode.metadata.name): entry
-        for csinode in kube.list(CSINodeResource)
-        if csinode.metadata and str(csinode.metadata.name) in nodes
-        for entry in csinode_drivers(csinode)
-        if entry.get("name") == spec.name
-    }
-    keys = (spec.node_topology_key, spec.zone_topology_key)
-    labels = {
-        str(node.metadata.name): {
-            key: value for key, value in (node.metadata.labels or {}).items() if key in keys
-        }
-        for node in kube.list(Node)
-        if node.metadata and str(node.metadata.name) in nodes
-    }
-    # Every namespace's objects of the driver's classes, as the scheduler reads them:
-    # one a test made (a stand-in for a provisioner) would mislead the next test.
-    capacity = {
-        (
-            f"{obj.metadata.namespace if obj.metadata else '?'}/{obj.storageClassName}",
-            repr(sorted(((obj.nodeTopology and obj.nodeTopology.matchLabels) or {}).items())),
-        ): (
-            str(obj.capacity) if obj.capacity is not None else None,
-            str(obj.maximumVolumeSize) if obj.maximumVolumeSize is not None else None,
-        )
-        for obj in kube.list(CSIStorageCapacity, namespace=ALL_NS)
-        if obj.storageClassName in classes
-    }
-    return ClusterView(csidriver, classes, entries, labels, capacity)
 
 
 def pool_key(fields: Mapping[str, Any]) -> str:
@@ -152,18 +72,6 @@ def pool_key(fields: Mapping[str, Any]) -> str:
     interchangeable."""
     spec = DriverDeployment.model_validate(dict(fields))
     return spec.model_dump_json(exclude={"name", "suffix", *IN_PLACE})
-
-
-def with_node_limit(view: ClusterView, max_volumes_per_node: int) -> ClusterView:
-    """``view`` as the cluster shows it once every node has registered the driver with
-    ``max_volumes_per_node`` (0: no allocatable count, as the kubelet writes it)."""
-    entries: dict[str, Mapping[str, Any]] = {}
-    for node, entry in view.csinode_entries.items():
-        changed = {key: value for key, value in entry.items() if key != "allocatable"}
-        if max_volumes_per_node > 0:
-            changed["allocatable"] = {"count": max_volumes_per_node}
-        entries[node] = changed
-    return dataclasses.replace(view, csinode_entries=entries)
 
 
 @dataclass
@@ -300,40 +208,35 @@ class DriverPool:
         self._wait_volumes_gone(driver)
         for instance in driver.instances():
             self._reset_instance(driver, instance)
-        if driver.spec.max_volumes_per_node != pooled.deployed.max_volumes_per_node:
+        deployed = pooled.deployed
+        if driver.spec.max_volumes_per_node != deployed.max_volumes_per_node:
             # The reset put the deployed limit back; the kubelets learn it anew.
-            self._register_again(driver)
-            driver.adopt_spec(pooled.deployed)
+            register_again(driver)
+        if csidriver_differs(driver.spec, deployed):
+            patch_csidriver(self._kube, deployed)
+        driver.adopt_spec(deployed)
         self._wait_cluster_view(driver, pooled.baseline)
 
     def _change_in_place(self, pooled: _Pooled, fields: Mapping[str, Any]) -> None:
-        """Give an idle driver the ``IN_PLACE`` fields of ``fields`` (see the module
-        docstring), or raise NotReusable."""
+        """Give an idle driver the ``IN_PLACE`` fields of ``fields`` (pool_in_place.py),
+        wait until the cluster shows them, or raise NotReusable."""
         driver = pooled.driver
         wanted = DriverDeployment.model_validate(
             {**fields, "name": driver.spec.name, "suffix": driver.spec.suffix}
         )
         if wanted == driver.spec:
             return
-        limit = wanted.max_volumes_per_node
-        for node in driver.nodes:
-            try:
-                with driver.admin(node.name) as admin:
-                    admin.set_limits(max_volumes_per_node=limit)
-            except AdminError as error:
-                raise NotReusable(f"limit refused by {node.name}: {error}") from None
-        self._register_again(driver)
+        expected = pooled.baseline
+        if wanted.max_volumes_per_node != driver.spec.max_volumes_per_node:
+            set_node_limit(driver, wanted.max_volumes_per_node)
+            register_again(driver)
+            expected = with_node_limit(expected, wanted.max_volumes_per_node)
+        if csidriver_differs(wanted, driver.spec):
+            live = patch_csidriver(self._kube, wanted)
+            expected = dataclasses.replace(expected, csidriver=live)
         driver.adopt_spec(wanted)
-        self._wait_cluster_view(driver, with_node_limit(pooled.baseline, limit))
+        self._wait_cluster_view(driver, expected)
         self.stats.changed_in_place += 1
-
-    def _register_again(self, driver: Driver) -> None:
-        for node in driver.nodes:
-            try:
-                with driver.admin(node.name) as admin:
-                    admin.renew_registration()
-            except AdminError as error:
-                raise NotReusable(f"registration not renewed on {node.name}: {error}") from None
 
     def _reset_instance(self, driver: Driver, instance: str) -> None:
         """Reset one csi-mock instance. A node's kubelet may unstage a volume after its

@@ -1,0 +1,99 @@
+"""What a pooled driver can be changed to in place, and how: the fields a test may ask
+for that do not make it need a driver of its own (``IN_PLACE``).
+
+- ``max_volumes_per_node``: set on every node instance (``PATCH /v1/limits``); the
+  instance then registers with the kubelet again (``POST /v1/registration/renew``),
+  which asks NodeGetInfo again and rewrites the CSINode entry.
+- ``CSIDRIVER_IN_PLACE``: fields that only shape the CSIDriver object and that the API
+  server lets change (it refuses a change of ``attachRequired`` or
+  ``volumeLifecycleModes``); they are patched to what the wanted spec makes.
+  Only ``storageCapacity`` is listed: the scheduler requeues a pod when a CSIDriver's
+  storageCapacity changes, so a scheduler that sees the change a moment late still
+  places the pod by the new value, whereas the kubelet reads fields such as
+  ``podInfoOnMount`` at mount time, and nothing shows when its informer has the new
+  object.
+
+Each change says what the cluster shows once it has taken effect (a ``ClusterView``):
+the pool waits for that before it hands the driver out and, after the test has had the
+deployed fields put back, before it pools the driver again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from lightkube import Client
+from lightkube.core.exceptions import ApiError
+from lightkube.resources.storage_v1 import CSIDriver
+from lightkube.types import PatchType
+
+from csi_harness._internal.deploy.spec import DriverDeployment, csidriver_object
+from csi_harness._internal.providers.base import Driver
+from csi_harness._internal.pytest_plugin.driver_view import ClusterView
+from csi_mock.admin import AdminError
+
+CSIDRIVER_IN_PLACE: Mapping[str, str] = {"storage_capacity": "storageCapacity"}
+"""CSIDriver fields a pooled driver takes in place (see the module docstring): the
+deployment's field and the CSIDriver spec's."""
+IN_PLACE = frozenset({"max_volumes_per_node", *CSIDRIVER_IN_PLACE})
+"""Every field a pooled driver can be changed to in place."""
+
+
+class NotReusable(Exception):
+    """Why a driver cannot be handed to another test."""
+
+
+def csidriver_differs(one: DriverDeployment, other: DriverDeployment) -> bool:
+    """Whether the two specs make CSIDriver objects that differ in a field of
+    ``CSIDRIVER_IN_PLACE`` (no CSIDriver at all: never)."""
+    return one.csidriver and any(
+        getattr(one, name) != getattr(other, name) for name in CSIDRIVER_IN_PLACE
+    )
+
+
+def set_node_limit(driver: Driver, limit: int) -> None:
+    """Every node instance reports ``limit`` in NodeGetInfo from now on."""
+    for node in driver.nodes:
+        try:
+            with driver.admin(node.name) as admin:
+                admin.set_limits(max_volumes_per_node=limit)
+        except AdminError as error:
+            raise NotReusable(f"limit refused by {node.name}: {error}") from None
+
+
+def register_again(driver: Driver) -> None:
+    """Every node instance registers with its kubelet again (which asks NodeGetInfo)."""
+    for node in driver.nodes:
+        try:
+            with driver.admin(node.name) as admin:
+                admin.renew_registration()
+        except AdminError as error:
+            raise NotReusable(f"registration not renewed on {node.name}: {error}") from None
+
+
+def patch_csidriver(kube: Client, spec: DriverDeployment) -> Mapping[str, Any]:
+    """Patch the ``CSIDRIVER_IN_PLACE`` fields of the driver's CSIDriver to what ``spec``
+    makes (a field it leaves out is removed); the CSIDriver's spec as the API server
+    keeps it (with its defaults), which is what ``observe`` reads."""
+    made = csidriver_object(spec)["spec"]
+    patch = {"spec": {key: made.get(key) for key in CSIDRIVER_IN_PLACE.values()}}
+    try:
+        live = kube.patch(CSIDriver, spec.name, patch, patch_type=PatchType.MERGE)
+    except ApiError as error:
+        message = error.status.message if error.status else str(error)
+        raise NotReusable(f"CSIDriver {spec.name} not patched: {message}") from None
+    return live.spec.to_dict() if live.spec else {}
+
+
+def with_node_limit(view: ClusterView, max_volumes_per_node: int) -> ClusterView:
+    """``view`` as the cluster shows it once every node has registered the driver with
+    ``max_volumes_per_node`` (0: no allocatable count, as the kubelet writes it)."""
+    entries: dict[str, Mapping[str, Any]] = {}
+    for node, entry in view.csinode_entries.items():
+        changed = {key: value for key, value in entry.items() if key != "allocatable"}
+        if max_volumes_per_node > 0:
+            changed["allocatable"] = {"count": max_volumes_per_node}
+        entries[node] = changed
+    return dataclasses.replace(view, csinode_entries=entries)
