@@ -124,6 +124,20 @@ def test_the_least_recently_returned_idle_driver_goes_when_the_pool_is_full(
     assert not reused and len(deployed) == 4
 
 
+@dataclass
+class FakeKube:
+    """The API server's side of a CSIDriver patch: the merge patches asked for, and
+    the spec it answers with (storageCapacity defaults to false, as in storage/v1)."""
+
+    patches: list[dict[str, Any]] = field(default_factory=list)
+
+    def patch(self, resource: Any, name: str, patch: dict[str, Any], **kw: Any) -> Any:
+        self.patches.append(patch)
+        spec = {"attachRequired": False, **patch["spec"]}
+        spec["storageCapacity"] = bool(spec["storageCapacity"])
+        return SimpleNamespace(spec=SimpleNamespace(to_dict=lambda: spec))
+
+
 def test_a_pooled_driver_takes_another_node_limit_in_place_and_gives_it_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -141,7 +155,7 @@ def test_a_pooled_driver_takes_another_node_limit_in_place_and_gives_it_back(
         return deployed[-1]
 
     monkeypatch.setattr(pooled_drivers, "observe", lambda kube, driver: deployed_view)
-    made = DriverPool(None, deploy, lambda driver: None, domain="csi-mock")  # type: ignore[arg-type]
+    made = DriverPool(FakeKube(), deploy, lambda driver: None, domain="csi-mock")  # type: ignore[arg-type]
     monkeypatch.setattr(made, "_wait_volumes_gone", lambda driver: None)
     monkeypatch.setattr(made, "_reset_instance", lambda driver, instance: None)
     monkeypatch.setattr(made, "_wait_cluster_view", lambda driver, view: waited.append(view))
@@ -168,20 +182,6 @@ def test_a_pooled_driver_takes_another_node_limit_in_place_and_gives_it_back(
     assert waited[-1] == deployed_view
 
 
-@dataclass
-class FakeKube:
-    """The API server's side of a CSIDriver patch: the merge patches asked for, and
-    the spec it answers with (storageCapacity defaults to false, as in storage/v1)."""
-
-    patches: list[dict[str, Any]] = field(default_factory=list)
-
-    def patch(self, resource: Any, name: str, patch: dict[str, Any], **kw: Any) -> Any:
-        self.patches.append(patch)
-        spec = {"attachRequired": False, **patch["spec"]}
-        spec["storageCapacity"] = bool(spec["storageCapacity"])
-        return SimpleNamespace(spec=SimpleNamespace(to_dict=lambda: spec))
-
-
 def test_a_pooled_driver_takes_another_storage_capacity_in_place_and_gives_it_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -206,7 +206,7 @@ def test_a_pooled_driver_takes_another_storage_capacity_in_place_and_gives_it_ba
     again, reused = made.acquire({**base, "storage_capacity": None})
 
     assert reused and again is first and again.spec.storage_capacity is None
-    assert kube.patches == [{"spec": {"storageCapacity": None}}]
+    assert kube.patches[-1] == {"spec": {"storageCapacity": None}}
     assert waited[-1].csidriver == {"attachRequired": False, "storageCapacity": False}
     assert waited[-1].csinode_entries == deployed_view.csinode_entries
     assert made.stats.changed_in_place == 1 and again.calls == {}
@@ -216,6 +216,26 @@ def test_a_pooled_driver_takes_another_storage_capacity_in_place_and_gives_it_ba
     assert again.spec.storage_capacity is True
     assert kube.patches[-1] == {"spec": {"storageCapacity": True}}
     assert waited[-1] == deployed_view
+
+
+def test_the_reset_puts_back_a_storage_capacity_the_test_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A test that turns its CSIDriver's storageCapacity off itself (as the scheduler
+    requeue test does) leaves a driver the reset patches back to the deployed value."""
+    kube = FakeKube()
+    made = DriverPool(kube, FakeDriver, lambda driver: None, domain="csi-mock")  # type: ignore[arg-type]
+    monkeypatch.setattr(pooled_drivers, "observe", lambda kube, driver: VIEW)
+    monkeypatch.setattr(made, "_wait_volumes_gone", lambda driver: None)
+    monkeypatch.setattr(made, "_reset_instance", lambda driver, instance: None)
+    monkeypatch.setattr(made, "_wait_cluster_view", lambda driver, view: None)
+    monkeypatch.setattr(FakeDriver, "failed_component", lambda self: None, raising=False)
+    monkeypatch.setattr(FakeDriver, "instances", lambda self: [], raising=False)
+    driver, _ = made.acquire(DriverDeployment().model_dump())
+
+    made.release(driver, test_failed=False)
+
+    assert kube.patches == [{"spec": {"storageCapacity": True}}]
 
 
 def test_a_driver_without_a_csidriver_object_has_none_to_patch() -> None:
