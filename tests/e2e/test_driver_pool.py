@@ -25,7 +25,7 @@ from csi_harness._internal.kube.namespaces import empty_namespace
 from csi_harness._internal.kube.nodes import pick_nodes
 from csi_harness._internal.kube.waits import wait_pod_running
 from csi_harness._internal.providers.base import Cluster, Driver
-from csi_harness._internal.pytest_plugin.driver_view import observe
+from csi_harness._internal.pytest_plugin.driver_view import ClusterView, observe
 from csi_harness._internal.pytest_plugin.pooled_drivers import DriverPool
 from csi_harness._internal.pytest_plugin.session import TEST_DRIVER_DOMAIN
 
@@ -45,6 +45,17 @@ def pool(cluster: Cluster, kube: Client, cluster_access: None) -> Iterator[Drive
 
 def fields_of(cluster: Cluster) -> dict[str, object]:
     return cluster.default_driver.model_dump()
+
+
+def idle_in_pool(
+    pool: DriverPool, kube: Client, fields: dict[str, object]
+) -> tuple[Driver, ClusterView]:
+    """A driver deployed from ``fields`` and given back to the pool unused, and what
+    the cluster showed of it as deployed."""
+    driver, _ = pool.acquire(fields)
+    baseline = observe(kube, driver)
+    pool.release(driver, test_failed=False)
+    return driver, baseline
 
 
 def run_pod(kube: Client, driver: Driver, namespace: str, node: str) -> None:
@@ -166,9 +177,7 @@ def test_a_pooled_driver_takes_another_node_limit_in_place_and_gives_it_back(
 ) -> None:
     fields = fields_of(cluster)
     deployed_limit = DriverDeployment.model_validate(fields).max_volumes_per_node
-    first, _ = pool.acquire(fields)
-    baseline = observe(kube, first)
-    pool.release(first, test_failed=False)
+    first, baseline = idle_in_pool(pool, kube, fields)
 
     limited, reused = pool.acquire({**fields, "max_volumes_per_node": 1})
 
@@ -198,9 +207,7 @@ def test_a_pooled_driver_takes_another_storage_capacity_in_place_and_gives_it_ba
     pool: DriverPool, cluster: Cluster, kube: Client
 ) -> None:
     fields = fields_of(cluster)
-    first, _ = pool.acquire(fields)
-    baseline = observe(kube, first)
-    pool.release(first, test_failed=False)
+    first, baseline = idle_in_pool(pool, kube, fields)
 
     changed, reused = pool.acquire({**fields, "storage_capacity": False})
 
