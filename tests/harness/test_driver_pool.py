@@ -88,6 +88,21 @@ def test_a_view_difference_names_the_part_and_both_values() -> None:
     assert VIEW.differences(VIEW) == []
 
 
+class LimitRefusingAdmin(NodeAdmin):
+    def set_limits(self, *, max_volumes_per_node: int) -> None:
+        raise AdminError(400, f"max_volumes_per_node: {max_volumes_per_node} is not allowed")
+
+
+def test_a_node_refusing_the_limit_makes_the_driver_not_reusable_and_stops_there() -> None:
+    driver = FakeDriver(DriverDeployment(), nodes=[SimpleNamespace(name=n) for n in "abc"])
+    admins = {"a": NodeAdmin([]), "b": LimitRefusingAdmin([]), "c": NodeAdmin([])}
+    driver.admin = admins.__getitem__  # type: ignore[method-assign]
+
+    with pytest.raises(NotReusable, match=r"^limit refused on b: max_volumes_per_node: 7 is"):
+        pool_in_place.set_node_limit(driver, 7)  # type: ignore[arg-type]
+    assert (admins["a"].calls, admins["c"].calls) == (["limit 7"], [])
+
+
 @pytest.fixture
 def pool(monkeypatch: pytest.MonkeyPatch) -> tuple[DriverPool, list[FakeDriver]]:
     """A pool whose deployments are fakes and whose resets always succeed."""

@@ -21,7 +21,7 @@ deployed fields put back, before it pools the driver again.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from lightkube import Client
@@ -32,7 +32,7 @@ from lightkube.types import PatchType
 from csi_harness._internal.deploy.spec import DriverDeployment, csidriver_object
 from csi_harness._internal.providers.base import Driver
 from csi_harness._internal.pytest_plugin.driver_view import ClusterView
-from csi_mock.admin import AdminError
+from csi_mock.admin import AdminClient, AdminError
 
 CSIDRIVER_IN_PLACE: Mapping[str, str] = {"storage_capacity": "storageCapacity"}
 """CSIDriver fields a pooled driver takes in place (see the module docstring): the
@@ -55,22 +55,25 @@ def csidriver_differs(one: DriverDeployment, other: DriverDeployment) -> bool:
 
 def set_node_limit(driver: Driver, limit: int) -> None:
     """Every node instance reports ``limit`` in NodeGetInfo from now on."""
-    for node in driver.nodes:
-        try:
-            with driver.admin(node.name) as admin:
-                admin.set_limits(max_volumes_per_node=limit)
-        except AdminError as error:
-            raise NotReusable(f"limit refused by {node.name}: {error}") from None
+    _on_every_node(
+        driver, "limit refused", lambda admin: admin.set_limits(max_volumes_per_node=limit)
+    )
 
 
 def register_again(driver: Driver) -> None:
     """Every node instance registers with its kubelet again (which asks NodeGetInfo)."""
+    _on_every_node(driver, "registration not renewed", lambda admin: admin.renew_registration())
+
+
+def _on_every_node(driver: Driver, refused: str, call: Callable[[AdminClient], object]) -> None:
+    """``call`` on every node instance's admin API; the first refusal makes the driver
+    ``NotReusable`` ("<refused> on <node>: <error>")."""
     for node in driver.nodes:
         try:
             with driver.admin(node.name) as admin:
-                admin.renew_registration()
+                call(admin)
         except AdminError as error:
-            raise NotReusable(f"registration not renewed on {node.name}: {error}") from None
+            raise NotReusable(f"{refused} on {node.name}: {error}") from None
 
 
 def patch_csidriver(kube: Client, spec: DriverDeployment) -> Mapping[str, Any]:
