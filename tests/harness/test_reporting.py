@@ -658,6 +658,53 @@ def test_an_api_error_costs_only_its_own_kind(tmp_path: Path) -> None:
     assert "csidrivers: 0" in sections(found)["objects"]
 
 
+def test_a_cluster_without_the_snapshot_crds_skips_those_kinds_without_a_problem(
+    tmp_path: Path,
+) -> None:
+    class NoSnapshots(FakeKube):
+        def list(self, res: Any, *, namespace: str | None = None) -> Iterable[Any]:
+            if res._api_info.resource.group == "snapshot.storage.k8s.io":
+                raise ApiError(status=SimpleNamespace(message="not found", code=404))  # type: ignore[arg-type]
+            return super().list(res, namespace=namespace)
+
+    found = diagnostics.collect(target(tmp_path), kube=lambda _: NoSnapshots({}))
+    objects = sections(found)["objects"].splitlines()
+    assert found.problems == []
+    assert (
+        "(volumesnapshotcontents: skipped, this cluster does not serve the kind (no CRD))"
+        in objects
+    )
+
+
+def test_a_snapshot_content_shows_where_its_creation_and_deletion_are(tmp_path: Path) -> None:
+    prefix = "snapshot.storage.kubernetes.io"
+    content = {
+        "metadata": {
+            "name": "snapcontent-1",
+            "deletionTimestamp": "2026-11-29T08:46:56Z",
+            "finalizers": [f"{prefix}/volumesnapshotcontent-bound-protection"],
+            "annotations": {f"{prefix}/volumesnapshot-being-deleted": "yes"},
+        },
+        "spec": {"driver": "csi-mock.example", "deletionPolicy": "Delete"},
+        "status": {"readyToUse": True, "snapshotHandle": "snap-1"},
+    }
+    snapshot = {
+        "metadata": {"name": "snap", "namespace": "t-1"},
+        "spec": {"source": {"persistentVolumeClaimName": "data"}},
+        "status": {"readyToUse": True, "boundVolumeSnapshotContentName": "snapcontent-1"},
+    }
+    kube = FakeKube(
+        {("VolumeSnapshotContent", None): [content], ("VolumeSnapshot", "t-1"): [snapshot]}
+    )
+    objects = sections(diagnostics.collect(target(tmp_path), kube=lambda _: kube))["objects"]
+    assert "  snap source=data ready=True content=snapcontent-1" in objects.splitlines()
+    assert (
+        "  snapcontent-1 driver=csi-mock.example policy=Delete ready=True handle=snap-1"
+        " annotations=being-deleted deleting-since=2026-11-29T08:46:56Z"
+        " finalizers=volumesnapshotcontent-bound-protection" in objects.splitlines()
+    )
+
+
 def test_objects_are_one_line_each_in_the_section_and_yaml_in_the_files(tmp_path: Path) -> None:
     pod = {
         "metadata": {"name": "app", "namespace": "t-1", "managedFields": [{"manager": "x"}]},

@@ -11,8 +11,9 @@ from functools import partial
 from pathlib import Path
 
 import yaml
+from lightkube.core.exceptions import ApiError
 
-from csi_harness._internal.diagnostics.failsafe import describe_error, safely
+from csi_harness._internal.diagnostics.failsafe import Skipped, describe_error, safely
 from csi_harness._internal.diagnostics.formatting import (
     ROUTINE_METHODS,
     clip,
@@ -167,7 +168,12 @@ def _one_kind(
     limits: Limits,
     result: Diagnostics,
 ) -> str:
-    objects = client.list(kind.resource, namespace=namespace)
+    try:
+        objects = client.list(kind.resource, namespace=namespace)
+    except ApiError as error:
+        if kind.optional and error.status.code == 404:
+            raise Skipped("this cluster does not serve the kind (no CRD)") from None
+        raise
     result.files[f"{kind.label}.yaml"] = (
         yaml.safe_dump_all(objects, sort_keys=False) if objects else "# none\n"
     )

@@ -27,6 +27,8 @@ from csi_harness._internal.kube.describe import (
     describe_csidriver,
     describe_csinode,
     describe_pod,
+    describe_snapshot,
+    describe_snapshot_content,
     describe_volume,
 )
 
@@ -117,6 +119,8 @@ class ObjectKind:
     describe: Callable[[Mapping[str, Any]], str]
     scope: Literal["cluster", "test", "driver"]
     """Cluster-scoped, or listed in the test's namespace or in the driver's."""
+    optional: bool = False
+    """A kind of a CRD that a cluster may not serve (then skipped, not a problem)."""
 
     def namespace(self, target: ClusterTarget) -> str | None:
         if self.scope == "test":
@@ -130,9 +134,14 @@ def _kind(
     kind: str,
     describe: Callable[[Mapping[str, Any]], str],
     scope: Literal["cluster", "test", "driver"],
+    *,
+    optional: bool = False,
 ) -> ObjectKind:
     resource = plain_resource(group, "v1", kind, label, namespaced=scope != "cluster")
-    return ObjectKind(label, resource, describe, scope)
+    return ObjectKind(label, resource, describe, scope, optional=optional)
+
+
+SNAPSHOTS = "snapshot.storage.k8s.io"
 
 
 OBJECT_KINDS = (
@@ -143,6 +152,15 @@ OBJECT_KINDS = (
     _kind("csistoragecapacities", STORAGE, "CSIStorageCapacity", describe_capacity, "driver"),
     _kind("csinodes", STORAGE, "CSINode", describe_csinode, "cluster"),
     _kind("csidrivers", STORAGE, "CSIDriver", describe_csidriver, "cluster"),
+    _kind("volumesnapshots", SNAPSHOTS, "VolumeSnapshot", describe_snapshot, "test", optional=True),
+    _kind(
+        "volumesnapshotcontents",
+        SNAPSHOTS,
+        "VolumeSnapshotContent",
+        describe_snapshot_content,
+        "cluster",
+        optional=True,
+    ),
 )
 """What the objects section shows, in this order; "test" kinds only when the test
 has a namespace."""

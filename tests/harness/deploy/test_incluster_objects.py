@@ -394,6 +394,13 @@ def test_central_resizer_runs_in_cluster_with_the_local_flags() -> None:
     assert pod_spec(workload)["serviceAccountName"] == "csi-mock-controller"
 
 
+def test_central_snapshotter_looks_at_every_content_again_within_a_tests_wait() -> None:
+    workload = find(render(snapshots="used"), "Deployment", "csi-mock-snapshotter")
+    args = container(workload, "csi-snapshotter")["args"]
+    # A deletion it saw too early (findings.md) comes back within a test's 60 s.
+    assert flag(args, "--resync-period") == "20s"
+
+
 def test_central_deployments_never_run_twice_at_once() -> None:
     for name, workload in workloads(render()).items():
         if name.startswith("Deployment/"):
