@@ -204,14 +204,18 @@ SNAPSHOT_ANNOTATIONS = ("being-created", "being-deleted")
 content's creation or deletion is (docs/findings.md, external-snapshotter)."""
 
 
-def _deletion(data: Mapping[str, Any]) -> list[str]:
-    """A deletion timestamp and the finalizers that hold the object, when it has them."""
+def _lifecycle(data: Mapping[str, Any]) -> list[str]:
+    """A snapshot object's deletion timestamp, the finalizers that hold it and its
+    status error, those it has."""
     parts = []
     if get_path(data, "metadata", "deletionTimestamp"):
         parts.append(f"deleting-since={get_path(data, 'metadata', 'deletionTimestamp')}")
     finalizers = get_path(data, "metadata", "finalizers") or []
     if finalizers:
         parts.append("finalizers=" + ",".join(f.rsplit("/", 1)[-1] for f in finalizers))
+    message = get_path(data, "status", "error", "message")
+    if message:
+        parts.append(f"error={one_line(message)}")
     return parts
 
 
@@ -219,17 +223,15 @@ def describe_snapshot(snapshot: KubeObject) -> str:
     data = plain(snapshot)
     source = get_path(data, "spec", "source") or {}
     origin = source.get("persistentVolumeClaimName") or source.get("volumeSnapshotContentName")
-    parts = [
-        object_name(data),
-        f"source={origin or '-'}",
-        f"ready={get_path(data, 'status', 'readyToUse')}",
-        f"content={get_path(data, 'status', 'boundVolumeSnapshotContentName') or '-'}",
-        *_deletion(data),
-    ]
-    message = get_path(data, "status", "error", "message")
-    if message:
-        parts.append(f"error={one_line(message)}")
-    return " ".join(parts)
+    return " ".join(
+        [
+            object_name(data),
+            f"source={origin or '-'}",
+            f"ready={get_path(data, 'status', 'readyToUse')}",
+            f"content={get_path(data, 'status', 'boundVolumeSnapshotContentName') or '-'}",
+            *_lifecycle(data),
+        ]
+    )
 
 
 def describe_snapshot_content(content: KubeObject) -> str:
@@ -240,16 +242,14 @@ def describe_snapshot_content(content: KubeObject) -> str:
         for mark in SNAPSHOT_ANNOTATIONS
         if f"snapshot.storage.kubernetes.io/volumesnapshot-{mark}" in annotations
     ]
-    parts = [
-        object_name(data),
-        f"driver={get_path(data, 'spec', 'driver') or '-'}",
-        f"policy={get_path(data, 'spec', 'deletionPolicy') or '-'}",
-        f"ready={get_path(data, 'status', 'readyToUse')}",
-        f"handle={get_path(data, 'status', 'snapshotHandle') or '-'}",
-        f"annotations={','.join(marks) or '-'}",
-        *_deletion(data),
-    ]
-    message = get_path(data, "status", "error", "message")
-    if message:
-        parts.append(f"error={one_line(message)}")
-    return " ".join(parts)
+    return " ".join(
+        [
+            object_name(data),
+            f"driver={get_path(data, 'spec', 'driver') or '-'}",
+            f"policy={get_path(data, 'spec', 'deletionPolicy') or '-'}",
+            f"ready={get_path(data, 'status', 'readyToUse')}",
+            f"handle={get_path(data, 'status', 'snapshotHandle') or '-'}",
+            f"annotations={','.join(marks) or '-'}",
+            *_lifecycle(data),
+        ]
+    )
