@@ -928,6 +928,44 @@ def test_driver_log_tail_starts_at_a_whole_line() -> None:
     assert text.splitlines() == [f"line {i:03d}" for i in range(95, 100)]
 
 
+class FakePodLogs:
+    """The API's pods and their logs: (namespace, labels) -> pod names; pod -> log."""
+
+    def __init__(self, pods: dict[str, list[str]], logs: dict[str, str]) -> None:
+        self.pods, self.logs = pods, logs
+
+    def list(self, res: Any, *, namespace: str | None = None, labels: Any = None) -> list[Any]:
+        key = f"{namespace}/{','.join(f'{k}={v}' for k, v in sorted(labels.items()))}"
+        return [SimpleNamespace(metadata=SimpleNamespace(name=n)) for n in self.pods.get(key, [])]
+
+    def log(self, name: str, *, namespace: str | None = None) -> list[str]:
+        return self.logs[f"{namespace}/{name}"].splitlines(keepends=True)
+
+
+def test_without_a_log_directory_the_clusters_snapshot_controller_log_comes_beside_the_drivers(
+    tmp_path: Path,
+) -> None:
+    api = FakePodLogs(
+        {"kube-system/app.kubernetes.io/name=snapshot-controller": ["snapshot-controller-7d9"]},
+        {"kube-system/snapshot-controller-7d9": "set annotation being-deleted\n"},
+    )
+    logs = DriverLogs(cast(Any, FakeDriver({"csi-snapshotter": "cut\n"})), kube=lambda: api)
+
+    assert logs.components() == ["csi-snapshotter", "snapshot-controller"]
+    assert logs.tail("snapshot-controller", 1000) == "set annotation being-deleted\n"
+    assert logs.tail("csi-snapshotter", 1000) == "cut\n"
+
+
+def test_a_cluster_without_a_snapshot_controller_or_an_api_gives_the_drivers_logs_only() -> None:
+    driver = cast(Any, FakeDriver({"csi-snapshotter": "cut\n"}))
+
+    def no_api() -> Any:
+        raise ConnectionRefusedError("connection refused")
+
+    assert DriverLogs(driver, kube=lambda: FakePodLogs({}, {})).components() == ["csi-snapshotter"]
+    assert DriverLogs(driver, kube=no_api).components() == ["csi-snapshotter"]
+
+
 def test_a_cluster_without_logs_or_driver_says_so(tmp_path: Path) -> None:
     cluster = fake_cluster(tmp_path, None, None)
     with diagnostics.cluster_target(cluster) as found_target:

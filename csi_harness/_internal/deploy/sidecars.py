@@ -85,9 +85,15 @@ def snapshotter_flags(spec: DriverDeployment) -> list[str]:
 
 def snapshot_controller_flags() -> list[str]:
     """The cluster's snapshot-controller's flags besides --kubeconfig (one for every
-    driver, see csi_harness._internal.deploy.snapshot_controller)."""
+    driver, see csi_harness._internal.deploy.snapshot_controller).
+
+    --kube-api-qps/--kube-api-burst: at its defaults (5 and 10) the one controller of
+    all the tests at the same time waited about 200 ms before each request ("client-side
+    throttling" in its log on kind)."""
     return [
         "--leader-election=false",
+        "--kube-api-qps=50",
+        "--kube-api-burst=100",
         "--retry-interval-start=500ms",
         "--retry-interval-max=5s",
         "--v=4",

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+from lightkube import Client, KubeConfig
+from lightkube.resources.core_v1 import Pod
+
+from csi_harness._internal.deploy import snapshot_controller
 from csi_harness._internal.deploy.spec import DRIVER_NAMESPACE
 from csi_harness._internal.providers.base import Cluster, Driver
 from csi_mock.admin.client import AdminClient
@@ -56,23 +60,60 @@ class LogDirectory:
         return read_tail(self.path / f"{component}.log", max_bytes)
 
 
+class PodLogs(Protocol):
+    """The part of ``lightkube.Client`` that finds a pod and reads its log."""
+
+    def list(
+        self, res: Any, *, namespace: str | None = ..., labels: dict[str, Any] | None = ...
+    ) -> Iterable[Any]: ...
+
+    def log(self, name: str, *, namespace: str | None = ...) -> Iterable[str]: ...
+
+
+SHARED_COMPONENTS: Mapping[str, tuple[str, Mapping[str, str]]] = {
+    snapshot_controller.NAME: (snapshot_controller.NAMESPACE, snapshot_controller.SELECTOR),
+}
+"""In-cluster components that every driver's tests use and that the harness deploys
+where a cluster lacks them: their pod's namespace and labels. On clusters without a
+log directory their logs come through the API server, beside the driver's."""
+
+
 @dataclass(frozen=True)
 class DriverLogs:
     """The logs of the driver's components, as the driver gives them
-    (``Driver.component_log``), for clusters that keep no log directory."""
+    (``Driver.component_log``), for clusters that keep no log directory; with ``kube``,
+    also those of the ``SHARED_COMPONENTS`` running in the cluster."""
 
     driver: Driver
+    kube: Callable[[], PodLogs] | None = None
 
     @property
     def location(self) -> str:
         return f"the components of driver {self.driver.spec.name}"
 
     def components(self) -> list[str]:
-        return self.driver.components()
+        return self.driver.components() + [name for name in SHARED_COMPONENTS if self._pod(name)]
 
     def tail(self, component: str, max_bytes: int) -> str:
-        data = self.driver.component_log(component).encode()
+        pod = self._pod(component) if component in SHARED_COMPONENTS else None
+        if pod is not None and self.kube is not None:
+            namespace, _ = SHARED_COMPONENTS[component]
+            data = "".join(self.kube().log(pod, namespace=namespace)).encode()
+        else:
+            data = self.driver.component_log(component).encode()
         return _from_a_whole_line(data[-max_bytes:], cut=len(data) > max_bytes)
+
+    def _pod(self, component: str) -> str | None:
+        """The name of the shared component's pod, if the cluster runs one. An API that
+        does not answer costs only these logs, not the driver's."""
+        if self.kube is None:
+            return None
+        namespace, labels = SHARED_COMPONENTS[component]
+        try:
+            pods = self.kube().list(Pod, namespace=namespace, labels=dict(labels))
+            return next((pod.metadata.name for pod in pods), None)
+        except Exception:
+            return None
 
 
 @dataclass(frozen=True)
@@ -104,7 +145,8 @@ def cluster_target(
     if cluster.log_dir is not None:
         logs = LogDirectory(cluster.log_dir)
     elif driver is not None:
-        logs = DriverLogs(driver)
+        kubeconfig = cluster.kubeconfig
+        logs = DriverLogs(driver, kube=lambda: Client(KubeConfig.from_file(kubeconfig)))
     if own and driver is not None:
         clients: Mapping[str, AdminClient] = {i: driver.admin(i) for i in driver.instances()}
     else:
