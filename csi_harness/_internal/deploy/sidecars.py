@@ -76,9 +76,7 @@ def snapshotter_flags(spec: DriverDeployment) -> list[str]:
         f"--resync-period={SNAPSHOTTER_RESYNC}",
         "--extra-create-metadata",
         *feature_gate_flags(spec.sidecar_feature_gates, "csi-snapshotter"),
-        "--timeout=15s",
-        "--retry-interval-start=500ms",
-        "--retry-interval-max=5s",
+        *_RETRIES,
         "--v=4",
     ]
 

@@ -7,6 +7,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -92,28 +93,43 @@ class DriverLogs:
         return f"the components of driver {self.driver.spec.name}"
 
     def components(self) -> list[str]:
-        return self.driver.components() + [name for name in SHARED_COMPONENTS if self._pod(name)]
+        return self.driver.components() + list(self._shared_pods)
 
     def tail(self, component: str, max_bytes: int) -> str:
-        pod = self._pod(component) if component in SHARED_COMPONENTS else None
-        if pod is not None and self.kube is not None:
+        pod = self._shared_pods.get(component)
+        if pod is not None and self._api is not None:
             namespace, _ = SHARED_COMPONENTS[component]
-            data = "".join(self.kube().log(pod, namespace=namespace)).encode()
+            data = "".join(self._api.log(pod, namespace=namespace)).encode()
         else:
             data = self.driver.component_log(component).encode()
         return _from_a_whole_line(data[-max_bytes:], cut=len(data) > max_bytes)
 
-    def _pod(self, component: str) -> str | None:
-        """The name of the shared component's pod, if the cluster runs one. An API that
-        does not answer costs only these logs, not the driver's."""
+    @cached_property
+    def _api(self) -> PodLogs | None:
+        """One client of the cluster's API for every shared component's lookup and log."""
         if self.kube is None:
             return None
-        namespace, labels = SHARED_COMPONENTS[component]
         try:
-            pods = self.kube().list(Pod, namespace=namespace, labels=dict(labels))
-            return next((pod.metadata.name for pod in pods), None)
+            return self.kube()
         except Exception:
             return None
+
+    @cached_property
+    def _shared_pods(self) -> dict[str, str]:
+        """The pod of each shared component the cluster runs, looked up once. An API
+        that does not answer costs only these logs, not the driver's."""
+        found: dict[str, str] = {}
+        if self._api is None:
+            return found
+        for component, (namespace, labels) in SHARED_COMPONENTS.items():
+            try:
+                pods = self._api.list(Pod, namespace=namespace, labels=dict(labels))
+                pod = next((pod.metadata.name for pod in pods), None)
+            except Exception:
+                continue
+            if pod is not None:
+                found[component] = pod
+        return found
 
 
 @dataclass(frozen=True)
