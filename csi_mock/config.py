@@ -310,6 +310,12 @@ class AdminConfig(_Model):
     journal_whole_size: int = Field(1_000, ge=1, le=1_000_000)
     """With journal_requests: whole, how many of the latest records keep their whole
     messages (older ones keep the key fields): the cap on the journal's memory."""
+    neighbours: list[Annotated[str, Field(pattern=_SAFE_NAME.pattern)]] = Field(
+        default_factory=list
+    )
+    """Programs of this pod that the admin API may pause and resume, by the base name of
+    their argv[0] (e.g. csi-attacher): the pod's other containers, visible when it shares
+    one process namespace (csi_mock.host.neighbours)."""
 
     @model_validator(mode="after")
     def _check(self) -> AdminConfig:

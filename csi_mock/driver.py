@@ -32,6 +32,7 @@ from csi_mock.control.metrics import Metrics
 from csi_mock.host.backing import BackingStore
 from csi_mock.host.loop import KernelLoopDevices, LoopDevices
 from csi_mock.host.mounts import BindMounter, DirectoryMounter, Mounter
+from csi_mock.host.neighbours import Neighbours
 from csi_mock.host.state_lock import StateLock
 from csi_mock.model.errors import FailedPrecondition
 from csi_mock.services.readiness import Readiness
@@ -88,6 +89,8 @@ class Driver:
     """Set when the driver registers itself with the kubelet (node.registration)."""
     state_lock: StateLock | None = None
     """The state directory's lock, held until close()."""
+    neighbours: Neighbours = field(init=False)
+    """The pod's other programs the admin API may pause (admin.neighbours)."""
     _closed: bool = field(default=False, init=False, repr=False)
 
     @classmethod
@@ -153,6 +156,7 @@ class Driver:
     def __post_init__(self) -> None:
         self.inventory = Inventory(self.store)
         self.switches = Switches.from_config(self.config)
+        self.neighbours = Neighbours(self.config.admin.neighbours)
 
     def load(self) -> None:
         """Bring accounting and backing files in line with the store, then go ready."""
@@ -172,7 +176,8 @@ class Driver:
     def reset(self) -> None:
         """Back to how it started, for the next user of a running driver: fault rules
         as configured, pools at their configured sizes without drift, capacity live,
-        limits and switches as configured, no volume conditions or health, an empty journal.
+        limits and switches as configured, no volume conditions or health, an empty
+        journal, no paused neighbour.
 
         Only an empty driver is reset: a FailedPrecondition names what it still holds
         (volumes, snapshots, attachments, stagings, publications) and nothing changes.
@@ -196,12 +201,15 @@ class Driver:
         for spec in self.config.faults:
             self.faults.add(spec)
         self.journal.clear()
+        self.neighbours.resume_all()
 
     def close(self) -> None:
         """Close the store and release the state directory (once; later calls do nothing)."""
         if self._closed:
             return
         self._closed = True
+        # A paused neighbour then sees the SIGTERM its pod's end sent it.
+        self.neighbours.resume_all()
         self.store.close()
         if self.state_lock is not None:
             self.state_lock.release()

@@ -27,6 +27,7 @@ from csi_mock.admin.views import (
     VolumePage,
     record_from_json,
 )
+from csi_mock.host.neighbours import Neighbour
 from csi_mock.observe.calls import CallRecord
 
 _T = TypeVar("_T")
@@ -232,6 +233,22 @@ class Api:
             return Call("GET", "/v1/limits", lambda r: Limits.from_json(r.json()))
         body = {k: v for k, v in patch.items() if v is not None}
         return Call("PATCH", "/v1/limits", lambda r: Limits.from_json(r.json()), body=body)
+
+    @staticmethod
+    def neighbours() -> Call[list[Neighbour]]:
+        return Call(
+            "GET",
+            "/v1/neighbours",
+            lambda r: [Neighbour.from_json(x) for x in r.json()["neighbours"]],
+        )
+
+    @staticmethod
+    def neighbour_action(name: str, action: str) -> Call[Neighbour]:
+        return Call(
+            "POST",
+            f"/v1/neighbours/{_segment(name)}/{action}",
+            lambda r: Neighbour.from_json(r.json()),
+        )
 
     @staticmethod
     def renew_registration() -> Call[RegistrationView]:

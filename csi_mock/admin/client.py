@@ -49,6 +49,7 @@ from csi_mock.admin.views import (
     SwitchesView,
     VolumePage,
 )
+from csi_mock.host.neighbours import Neighbour
 from csi_mock.observe.calls import CallRecord
 
 __all__ = [
@@ -235,6 +236,19 @@ class AsyncAdminClient:
         the node's CSINode. A 409 AdminError when this process does not register."""
         return await self._send(Api.renew_registration())
 
+    async def neighbours(self) -> list[Neighbour]:
+        """The pod's programs this driver may pause (admin.neighbours), with their pids."""
+        return await self._send(Api.neighbours())
+
+    async def pause_neighbour(self, name: str) -> Neighbour:
+        """SIGSTOP the program's processes; returns once each shows as stopped. A 404
+        AdminError for a program admin.neighbours does not name, 409 when none runs."""
+        return await self._send(Api.neighbour_action(name, "pause"))
+
+    async def resume_neighbour(self, name: str) -> Neighbour:
+        """SIGCONT the program's processes."""
+        return await self._send(Api.neighbour_action(name, "resume"))
+
     async def switches(self) -> SwitchesView:
         return await self._send(Api.switches())
 
@@ -406,6 +420,9 @@ class AdminClient:
     limits = _Blocking(AsyncAdminClient.limits)
     set_limits = _Blocking(AsyncAdminClient.set_limits)
     renew_registration = _Blocking(AsyncAdminClient.renew_registration)
+    neighbours = _Blocking(AsyncAdminClient.neighbours)
+    pause_neighbour = _Blocking(AsyncAdminClient.pause_neighbour)
+    resume_neighbour = _Blocking(AsyncAdminClient.resume_neighbour)
     switches = _Blocking(AsyncAdminClient.switches)
     set_switches = _Blocking(AsyncAdminClient.set_switches)
     condition = _Blocking(AsyncAdminClient.condition)

@@ -267,3 +267,10 @@ def test_snapshot_settings_take_a_policy_and_a_go_duration(tmp_path: Path) -> No
 def test_a_bad_snapshot_setting_names_its_key(snapshots: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         validate_config(base(controller={"snapshots": snapshots}))
+
+
+def test_a_neighbour_that_is_not_a_plain_program_name_is_refused_by_key() -> None:
+    with pytest.raises(ConfigError, match=r"admin\.neighbours\.1: .*'\.\./bin/sh'"):
+        validate_config(
+            {"mode": "controller", "admin": {"neighbours": ["csi-attacher", "../bin/sh"]}}
+        )

@@ -12,6 +12,7 @@ from csi_mock.admin.routes.faults import FaultRoutes
 from csi_mock.admin.routes.health import HealthRoutes
 from csi_mock.admin.routes.journal import JournalRoutes
 from csi_mock.admin.routes.limits import LimitsRoutes
+from csi_mock.admin.routes.neighbours import NeighbourRoutes
 from csi_mock.admin.routes.pools import PoolRoutes
 from csi_mock.admin.routes.registration import RegistrationRoutes
 from csi_mock.admin.routes.reset import ResetRoutes
@@ -42,5 +43,6 @@ def all_routes(driver: Driver) -> list[Routes]:
         VolumeHealthRoutes(driver),
         SnapshotRoutes(driver),
         JournalRoutes(driver),
+        NeighbourRoutes(driver),
         ResetRoutes(driver),
     ]
