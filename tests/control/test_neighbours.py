@@ -3,6 +3,7 @@ refusals, and every pause undone when the driver is reset or closes."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterator
 
@@ -12,7 +13,7 @@ from csi_mock.admin import AdminError
 from tests.control.conftest import StartAdmin
 from tests.unit.host.renamed_programs import is_stopped, start_renamed
 
-SIDECAR = "csi-test-attacher"
+SIDECAR = f"csi-test-attacher-{os.getpid()}"  # per pytest process (xdist)
 
 
 @pytest.fixture

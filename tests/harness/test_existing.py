@@ -272,7 +272,7 @@ def test_deploy_driver_needs_a_suffix_and_a_name_of_its_own(tmp_path: Path) -> N
 
 def test_a_driver_that_cannot_start_is_removed_again(tmp_path: Path) -> None:
     def status(role: str, node: str) -> dict[str, Any]:
-        if role != "attacher":
+        if role != "controller":
             return ready_status(role, node)
         waiting = {"reason": "ErrImageNeverPull", "message": "image not present"}
         return {

@@ -40,6 +40,7 @@ from csi_harness._internal.deploy.incluster_layout import (
     ADMIN_PORT,
     APP,
     COMPONENT_LABEL,
+    CONTROLLER_DEPLOYMENT,
     CSI_ENDPOINT,
     DRIVER_CONTAINER,
     INSTANCE_LABEL,
@@ -211,16 +212,30 @@ class InClusterDriver:
         return "restarted: " + ", ".join(restarted) if restarted else None
 
     def stop_component(self, component: str) -> None:
-        """Stop one component for the rest of the deployment and wait until its pod is
-        gone: a Deployment is scaled to zero, a DaemonSet's pod is taken off its node.
+        """Stop one component for the rest of the deployment. A sidecar of the
+        controller's pod is paused by csi-mock (SIGSTOP, returning once it shows as
+        stopped); the controller's pod is scaled to zero (its sidecars with it), and a
+        DaemonSet's pod is taken off its node, both waited for until the pod is gone.
         Nothing else restarts, so the other instances keep their state and faults."""
         found = self._component(component)
         if component in self._stopped:
             return
-        try:
-            log = self.component_log(component)
-        except (ApiError, ComponentNotRunning) as exc:
-            log = f"(no log: {exc})\n"
+        if found.workload_kind == "DaemonSet":
+            going = [found]
+        else:  # the controller's pod: the named sidecar, or all of it
+            going = [
+                c
+                for c in self._components.values()
+                if c.workload == found.workload
+                and c.name not in self._stopped
+                and (found.container == DRIVER_CONTAINER or c == found)
+            ]
+        logs = {c.name: self._last_log(c.name) for c in going}
+        if found.workload == CONTROLLER_DEPLOYMENT and found.container != DRIVER_CONTAINER:
+            with self.admin(CONTROLLER) as admin:
+                admin.pause_neighbour(found.container)
+            self._stopped.update(logs)
+            return
         if found.workload_kind == "Deployment":
             self.kube.patch(
                 Deployment, found.workload, {"spec": {"replicas": 0}}, namespace=self.namespace
@@ -240,13 +255,19 @@ class InClusterDriver:
                 namespace=self.namespace,
                 patch_type=PatchType.MERGE,
             )
-        self._stopped[component] = log
+        self._stopped.update(logs)
 
         def gone() -> tuple[bool, str]:
             left = self._pods_of(found, include_terminating=True)
             return not left, "; ".join(describe_pod(p) for p in left)
 
         wait_for(f"the pod of {component} to be gone", gone, timeout=self.timeout, interval=0.5)
+
+    def _last_log(self, component: str) -> str:
+        try:
+            return self.component_log(component)
+        except (ApiError, ComponentNotRunning) as exc:
+            return f"(no log: {exc})\n"
 
     # -- lifecycle ---------------------------------------------------------------------
 

@@ -37,11 +37,9 @@ COMPONENT_LABEL = "app.kubernetes.io/component"
 APP = "csi-mock"
 
 CONTROLLER_DEPLOYMENT = "csi-mock-controller"
+"""csi-mock's controller and the central sidecars, one pod (central provisioning)."""
 PROVISIONER_WORKLOAD = "csi-mock-provisioner"
-"""A Deployment (central) or a DaemonSet (distributed)."""
-ATTACHER_DEPLOYMENT = "csi-mock-attacher"
-RESIZER_DEPLOYMENT = "csi-mock-resizer"
-SNAPSHOTTER_DEPLOYMENT = "csi-mock-snapshotter"
+"""The per-node provisioners' DaemonSet (distributed provisioning)."""
 NODE_DAEMONSET = "csi-mock-node"
 CONFIG_MAP = "csi-mock-config"
 ADMIN_SECRET = "csi-mock-admin"
@@ -64,7 +62,6 @@ STATE_DIR = "/var/lib/csi-mock"
 """Where csi-mock keeps its state in its container (and the host root of the nodes')."""
 KUBELET_DIR = "/var/lib/kubelet"
 CONTROL_PLANE_TAINT = "node-role.kubernetes.io/control-plane"
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 CONTROLLER_CONFIG_KEY = "controller.yaml"
 ANY_NODE_CONFIG_KEY = "node.yaml"
 """The one node configuration of a deployment laid out for any node (its node ID from
@@ -115,9 +112,23 @@ def instance_component(instance: str) -> str:
     return "csi-mock-controller" if instance == "controller" else f"csi-mock-node-{instance}"
 
 
+def sidecars_of(spec: DriverDeployment) -> tuple[str, ...]:
+    """The sidecars of the deployment: central ones in the controller's pod, or the
+    per-node provisioner."""
+    # Distributed provisioning has no attacher (the spec refuses attach_required there)
+    # and no resizer (each node's instance is its own controller).
+    if is_distributed(spec):
+        return (PROVISIONER,)
+    central = (
+        CENTRAL_SIDECARS if spec.resizer else tuple(s for s in CENTRAL_SIDECARS if s != RESIZER)
+    )
+    return central + ((SNAPSHOTTER,) if spec.snapshots is not None else ())
+
+
 def deployment_components(spec: DriverDeployment, nodes: Sequence[str]) -> dict[str, Component]:
     """Every component of the deployment by name, in the order of
-    ``csi_harness._internal.providers.base.Driver.components``."""
+    ``csi_harness._internal.providers.base.Driver.components``: a central sidecar is a
+    container of the controller's pod."""
     found: list[Component] = []
     if not is_distributed(spec):
         found.append(
@@ -148,18 +159,10 @@ def deployment_components(spec: DriverDeployment, nodes: Sequence[str]) -> dict[
             for node in nodes
         ]
     else:
-        found.append(
-            Component(PROVISIONER, "Deployment", PROVISIONER_WORKLOAD, "provisioner", PROVISIONER)
-        )
-        found.append(Component(ATTACHER, "Deployment", ATTACHER_DEPLOYMENT, "attacher", ATTACHER))
-        if spec.resizer:
-            found.append(Component(RESIZER, "Deployment", RESIZER_DEPLOYMENT, "resizer", RESIZER))
-        if spec.snapshots is not None:
-            found.append(
-                Component(
-                    SNAPSHOTTER, "Deployment", SNAPSHOTTER_DEPLOYMENT, "snapshotter", SNAPSHOTTER
-                )
-            )
+        found += [
+            Component(sidecar, "Deployment", CONTROLLER_DEPLOYMENT, "controller", sidecar)
+            for sidecar in sidecars_of(spec)
+        ]
     return {component.name: component for component in found}
 
 
@@ -186,22 +189,6 @@ def host_driver_dir(spec: DriverDeployment) -> str:
 def is_cluster_scoped(obj: Mapping[str, Any]) -> bool:
     """Whether the API keeps an object of this kind outside any namespace."""
     return isinstance(from_dict(dict(obj)), GlobalResource)
-
-
-def with_controller(spec: DriverDeployment) -> dict[str, Any]:
-    """A pod's required affinity to the node of the deployment's controller pod (in the
-    pod's own namespace): where nodes are not known in advance, this puts a central
-    sidecar next to the controller, whose socket directory on that node it shares."""
-    return {
-        "podAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "labelSelector": {"matchLabels": labels(spec, "controller")},
-                    "topologyKey": HOSTNAME_LABEL,
-                }
-            ]
-        }
-    }
 
 
 def controller_node(nodes: Sequence[ClusterNode]) -> str:
@@ -237,20 +224,12 @@ class DeploymentLayout:
     """None: any node of the cluster, not known when rendering (the kustomize base)."""
     generation: str
     controller_host: str | None = None
-    """Where the controller Deployments run when not on the first driver node (kind: the
+    """Where the controller's pod runs when not on the first driver node (kind: the
     control plane, so that the workers, which tests compare, stay alike)."""
 
     @property
     def node_names(self) -> list[str]:
         return [n.name for n in self.nodes or []]
-
-    @property
-    def host_generation_dir(self) -> str:
-        return f"{host_driver_dir(self.spec)}/{self.generation}"
-
-    @property
-    def host_controller_socket_dir(self) -> str:
-        return f"{self.host_generation_dir}/controller"
 
     @property
     def host_node_socket_dir(self) -> str:
@@ -274,18 +253,24 @@ class DeploymentLayout:
             "data": data,
         }
 
-    def _admin(self) -> dict[str, Any]:
+    def _admin(self, **extra: Any) -> dict[str, Any]:
         # The API server's pod proxy reaches the pod's IP, hence all addresses.
-        return {"tcp": f"0.0.0.0:{ADMIN_PORT}", "token_file": f"{ADMIN_TOKEN_DIR}/token"}
+        return {
+            "tcp": f"0.0.0.0:{ADMIN_PORT}",
+            "token_file": f"{ADMIN_TOKEN_DIR}/token",
+            **extra,
+        }
 
     def controller_config(self) -> dict[str, Any]:
+        # The sidecars of its pod, which it pauses for stop_component.
+        admin = self._admin(neighbours=list(sidecars_of(self.spec)))
         return driver_config_for(
             self.spec,
             mode="controller",
             nodes=[(n.name, n.zone) for n in self.nodes or []],
             endpoint=CSI_ENDPOINT,
             state_dir=STATE_DIR,
-            admin=self._admin(),
+            admin=admin,
         )
 
     def node_config(self, node: ClusterNode) -> dict[str, Any]:

@@ -11,19 +11,21 @@ nodes, of a deployment for any node (the kustomize base ``deploy/kubernetes/``, 
   ``node-<node>.yaml``) and a Secret with the admin API token;
 * the node DaemonSet: csi-mock (node mode; distributed: mode all) registering itself
   with the kubelet, as no node-driver-registrar or livenessprobe image exists here;
-* central provisioning: the csi-mock controller, external-provisioner,
-  external-attacher, external-resizer (and with snapshots csi-snapshotter, next to
-  the VolumeSnapshotClass) as Deployments pinned to one node,
-  sharing the controller's CSI socket through a directory on that node; distributed:
-  an external-provisioner DaemonSet sharing each node's socket directory, and no
-  resizer (it has no per-node mode: each node's copy would act on every claim of the
-  driver and ask an instance that knows only its own node's volumes).
+* central provisioning: one Deployment whose pod runs the csi-mock controller,
+  external-provisioner, external-attacher, external-resizer (and with snapshots
+  csi-snapshotter, next to the VolumeSnapshotClass), sharing the CSI socket through an
+  empty directory, as upstream's deployments run them; distributed: an
+  external-provisioner DaemonSet sharing each node's socket directory, and no resizer
+  (it has no per-node mode: each node's copy would act on every claim of the driver and
+  ask an instance that knows only its own node's volumes).
 
-Every sidecar is a workload of its own so that one of them can be stopped (its
-Deployment scaled to zero, or its node taken out of its DaemonSet, see
-``excluding_nodes``) while the csi-mock instances keep their volumes, fault rules and
-journal, as the local provider stops a single process. A sidecar container in the
-controller's pod could only be removed by replacing the pod, which loses them all.
+A central sidecar is stopped by pausing it (``stop_component``): the controller's pod
+shares one process namespace and csi-mock's admin API sends the sidecar SIGSTOP
+(``admin.neighbours``), so the csi-mock instances keep their volumes, fault rules and
+journal, as the local provider stops a single process. A distributed provisioner is
+stopped by taking its node out of its DaemonSet (``excluding_nodes``). One pod instead
+of one per sidecar makes a new driver on kind three pods fewer to start (and to keep:
+the runtime's cost per container is most of what an idle driver costs).
 
 Deployments with suffixes (and names) of their own share nothing, so they can run side
 by side: each has its namespace, its cluster-scoped objects (RBAC, CSIDriver,
@@ -41,16 +43,13 @@ from typing import Any
 from csi_harness._internal.deploy.incluster_layout import (
     ADMIN_SECRET,
     APP,
-    CENTRAL_SIDECARS,
     GENERATION,
     INSTANCE_LABEL,
     NAME_LABEL,
-    PROVISIONER,
-    RESIZER,
-    SNAPSHOTTER,
     DeploymentLayout,
     is_cluster_scoped,
     is_distributed,
+    sidecars_of,
 )
 from csi_harness._internal.deploy.incluster_workloads import Workloads
 from csi_harness._internal.deploy.spec import (
@@ -145,7 +144,7 @@ def render_objects(
             f"generation {generation!r} is not a directory name of letters, digits, '.', '_'"
             " and '-' (at most 63)"
         )
-    missing = sorted(s for s in _sidecars_of(spec) if s not in sidecar_images)
+    missing = sorted(s for s in sidecars_of(spec) if s not in sidecar_images)
     if missing:
         raise ValueError(f"sidecar_images has no image for {', '.join(missing)}")
     layout = DeploymentLayout(
@@ -164,14 +163,7 @@ def render_objects(
     if is_distributed(spec):
         objects += [workloads.node_daemonset(), workloads.distributed_provisioner()]
     else:
-        objects += [
-            workloads.controller(),
-            workloads.central_provisioner(),
-            workloads.attacher(),
-            *([workloads.resizer()] if spec.resizer else []),
-            *([workloads.snapshotter()] if spec.snapshots is not None else []),
-            workloads.node_daemonset(),
-        ]
+        objects += [workloads.controller(), workloads.node_daemonset()]
     return objects
 
 
@@ -189,17 +181,6 @@ def any_node_problems(spec: DriverDeployment) -> list[str]:
     if is_distributed(spec):
         problems.append("distributed provisioning (each node plugin owns its node's pool)")
     return problems
-
-
-def _sidecars_of(spec: DriverDeployment) -> tuple[str, ...]:
-    # Distributed provisioning has no attacher (the spec refuses attach_required there)
-    # and no resizer (see the module's docstring).
-    if is_distributed(spec):
-        return (PROVISIONER,)
-    central = (
-        CENTRAL_SIDECARS if spec.resizer else tuple(s for s in CENTRAL_SIDECARS if s != RESIZER)
-    )
-    return central + ((SNAPSHOTTER,) if spec.snapshots is not None else ())
 
 
 def _admin_secret(spec: DriverDeployment, token: str) -> dict[str, Any]:

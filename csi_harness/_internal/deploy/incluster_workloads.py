@@ -1,10 +1,11 @@
-"""The workloads of one in-cluster deployment (``Workloads``): the csi-mock controller and
-node pods and each sidecar's Deployment or DaemonSet, and the patch that takes a
-DaemonSet's pod off stopped nodes (``excluding_nodes``).
+"""The workloads of one in-cluster deployment (``Workloads``): the controller's pod
+(csi-mock and the central sidecars, one process namespace so that csi-mock can pause a
+sidecar), the node plugin's DaemonSet, the distributed provisioners' DaemonSet, and the
+patch that takes a DaemonSet's pod off stopped nodes (``excluding_nodes``).
 
 Laid out for any node (the kustomize base), the node plugin runs on every node that
-takes it and is updated as DaemonSets usually are, and the central sidecars follow the
-controller's pod (``with_controller``) instead of being pinned to a node by name."""
+takes it and is updated as DaemonSets usually are, and the controller's pod goes where
+the scheduler puts it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from csi_harness._internal.deploy.incluster_layout import (
     ADMIN_TOKEN_DIR,
     ANY_NODE_CONFIG_KEY,
     ATTACHER,
-    ATTACHER_DEPLOYMENT,
     CONFIG_DIR,
     CONFIG_MAP,
     CONTROL_PLANE_TAINT,
@@ -32,10 +32,8 @@ from csi_harness._internal.deploy.incluster_layout import (
     PROVISIONER_WORKLOAD,
     REMOVE_EARLIER_STATE,
     RESIZER,
-    RESIZER_DEPLOYMENT,
     SIDECAR_HTTP_PORT,
     SNAPSHOTTER,
-    SNAPSHOTTER_DEPLOYMENT,
     STATE_DIR,
     DeploymentLayout,
     controller_node,
@@ -43,7 +41,7 @@ from csi_harness._internal.deploy.incluster_layout import (
     labels,
     node_affinity,
     node_config_key,
-    with_controller,
+    sidecars_of,
 )
 from csi_harness._internal.deploy.sidecars import (
     DISTRIBUTED_PROVISIONER_FLAGS,
@@ -59,6 +57,10 @@ from csi_harness._internal.deploy.spec import (
 # lightkube's from_dict knows the VolumeSnapshotClass kind (a CRD's) once
 # csi_harness._internal.kube.snapshots has defined it.
 from csi_harness._internal.kube import snapshots  # noqa: F401
+
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+"""Where the API server's admission mounts a pod's service account token into every
+container that has nothing mounted there."""
 
 
 def _volume_mount(name: str, path: str, **extra: Any) -> dict[str, Any]:
@@ -158,33 +160,29 @@ class Workloads:
     def _metadata(self, name: str, role: str) -> dict[str, Any]:
         return {"name": name, "namespace": self.spec.namespace, "labels": labels(self.spec, role)}
 
-    def _deployment(self, name: str, role: str, pod: dict[str, Any]) -> dict[str, Any]:
-        pod = {**pod, **self._central_placement(role), "terminationGracePeriodSeconds": 10}
+    def _controller_deployment(self, pod: dict[str, Any]) -> dict[str, Any]:
+        pod = {**pod, "terminationGracePeriodSeconds": 10}
+        if self.layout.nodes is not None:
+            pinned = self.layout.controller_host or controller_node(self.layout.nodes)
+            pod["affinity"] = node_affinity([pinned])
         if self.layout.controller_host is not None:
-            # A control-plane node keeps its NoSchedule taint; only these pods go there.
+            # A control-plane node keeps its NoSchedule taint; only this pod goes there.
             pod["tolerations"] = [{"key": CONTROL_PLANE_TAINT, "effect": "NoSchedule"}]
         return {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
-            "metadata": self._metadata(name, role),
+            "metadata": self._metadata(CONTROLLER_DEPLOYMENT, "controller"),
             "spec": {
                 "replicas": 1,
-                # Never two of them at once: one socket directory, no leader election.
+                # Never two of them at once: no leader election among the sidecars.
                 "strategy": {"type": "Recreate"},
-                "selector": {"matchLabels": labels(self.spec, role)},
-                "template": {"metadata": {"labels": labels(self.spec, role)}, "spec": pod},
+                "selector": {"matchLabels": labels(self.spec, "controller")},
+                "template": {
+                    "metadata": {"labels": labels(self.spec, "controller")},
+                    "spec": pod,
+                },
             },
         }
-
-    def _central_placement(self, role: str) -> dict[str, Any]:
-        """The affinity of a central Deployment's pod: all on one node, where they
-        share the controller's socket directory."""
-        if self.layout.nodes is None:
-            # Nodes unknown: the controller goes where the scheduler puts it, and the
-            # sidecars follow it there.
-            return {} if role == "controller" else {"affinity": with_controller(self.spec)}
-        pinned = self.layout.controller_host or controller_node(self.layout.nodes)
-        return {"affinity": node_affinity([pinned])}
 
     def _daemonset(self, name: str, role: str, pod: dict[str, Any]) -> dict[str, Any]:
         spec: dict[str, Any] = {
@@ -207,19 +205,36 @@ class Workloads:
             "spec": spec,
         }
 
-    def _controller_socket_dir(self) -> dict[str, Any]:
-        return _host_path("socket-dir", self.layout.host_controller_socket_dir)
+    def _central_sidecars(self) -> list[dict[str, Any]]:
+        made = {
+            PROVISIONER: lambda: self._provisioner(ownerref_level=2, per_node=False),
+            ATTACHER: lambda: self._sidecar(ATTACHER, attacher_flags(self.spec), []),
+            RESIZER: lambda: self._sidecar(RESIZER, resizer_flags(self.spec), []),
+            SNAPSHOTTER: lambda: self._sidecar(SNAPSHOTTER, snapshotter_flags(self.spec), []),
+        }
+        return [made[sidecar]() for sidecar in sidecars_of(self.spec)]
 
     def controller(self) -> dict[str, Any]:
+        """csi-mock's controller and the central sidecars in one pod, as upstream's
+        deployments run them. The CSIStorageCapacity objects' owner is Pod ->
+        ReplicaSet -> this Deployment. The pod shares one process namespace, so that
+        csi-mock can pause a sidecar (admin.neighbours; ``stop_component``) while the
+        others go on."""
+        # csi-mock itself never talks to the API server: an empty directory where the
+        # pod's service account token would be mounted keeps the sidecars' token from it.
+        driver = self._driver_container(
+            CONTROLLER_CONFIG_KEY,
+            extra_mounts=[_volume_mount("no-api-token", SERVICE_ACCOUNT_DIR, readOnly=True)],
+        )
         pod = {
             "serviceAccountName": "csi-mock-controller",
-            # csi-mock itself never talks to the API server.
-            "automountServiceAccountToken": False,
-            "containers": [self._driver_container(CONTROLLER_CONFIG_KEY)],
+            "shareProcessNamespace": True,
+            "containers": [driver, *self._central_sidecars()],
             "volumes": [
-                self._controller_socket_dir(),
+                {"name": "socket-dir", "emptyDir": {}},
                 # State lives as long as the pod: a deployment's volumes die with it.
                 {"name": "state", "emptyDir": {}},
+                {"name": "no-api-token", "emptyDir": {}},
                 {"name": "config", "configMap": {"name": CONFIG_MAP}},
                 {
                     "name": "admin-token",
@@ -227,41 +242,7 @@ class Workloads:
                 },
             ],
         }
-        return self._deployment(CONTROLLER_DEPLOYMENT, "controller", pod)
-
-    def central_provisioner(self) -> dict[str, Any]:
-        # Owner of the CSIStorageCapacity objects: Pod -> ReplicaSet -> this Deployment,
-        # which outlives a stopped provisioner (scaled to zero), as on the local provider.
-        pod = {
-            "serviceAccountName": "csi-mock-controller",
-            "containers": [self._provisioner(ownerref_level=2, per_node=False)],
-            "volumes": [self._controller_socket_dir()],
-        }
-        return self._deployment(PROVISIONER_WORKLOAD, "provisioner", pod)
-
-    def attacher(self) -> dict[str, Any]:
-        pod = {
-            "serviceAccountName": "csi-mock-controller",
-            "containers": [self._sidecar(ATTACHER, attacher_flags(self.spec), [])],
-            "volumes": [self._controller_socket_dir()],
-        }
-        return self._deployment(ATTACHER_DEPLOYMENT, "attacher", pod)
-
-    def resizer(self) -> dict[str, Any]:
-        pod = {
-            "serviceAccountName": "csi-mock-controller",
-            "containers": [self._sidecar(RESIZER, resizer_flags(self.spec), [])],
-            "volumes": [self._controller_socket_dir()],
-        }
-        return self._deployment(RESIZER_DEPLOYMENT, "resizer", pod)
-
-    def snapshotter(self) -> dict[str, Any]:
-        pod = {
-            "serviceAccountName": "csi-mock-controller",
-            "containers": [self._sidecar(SNAPSHOTTER, snapshotter_flags(self.spec), [])],
-            "volumes": [self._controller_socket_dir()],
-        }
-        return self._deployment(SNAPSHOTTER_DEPLOYMENT, "snapshotter", pod)
+        return self._controller_deployment(pod)
 
     def distributed_provisioner(self) -> dict[str, Any]:
         # Owner: Pod -> this DaemonSet, so a node's objects outlive its stopped provisioner.

@@ -1,7 +1,7 @@
 """A stand-in for the Kubernetes API that InClusterDriver talks to, with just enough of
 the controllers and kubelets behind it: applied workloads get pods (by their node
 affinity), a node plugin pod registers its driver in CSINode and deregisters when it
-goes, a provisioner publishes capacity in its namespace for every node x
+goes, a pod with a provisioner publishes capacity in its namespace for every node x
 WaitForFirstConsumer class of its driver, a deleted namespace takes everything in it
 and lingers as terminating for a few reads."""
 
@@ -247,7 +247,7 @@ class FakeApi:
             driver = template["metadata"]["labels"]["app.kubernetes.io/instance"]
             if role == "node":
                 self.registered.setdefault(node, set()).add(driver)
-            if role == "provisioner":
+            if any(c["name"] == "csi-provisioner" for c in template["spec"]["containers"]):
                 self._publish_capacity(
                     driver, namespace, [node] if workload["kind"] == "DaemonSet" else self.nodes
                 )

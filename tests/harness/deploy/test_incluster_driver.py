@@ -153,7 +153,7 @@ def test_deploy_first_removes_the_previous_deployment_and_waits_for_its_deregist
 
 def test_a_missing_image_ends_the_wait_at_once_naming_the_container(tmp_path: Path) -> None:
     def status(role: str, node: str) -> dict[str, Any]:
-        if role != "attacher":
+        if role != "controller":
             return ready_status(role, node)
         waiting = {
             "reason": "ErrImageNeverPull",
@@ -208,7 +208,7 @@ def attacher_timeline(polls: Polls, *attempts: dict[str, Any]) -> Any:
     containerID stays), then running and ready once they are used up."""
 
     def status(role: str, node: str) -> dict[str, Any]:
-        if role != "attacher":
+        if role != "controller":
             return ready_status(role, node)
         shown = attempts[: polls.count + 1]
         tried = len({attempt["containerID"] for attempt in shown})
@@ -404,20 +404,62 @@ def test_distributed_get_capacity_asks_the_segments_node(api: FakeApi, tmp_path:
 # -- stopping components ---------------------------------------------------------------
 
 
-def test_stopping_the_attacher_scales_only_its_deployment_and_keeps_its_log(
-    api: FakeApi, tmp_path: Path
+class PausingAdmin:
+    """Stands in for the controller's admin client: records the programs paused."""
+
+    def __init__(self) -> None:
+        self.paused: list[str] = []
+
+    def __enter__(self) -> PausingAdmin:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        pass
+
+    def pause_neighbour(self, name: str) -> None:
+        self.paused.append(name)
+
+
+def test_stopping_the_attacher_pauses_it_in_the_controllers_pod_and_keeps_its_log(
+    api: FakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     driver = make_driver(api, tmp_path)
     driver.deploy()
-    (attacher,) = api.pod_names("attacher")
-    api.logs[(attacher, "csi-attacher")] = "I attached things\n"
-    others = [p["metadata"]["name"] for p in api.pods if p["metadata"]["name"] != attacher]
+    (controller,) = api.pod_names("controller")
+    api.logs[(controller, "csi-attacher")] = "I attached things\n"
+    admin = PausingAdmin()
+    asked: list[str] = []
+    monkeypatch.setattr(driver, "admin", lambda instance: asked.append(instance) or admin)
+    pods = [p["metadata"]["name"] for p in api.pods]
     api.events.clear()
+
     driver.stop_component("csi-attacher")
-    assert verbs(api.events, "patch") == ["Deployment/csi-mock-attacher"]
-    assert api.pod_names("attacher") == []
-    assert [p["metadata"]["name"] for p in api.pods] == others
+
+    assert (asked, admin.paused) == (["controller"], ["csi-attacher"])
+    assert verbs(api.events, "patch") == []  # no pod replaced: the others keep their state
+    assert [p["metadata"]["name"] for p in api.pods] == pods
     assert driver.component_log("csi-attacher") == "I attached things\n"
+    assert driver.failed_component() == "stopped: csi-attacher"
+    driver.stop_component("csi-attacher")  # once stopped, stopped
+    assert admin.paused == ["csi-attacher"]
+
+
+def test_stopping_the_controller_scales_its_pod_to_zero_and_its_sidecars_with_it(
+    api: FakeApi, tmp_path: Path
+) -> None:
+    driver = make_driver(api, tmp_path, resizer=False)
+    driver.deploy()
+    (controller,) = api.pod_names("controller")
+    api.logs[(controller, "csi-provisioner")] = "I provisioned things\n"
+
+    driver.stop_component("csi-mock-controller")
+
+    assert verbs(api.events, "patch")[-1] == "Deployment/csi-mock-controller"
+    assert api.pod_names("controller") == []
+    assert driver.failed_component() == (
+        "stopped: csi-attacher, csi-mock-controller, csi-provisioner"
+    )
+    assert driver.component_log("csi-provisioner") == "I provisioned things\n"
 
 
 def test_stopping_a_nodes_provisioner_takes_only_that_node_out(

@@ -113,26 +113,32 @@ def flag(args: list[str], name: str) -> str:
 
 
 def test_central_deployment_runs_controller_sidecars_and_node_plugin() -> None:
-    assert sorted(workloads(render())) == [
+    objects = render()
+    assert sorted(workloads(objects)) == [
         "DaemonSet/csi-mock-node",
-        "Deployment/csi-mock-attacher",
         "Deployment/csi-mock-controller",
-        "Deployment/csi-mock-provisioner",
-        "Deployment/csi-mock-resizer",
     ]
+    controller = pod_spec(find(objects, "Deployment", "csi-mock-controller"))
+    assert [c["name"] for c in controller["containers"]] == [
+        "csi-mock",
+        "csi-provisioner",
+        "csi-attacher",
+        "csi-resizer",
+    ]
+    # csi-mock pauses the sidecars it is told of (stop_component), in this namespace.
+    assert controller["shareProcessNamespace"] is True
+    admin = configs(objects)["controller.yaml"]["admin"]
+    assert admin["neighbours"] == ["csi-provisioner", "csi-attacher", "csi-resizer"]
 
 
 def test_a_deployment_with_snapshots_runs_csi_snapshotter_and_has_its_snapshot_class() -> None:
     spec = DriverDeployment(**own("a", snapshots="used", clones=True))
     objects = render(**own("a", snapshots="used", clones=True))
-    workload = find(objects, "Deployment", "csi-mock-snapshotter")
+    workload = find(objects, "Deployment", "csi-mock-controller")
     args = container(workload, "csi-snapshotter")["args"]
     assert flag(args, "--leader-election") == "false"
     assert flag(args, "--csi-address") == "/csi/csi.sock"
-    assert volume(workload, "socket-dir") == volume(
-        find(objects, "Deployment", "csi-mock-controller"), "socket-dir"
-    )
-    assert pod_spec(workload)["serviceAccountName"] == "csi-mock-controller"
+    assert "csi-snapshotter" in configs(objects)["controller.yaml"]["admin"]["neighbours"]
     (snapshot_class,) = [o for o in objects if o["kind"] == "VolumeSnapshotClass"]
     assert (snapshot_class["metadata"]["name"], snapshot_class["driver"]) == (
         "csi-mock-a",
@@ -146,13 +152,18 @@ def test_a_deployment_with_snapshots_runs_csi_snapshotter_and_has_its_snapshot_c
 
 def test_a_deployment_without_snapshots_has_no_snapshotter_or_snapshot_class() -> None:
     objects = render()
-    assert "Deployment/csi-mock-snapshotter" not in workloads(objects)
+    names = [
+        c["name"]
+        for c in pod_spec(find(objects, "Deployment", "csi-mock-controller"))["containers"]
+    ]
+    assert "csi-snapshotter" not in names
     assert not [o for o in objects if o["kind"] == "VolumeSnapshotClass"]
     assert "snapshots" not in configs(objects)["controller.yaml"]["controller"]
 
 
 def test_a_deployment_without_the_resizer_has_no_resizer_workload_or_component() -> None:
-    assert "Deployment/csi-mock-resizer" not in workloads(render(resizer=False))
+    controller = find(render(resizer=False), "Deployment", "csi-mock-controller")
+    assert "csi-resizer" not in [c["name"] for c in pod_spec(controller)["containers"]]
     assert "csi-resizer" not in deployment_components(DriverDeployment(resizer=False), ["node-1"])
     assert "csi-resizer" in deployment_components(DriverDeployment(), ["node-1"])
 
@@ -306,64 +317,29 @@ def test_every_instance_serves_the_admin_api_on_tcp_with_the_token_file() -> Non
 # -- sockets and sidecars --------------------------------------------------------------
 
 
-def test_central_sidecars_reach_the_controller_socket_on_the_same_node() -> None:
+def test_central_sidecars_reach_the_controller_socket_in_their_shared_pod() -> None:
     objects = render()
     controller = find(objects, "Deployment", "csi-mock-controller")
     endpoint = validate_config(configs(objects)["controller.yaml"]).socket_path
-    host_dir = volume(controller, "socket-dir")["hostPath"]["path"]
-    for name, sidecar in (
-        ("csi-mock-provisioner", "csi-provisioner"),
-        ("csi-mock-attacher", "csi-attacher"),
-        ("csi-mock-resizer", "csi-resizer"),
-    ):
-        workload = find(objects, "Deployment", name)
-        cont = container(workload, sidecar)
-        assert volume(workload, "socket-dir")["hostPath"]["path"] == host_dir
+    assert volume(controller, "socket-dir") == {"name": "socket-dir", "emptyDir": {}}
+    for sidecar in ("csi-provisioner", "csi-attacher", "csi-resizer"):
+        cont = container(controller, sidecar)
         socket = Path(flag(cont["args"], "--csi-address"))
         assert socket.parent == Path(mount_path(cont, "socket-dir"))
         assert socket.name == endpoint.name
-        assert allowed_nodes(workload) == allowed_nodes(controller) == {"worker"}
+    assert allowed_nodes(controller) == {"worker"}
     assert Path(mount_path(container(controller, "csi-mock"), "socket-dir")) == endpoint.parent
-
-
-@pytest.mark.parametrize(
-    ("fields", "sidecars"),
-    [
-        (
-            {"snapshots": "used", "clones": True},
-            {"csi-provisioner", "csi-attacher", "csi-resizer", "csi-snapshotter"},
-        ),
-        ({"provisioner_mode": "distributed"}, {"csi-provisioner"}),
-    ],
-    ids=["central", "distributed"],
-)
-def test_every_sidecar_is_ready_only_once_its_http_endpoint_serves(
-    fields: dict[str, Any], sidecars: set[str]
-) -> None:
-    # Each sidecar starts its HTTP server after it has reached the driver's socket: the
-    # probe keeps the pod (and so the driver) unready while a sidecar still connects.
-    containers = [
-        cont
-        for workload in workloads(render(**fields)).values()
-        for cont in pod_spec(workload)["containers"]
-        if cont["name"].startswith("csi-") and cont["name"] != "csi-mock"
-    ]
-    assert {c["name"] for c in containers} == sidecars
-    for cont in containers:
-        port = int(flag(cont["args"], "--http-endpoint").rpartition(":")[2])
-        assert cont["readinessProbe"]["httpGet"] == {"path": "/metrics", "port": port}
-        assert {"name": "http", "containerPort": port, "protocol": "TCP"} in cont["ports"]
 
 
 def test_a_provisioner_that_does_not_publish_capacity_says_so() -> None:
     objects = render(publish_capacity=False)
-    provisioner = container(find(objects, "Deployment", "csi-mock-provisioner"), "csi-provisioner")
+    provisioner = container(find(objects, "Deployment", "csi-mock-controller"), "csi-provisioner")
     assert flag(provisioner["args"], "--enable-capacity") == "false"
 
 
 def test_central_provisioner_runs_in_cluster_with_the_local_flags() -> None:
     objects = render(capacity_poll_interval="7s")
-    provisioner = container(find(objects, "Deployment", "csi-mock-provisioner"), "csi-provisioner")
+    provisioner = container(find(objects, "Deployment", "csi-mock-controller"), "csi-provisioner")
     args = provisioner["args"]
     assert not [a for a in args if a.startswith("--kubeconfig")]
     assert flag(args, "--capacity-ownerref-level") == "2"
@@ -376,14 +352,14 @@ def test_central_provisioner_runs_in_cluster_with_the_local_flags() -> None:
     assert (
         "--strict-topology"
         not in container(
-            find(render(strict_topology=False), "Deployment", "csi-mock-provisioner"),
+            find(render(strict_topology=False), "Deployment", "csi-mock-controller"),
             "csi-provisioner",
         )["args"]
     )
 
 
 def test_central_resizer_runs_in_cluster_with_the_local_flags() -> None:
-    workload = find(render(), "Deployment", "csi-mock-resizer")
+    workload = find(render(), "Deployment", "csi-mock-controller")
     args = container(workload, "csi-resizer")["args"]
     assert not [a for a in args if a.startswith("--kubeconfig")]
     assert flag(args, "--leader-election") == "false"
@@ -395,7 +371,7 @@ def test_central_resizer_runs_in_cluster_with_the_local_flags() -> None:
 
 
 def test_central_snapshotter_looks_at_every_content_again_within_a_tests_wait() -> None:
-    workload = find(render(snapshots="used"), "Deployment", "csi-mock-snapshotter")
+    workload = find(render(snapshots="used"), "Deployment", "csi-mock-controller")
     args = container(workload, "csi-snapshotter")["args"]
     # A deletion it saw too early (findings.md) comes back within a test's 60 s.
     assert flag(args, "--resync-period") == "20s"
@@ -490,11 +466,6 @@ def test_controller_state_lives_and_dies_with_its_pod() -> None:
     assert volume(controller, "state") == {"name": "state", "emptyDir": {}}
     config = validate_config(configs(objects)["controller.yaml"])
     assert config.state_dir == Path(mount_path(container(controller, "csi-mock"), "state"))
-    first = volume(controller, "socket-dir")["hostPath"]["path"]
-    second = volume(
-        find(render(generation="8-def"), "Deployment", "csi-mock-controller"), "socket-dir"
-    )
-    assert first != second["hostPath"]["path"]
 
 
 def test_node_pod_removes_earlier_generations_state_before_starting(tmp_path: Path) -> None:
@@ -586,7 +557,7 @@ def test_excluding_a_node_takes_only_that_node_out_of_a_daemonset() -> None:
     )
 
 
-def test_a_controller_host_takes_the_controller_deployments_and_tolerates_its_taint() -> None:
+def test_a_controller_host_takes_the_controllers_pod_and_it_tolerates_its_taint() -> None:
     objects = render_objects(
         DriverDeployment(attach_required=True),
         NODES,
@@ -596,26 +567,20 @@ def test_a_controller_host_takes_the_controller_deployments_and_tolerates_its_ta
         generation="7-abc",
         controller_host="kind-control-plane",
     )
-    for name in (
-        "csi-mock-controller",
-        "csi-mock-provisioner",
-        "csi-mock-attacher",
-        "csi-mock-resizer",
-    ):
-        workload = find(objects, "Deployment", name)
-        assert allowed_nodes(workload) == set()  # none of the driver's nodes
-        terms = pod_spec(workload)["affinity"]["nodeAffinity"][
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        ]["nodeSelectorTerms"]
-        assert terms == [
-            {
-                "matchFields": [
-                    {"key": "metadata.name", "operator": "In", "values": ["kind-control-plane"]}
-                ]
-            }
-        ]
-        (toleration,) = pod_spec(workload)["tolerations"]
-        assert toleration["effect"] == "NoSchedule"
+    workload = find(objects, "Deployment", "csi-mock-controller")
+    assert allowed_nodes(workload) == set()  # none of the driver's nodes
+    terms = pod_spec(workload)["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    assert terms == [
+        {
+            "matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": ["kind-control-plane"]}
+            ]
+        }
+    ]
+    (toleration,) = pod_spec(workload)["tolerations"]
+    assert toleration["effect"] == "NoSchedule"
     node_plugin = find(objects, "DaemonSet", "csi-mock-node")
     assert allowed_nodes(node_plugin) == {"worker", "worker2"}
     assert "tolerations" not in pod_spec(node_plugin)

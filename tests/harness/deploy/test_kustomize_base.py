@@ -171,7 +171,7 @@ def test_a_deployment_for_any_node_refuses_what_needs_the_nodes(
 
 def test_without_pools_of_its_own_a_deployment_for_any_node_renders() -> None:
     kinds = [o["kind"] for o in render_for_any_node(node_pool_size=None)]
-    assert kinds.count("DaemonSet") == 1 and kinds.count("Deployment") == 4
+    assert kinds.count("DaemonSet") == 1 and kinds.count("Deployment") == 1
 
 
 # -- overlays -------------------------------------------------------------------------------

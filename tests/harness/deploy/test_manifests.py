@@ -28,11 +28,8 @@ from lightkube.core.resource import NamespacedResource
 from csi_harness._internal.core.package_data import MANIFEST_DIR
 from csi_harness._internal.deploy.images import DRIVER_IMAGE
 from csi_harness._internal.deploy.incluster_layout import (
-    ATTACHER_DEPLOYMENT,
     CONTROLLER_DEPLOYMENT,
     NODE_DAEMONSET,
-    PROVISIONER_WORKLOAD,
-    RESIZER_DEPLOYMENT,
 )
 from csi_harness._internal.deploy.spec import DRIVER_NAMESPACE
 from csi_mock.cli import build_parser
@@ -50,11 +47,8 @@ SIDECARS = {
     "registry.k8s.io/sig-storage/csi-attacher": "csi-attacher",
     "registry.k8s.io/sig-storage/csi-resizer": "csi-resizer",
 }
-SIDECAR_DEPLOYMENTS = {
-    PROVISIONER_WORKLOAD: "csi-provisioner",
-    ATTACHER_DEPLOYMENT: "csi-attacher",
-    RESIZER_DEPLOYMENT: "csi-resizer",
-}
+CENTRAL_SIDECARS = ("csi-provisioner", "csi-attacher", "csi-resizer")
+"""The sidecars of the controller's pod."""
 
 
 @functools.cache
@@ -114,6 +108,12 @@ def config_map_data() -> dict[str, str]:
 def flag(args: list[str], name: str) -> str:
     (value,) = [a.split("=", 1)[1] for a in args if a.startswith(f"--{name}=")]
     return value
+
+
+def mount_path_volume(c: dict[str, Any], path: str) -> str:
+    """The volume mounted at ``path`` in the container."""
+    (name,) = [m["name"] for m in c["volumeMounts"] if m["mountPath"] == path]
+    return str(name)
 
 
 def mount_path(c: dict[str, Any], volume: str) -> str:
@@ -245,7 +245,7 @@ def test_sidecars_are_the_upstream_images_at_the_pinned_versions() -> None:
 
 def test_no_node_driver_registrar_or_livenessprobe_runs() -> None:
     names = {c["name"] for _, c in all_containers()}
-    assert names == {"csi-mock", "remove-earlier-state", *SIDECAR_DEPLOYMENTS.values()}
+    assert names == {"csi-mock", "remove-earlier-state", *CENTRAL_SIDECARS}
 
 
 # -- the csi-mock configuration ------------------------------------------------------
@@ -315,31 +315,29 @@ def test_storage_class_kinds_exist_in_the_config(tmp_path: Path) -> None:
 # -- sockets, registration and placement ---------------------------------------------
 
 
-def test_sidecars_dial_the_controllers_socket_in_its_host_directory(tmp_path: Path) -> None:
+def test_sidecars_dial_the_controllers_socket_in_their_shared_pod(tmp_path: Path) -> None:
     controller = controller_pod()
     socket = resolved_config(tmp_path, controller, node_name="unused").socket_path
     assert socket.parent == Path(mount_path(container(controller, "csi-mock"), "socket-dir"))
-    host_dir = volume(controller, "socket-dir")["hostPath"]["path"]
-    for deployment, name in SIDECAR_DEPLOYMENTS.items():
-        pod = pod_of("Deployment", deployment)
-        sidecar = container(pod, name)
-        assert volume(pod, "socket-dir")["hostPath"]["path"] == host_dir, deployment
+    assert volume(controller, "socket-dir") == {"name": "socket-dir", "emptyDir": {}}
+    for name in CENTRAL_SIDECARS:
+        sidecar = container(controller, name)
         address = Path(flag(sidecar["args"], "csi-address"))
-        assert address.parent == Path(mount_path(sidecar, "socket-dir")), deployment
-        assert address.name == socket.name, deployment
+        assert address.parent == Path(mount_path(sidecar, "socket-dir")), name
+        assert address.name == socket.name, name
 
 
-def test_sidecars_follow_the_controllers_pod_to_its_node() -> None:
-    controller = the("Deployment", CONTROLLER_DEPLOYMENT)
-    controller_labels = controller["spec"]["template"]["metadata"]["labels"]
+def test_the_controller_may_pause_each_sidecar_of_its_pod_and_only_those(tmp_path: Path) -> None:
+    controller = controller_pod()
+    config = resolved_config(tmp_path, controller, node_name="unused")
+    assert controller["shareProcessNamespace"] is True
+    assert sorted(config.admin.neighbours) == sorted(CENTRAL_SIDECARS)
+    # What csi-mock finds a sidecar by: the base name of its argv[0], the image's binary.
+    assert {c["name"] for c in controller["containers"]} == {"csi-mock", *CENTRAL_SIDECARS}
+
+
+def test_the_controllers_pod_goes_where_the_scheduler_puts_it() -> None:
     assert "affinity" not in controller_pod()
-    for deployment in SIDECAR_DEPLOYMENTS:
-        (term,) = pod_of("Deployment", deployment)["affinity"]["podAffinity"][
-            "requiredDuringSchedulingIgnoredDuringExecution"
-        ]
-        assert term["topologyKey"] == "kubernetes.io/hostname", deployment
-        assert term["labelSelector"] == {"matchLabels": controller_labels}, deployment
-        assert "namespaces" not in term  # the sidecar's own: the controller's
 
 
 def test_the_node_plugin_runs_on_any_node_and_rolls_out_as_daemonsets_do() -> None:
@@ -399,7 +397,7 @@ def test_every_csi_mock_reads_the_admin_token_of_the_secret(tmp_path: Path) -> N
 
 
 def test_provisioner_publishes_capacity_owned_by_the_deployment() -> None:
-    provisioner = container(pod_of("Deployment", PROVISIONER_WORKLOAD), "csi-provisioner")
+    provisioner = container(controller_pod(), "csi-provisioner")
     args = provisioner["args"]
     for expected in ("--enable-capacity=true", "--extra-create-metadata", "--strict-topology"):
         assert expected in args
@@ -457,13 +455,13 @@ def test_rules_of_only_counts_bindings_of_the_account() -> None:
 
 @pytest.mark.parametrize("verb", ["get", "list", "watch", "create", "update", "patch", "delete"])
 def test_provisioner_may_manage_capacity_objects_in_the_driver_namespace(verb: str) -> None:
-    account = account_of(PROVISIONER_WORKLOAD)
+    account = account_of(CONTROLLER_DEPLOYMENT)
     assert allowed(account, verb, "csistoragecapacities", "storage.k8s.io", DRIVER_NAMESPACE)
     assert not allowed(account, verb, "csistoragecapacities", "storage.k8s.io", "default")
 
 
 def test_provisioner_may_walk_the_owner_chain_to_its_deployment() -> None:
-    account = account_of(PROVISIONER_WORKLOAD)
+    account = account_of(CONTROLLER_DEPLOYMENT)
     assert allowed(account, "get", "pods", "", DRIVER_NAMESPACE)
     assert allowed(account, "get", "replicasets", "apps", DRIVER_NAMESPACE)
 
@@ -482,7 +480,7 @@ def test_provisioner_may_walk_the_owner_chain_to_its_deployment() -> None:
     ],
 )
 def test_provisioner_may_provision_cluster_wide(verb: str, resource: str, group: str) -> None:
-    assert allowed(account_of(PROVISIONER_WORKLOAD), verb, resource, group, "any")
+    assert allowed(account_of(CONTROLLER_DEPLOYMENT), verb, resource, group, "any")
 
 
 @pytest.mark.parametrize(
@@ -490,7 +488,7 @@ def test_provisioner_may_provision_cluster_wide(verb: str, resource: str, group:
     [("patch", "volumeattachments"), ("patch", "volumeattachments/status"), ("watch", "csinodes")],
 )
 def test_attacher_may_attach(verb: str, resource: str) -> None:
-    assert allowed(account_of(ATTACHER_DEPLOYMENT), verb, resource, "storage.k8s.io")
+    assert allowed(account_of(CONTROLLER_DEPLOYMENT), verb, resource, "storage.k8s.io")
 
 
 @pytest.mark.parametrize(
@@ -504,12 +502,12 @@ def test_attacher_may_attach(verb: str, resource: str) -> None:
     ],
 )
 def test_resizer_may_expand_claims_cluster_wide(verb: str, resource: str) -> None:
-    assert allowed(account_of(RESIZER_DEPLOYMENT), verb, resource, "", "any")
+    assert allowed(account_of(CONTROLLER_DEPLOYMENT), verb, resource, "", "any")
 
 
 @pytest.mark.parametrize("verb", ["get", "create", "update", "delete"])
 def test_sidecars_may_hold_leader_election_leases_in_the_driver_namespace(verb: str) -> None:
-    account = account_of(PROVISIONER_WORKLOAD)
+    account = account_of(CONTROLLER_DEPLOYMENT)
     assert allowed(account, verb, "leases", "coordination.k8s.io", DRIVER_NAMESPACE)
 
 
@@ -517,6 +515,19 @@ def test_node_plugin_has_no_api_access() -> None:
     account = node_pod()["serviceAccountName"]
     assert rules_of(account) == []
     assert the("ServiceAccount", account)["automountServiceAccountToken"] is False
+
+
+def test_csi_mock_in_the_controllers_pod_gets_no_api_token() -> None:
+    # The admission plugin mounts the pod's token into each container with nothing at
+    # that path; the sidecars need it, csi-mock never talks to the API server.
+    token_dir = "/var/run/secrets/kubernetes.io/serviceaccount"
+    controller = controller_pod()
+    assert volume(controller, mount_path_volume(container(controller, "csi-mock"), token_dir)) == {
+        "name": "no-api-token",
+        "emptyDir": {},
+    }
+    for name in CENTRAL_SIDECARS:
+        assert all(m["mountPath"] != token_dir for m in container(controller, name)["volumeMounts"])
 
 
 def test_every_binding_refers_to_a_defined_role_and_service_account() -> None:

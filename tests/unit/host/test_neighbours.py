@@ -15,7 +15,9 @@ from csi_mock.host.neighbours import Neighbours
 from csi_mock.model.errors import FailedPrecondition, NotFound
 from tests.unit.host.renamed_programs import is_stopped, start_renamed
 
-SIDECAR = "csi-test-sidecar"
+# Per pytest process: xdist workers running these side by side must not see each
+# other's stand-ins.
+SIDECAR = f"csi-test-sidecar-{os.getpid()}"
 
 
 def stopped(processes: list[subprocess.Popen[bytes]]) -> list[bool]:
@@ -70,7 +72,7 @@ def test_a_program_not_configured_is_never_signalled(
 ) -> None:
     neighbours = Neighbours(["csi-attacher"])
 
-    with pytest.raises(NotFound, match=r"'csi-test-sidecar' is not a program .* csi-attacher"):
+    with pytest.raises(NotFound, match=rf"'{SIDECAR}' is not a program .* csi-attacher"):
         neighbours.pause(SIDECAR)
     with pytest.raises(NotFound):
         neighbours.resume(SIDECAR)
