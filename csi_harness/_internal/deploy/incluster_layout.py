@@ -52,8 +52,9 @@ SNAPSHOTTER = "csi-snapshotter"
 CENTRAL_SIDECARS = (PROVISIONER, ATTACHER, RESIZER)
 
 ADMIN_PORT = 9809
-SIDECAR_HTTP_PORT = 8080
-"""Each sidecar's --http-endpoint (metrics; its readiness probe)."""
+SIDECAR_HTTP_PORTS = {PROVISIONER: 8080, ATTACHER: 8081, RESIZER: 8082, SNAPSHOTTER: 8083}
+"""Each sidecar's --http-endpoint (metrics; its readiness probe): one port each, as the
+controller's containers share the pod's network namespace."""
 CSI_SOCKET_DIR = "/csi"
 CSI_ENDPOINT = f"unix://{CSI_SOCKET_DIR}/csi.sock"
 CONFIG_DIR = "/etc/csi-mock"

@@ -32,7 +32,7 @@ from csi_harness._internal.deploy.incluster_layout import (
     PROVISIONER_WORKLOAD,
     REMOVE_EARLIER_STATE,
     RESIZER,
-    SIDECAR_HTTP_PORT,
+    SIDECAR_HTTP_PORTS,
     SNAPSHOTTER,
     STATE_DIR,
     DeploymentLayout,
@@ -120,21 +120,25 @@ class Workloads:
         }
 
     def _sidecar(self, sidecar: str, args: list[str], env: list[dict[str, Any]]) -> dict[str, Any]:
+        port = SIDECAR_HTTP_PORTS[sidecar]
         return {
             "name": sidecar,
             "image": self.sidecar_images[sidecar],
             "imagePullPolicy": "IfNotPresent",
             "args": [
                 f"--csi-address={CSI_SOCKET_DIR}/csi.sock",
-                f"--http-endpoint=:{SIDECAR_HTTP_PORT}",
+                f"--http-endpoint=:{port}",
                 *args,
             ],
             "env": env,
-            "ports": [{"name": "http", "containerPort": SIDECAR_HTTP_PORT, "protocol": "TCP"}],
+            # Port names are unique in a pod: the sidecar's name without "csi-".
+            "ports": [
+                {"name": sidecar.removeprefix("csi-"), "containerPort": port, "protocol": "TCP"}
+            ],
             # Every sidecar starts its HTTP server only once it reaches the driver's
             # socket: until then the pod is not ready, and neither is the driver.
             "readinessProbe": {
-                "httpGet": {"path": "/metrics", "port": SIDECAR_HTTP_PORT},
+                "httpGet": {"path": "/metrics", "port": port},
                 "periodSeconds": 1,
                 "failureThreshold": 3,
             },

@@ -94,12 +94,11 @@ FILES = (
     BaseFile(
         "controller.yaml",
         ("Deployment",),
-        "The csi-mock controller and one Deployment per sidecar (external-provisioner,\n"
-        "external-attacher, external-resizer), so that each can be stopped alone. The\n"
-        "sidecars run on the controller's node (pod affinity) and share its CSI socket\n"
-        "through a host directory; the controller's volumes live as long as its pod. If\n"
-        "the controller's pod moves to another node, restart the sidecars'\n"
-        "(kubectl -n csi-mock rollout restart deployment).",
+        "The csi-mock controller and its sidecars (external-provisioner, external-attacher,\n"
+        "external-resizer) in one pod, sharing the CSI socket through an empty directory;\n"
+        "the controller's volumes live as long as the pod. The pod shares one process\n"
+        "namespace, so that csi-mock can pause a sidecar on request\n"
+        "(POST /v1/neighbours/{name}/pause of its admin API).",
     ),
     BaseFile(
         "node.yaml",

@@ -131,6 +131,19 @@ def test_central_deployment_runs_controller_sidecars_and_node_plugin() -> None:
     assert admin["neighbours"] == ["csi-provisioner", "csi-attacher", "csi-resizer"]
 
 
+def test_the_controllers_containers_share_its_network_and_each_listens_on_its_own_port() -> None:
+    workload = find(render(snapshots="used"), "Deployment", "csi-mock-controller")
+    ports = [(c["name"], p) for c in pod_spec(workload)["containers"] for p in c.get("ports", [])]
+    assert len({p["containerPort"] for _, p in ports}) == len(ports) == 5
+    assert len({p["name"] for _, p in ports}) == len(ports)
+    for name, port in ports:
+        if name == "csi-mock":
+            continue
+        sidecar = container(workload, name)
+        assert flag(sidecar["args"], "--http-endpoint") == f":{port['containerPort']}"
+        assert sidecar["readinessProbe"]["httpGet"]["port"] == port["containerPort"]
+
+
 def test_a_deployment_with_snapshots_runs_csi_snapshotter_and_has_its_snapshot_class() -> None:
     spec = DriverDeployment(**own("a", snapshots="used", clones=True))
     objects = render(**own("a", snapshots="used", clones=True))
