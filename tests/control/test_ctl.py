@@ -454,6 +454,19 @@ def test_a_negative_limit_is_a_usage_error_naming_the_flag(served: ServedDriver,
     }
 
 
+def test_neighbours_lists_none_and_refuses_a_program_it_is_not_told_of(
+    served: ServedDriver,
+) -> None:
+    assert "admin.neighbours names no program" in ok(served.run("neighbours"))
+    assert json.loads(ok(served.run("--json", "neighbours"))) == {"neighbours": []}
+
+    refused = served.run("neighbours", "pause", "csi-attacher")
+    assert refused.code == 1
+    assert "'csi-attacher' is not a program csi-mock may pause" in refused.err
+    usage = served.run("neighbours", "pause")
+    assert usage.code == 2 and "pause and resume take a NAME" in usage.err
+
+
 def test_refusals_print_sizes_as_the_tables_do(served: ServedDriver) -> None:
     too_much = served.run("pool", "consume", "spare", "20Gi")
     ok(served.run("pool", "consume", "spare", "4Gi"))

@@ -12,6 +12,7 @@ from csi_mock.admin.ctl.render import (
     condition_table,
     journal_table,
     limits_table,
+    neighbours_table,
     pools_table,
     reported_health_table,
     rules_table,
@@ -121,6 +122,19 @@ def capacity_command(client: AdminClient, args: argparse.Namespace) -> Output:
         frozen = client.capacity_frozen()
     text = "capacity: frozen (GetCapacity answers from a snapshot)" if frozen else "capacity: live"
     return Output({"frozen": frozen}, text)
+
+
+def neighbours_command(client: AdminClient, args: argparse.Namespace) -> Output:
+    if (args.name is None) != (args.action == "list"):
+        raise UsageError("neighbours: pause and resume take a NAME, list none")
+    if args.action == "pause":
+        neighbours = [client.pause_neighbour(args.name)]
+    elif args.action == "resume":
+        neighbours = [client.resume_neighbour(args.name)]
+    else:
+        neighbours = client.neighbours()
+    data = {"neighbours": [n.to_json() for n in neighbours]}
+    return Output(data, neighbours_table(neighbours))
 
 
 def limits_command(client: AdminClient, args: argparse.Namespace) -> Output:

@@ -23,6 +23,7 @@ from csi_mock.admin.ctl.commands import (
     journal_command,
     limits_command,
     metrics_command,
+    neighbours_command,
     pool_consume,
     pool_list,
     pool_release,
@@ -326,6 +327,18 @@ def add_ctl_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
         choices=_CAPACITY_ACTIONS,
         help="status (the default); freeze: GetCapacity answers from a snapshot; unfreeze: live",
     )
+
+    neighbours = leaf(
+        verbs, "neighbours", neighbours_command, "list, pause or resume programs of this pod"
+    )
+    neighbours.add_argument(
+        "action",
+        nargs="?",
+        default="list",
+        choices=("list", "pause", "resume"),
+        help="list (the default); pause NAME: SIGSTOP it; resume NAME: SIGCONT it",
+    )
+    neighbours.add_argument("name", nargs="?", help="a program admin.neighbours names")
 
     limits = leaf(verbs, "limits", limits_command, "show or set the volume and attach limits")
     limits.add_argument(

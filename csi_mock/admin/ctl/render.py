@@ -14,6 +14,7 @@ from csi_mock.admin.views import (
     SwitchesView,
     VolumeView,
 )
+from csi_mock.host.neighbours import Neighbour
 from csi_mock.model.quantity import format_quantity
 from csi_mock.observe.calls import CallRecord
 
@@ -126,6 +127,18 @@ def limits_table(limits: Limits) -> str:
             ["max_volumes_per_node", shown(limits.max_volumes_per_node)],
             ["attach_limit", shown(limits.attach_limit)],
         ],
+    )
+
+
+def neighbours_table(neighbours: Sequence[Neighbour]) -> str:
+    if not neighbours:
+        return "no neighbours: admin.neighbours names no program of this pod to pause"
+    return table(
+        ["PROGRAM", "PIDS", "STATE"],
+        (
+            [n.name, ",".join(map(str, n.pids)) or "-", "paused" if n.paused else "running"]
+            for n in neighbours
+        ),
     )
 
 
