@@ -24,8 +24,8 @@ shares one process namespace and csi-mock's admin API sends the sidecar SIGSTOP
 (``admin.neighbours``), so the csi-mock instances keep their volumes, fault rules and
 journal, as the local provider stops a single process. A distributed provisioner is
 stopped by taking its node out of its DaemonSet (``excluding_nodes``). One pod instead
-of one per sidecar makes a new driver on kind three pods fewer to start (and to keep:
-the runtime's cost per container is most of what an idle driver costs).
+of one per sidecar makes a driver on kind three pods fewer to start and to keep
+(docs/benchmarks.md).
 
 Deployments with suffixes (and names) of their own share nothing, so they can run side
 by side: each has its namespace, its cluster-scoped objects (RBAC, CSIDriver,
