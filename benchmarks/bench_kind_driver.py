@@ -49,7 +49,8 @@ class Idle:
 
 def host_cpu() -> tuple[int, int]:
     """(busy, total) jiffies of every CPU so far."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    # user nice system idle iowait irq softirq steal (guest time is inside user/nice)
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
     idle = fields[3] + fields[4]  # idle + iowait
     return sum(fields) - idle, sum(fields)
 
@@ -102,6 +103,8 @@ def main() -> int:
     parser.add_argument("--name", default="csi-bench-kind", help="the cluster's name")
     parser.add_argument("--out", type=Path, default=Path("reports/bench-kind-driver"))
     args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs: at least 1")
     counts = sorted(int(c) for c in args.idle.split(","))
 
     options = ClusterOptions(

@@ -230,6 +230,10 @@ async def serve_many(configs: Sequence[DriverConfig]) -> None:
         raise
     await stop.wait()
     log.info("shutting down")
+    for server, _ in started:
+        # A paused neighbour sees the SIGTERM its pod's end sent it at once, not after
+        # the graceful stops below.
+        server.driver.neighbours.resume_all()
     await _stop_instances(started)
 
 

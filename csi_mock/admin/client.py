@@ -242,7 +242,8 @@ class AsyncAdminClient:
 
     async def pause_neighbour(self, name: str) -> Neighbour:
         """SIGSTOP the program's processes; returns once each shows as stopped. A 404
-        AdminError for a program admin.neighbours does not name, 409 when none runs."""
+        AdminError for a program admin.neighbours does not name; 409 when none runs, one
+        may not be signalled or one does not stop within 2 s (nothing is left paused)."""
         return await self._send(Api.neighbour_action(name, "pause"))
 
     async def resume_neighbour(self, name: str) -> Neighbour:

@@ -19,6 +19,7 @@ import contextlib
 import logging
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ log = logging.getLogger("csi_mock.neighbours")
 STOPPED_STATES = frozenset("Tt")
 """/proc/<pid>/stat states of a process that a signal stopped (T) or that a tracer
 holds (t)."""
+ENDED_STATES = frozenset("ZXx")
+"""A zombie (Z), or dead (X, x)."""
 PAUSE_TIMEOUT = 2.0
 """How long a pause waits for every process to show as stopped."""
 
@@ -58,21 +61,71 @@ class Neighbours:
     send: Callable[[int, int], None] = os.kill
     own_pid: int = field(default_factory=os.getpid)
     _paused: dict[str, tuple[int, ...]] = field(default_factory=dict, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    """A pause runs in a thread (its wait), resume and resume_all on the event loop."""
 
     def list(self) -> list[Neighbour]:
-        """Every configured program, with the processes found of it now."""
-        return [
-            Neighbour(name, tuple(self._pids_of(name)), name in self._paused)
-            for name in sorted(self.names)
-        ]
+        """Every configured program, with the processes found of it now; paused when
+        /proc shows one of them stopped (so also after this process restarted)."""
+        found = []
+        for name in sorted(self.names):
+            pids = tuple(self._pids_of(name))
+            found.append(Neighbour(name, pids, any(self._stopped(pid) for pid in pids)))
+        return found
 
     def pause(self, name: str) -> Neighbour:
         """SIGSTOP every process of ``name`` and wait until each shows as stopped.
         NotFound for a name not configured; FailedPrecondition when no process of it
-        runs in this pod's process namespace."""
-        pids = self._running(name)
+        runs in this pod's process namespace, when one may not be signalled or does not
+        stop in time (then what was stopped is continued: nothing is left paused)."""
+        with self._lock:
+            sent = self._stop_each(name)
+            self._paused[name] = sent
+        deadline = time.monotonic() + PAUSE_TIMEOUT
+        while not all(self._stopped(pid) for pid in sent):
+            if time.monotonic() > deadline:
+                with self._lock:
+                    for pid in sent:
+                        self._continue(pid)
+                    self._paused.pop(name, None)
+                states = ", ".join(f"{pid} {self._state(pid)}" for pid in sent)
+                raise FailedPrecondition(
+                    f"{name} was sent SIGSTOP but not shown as stopped within "
+                    f"{PAUSE_TIMEOUT:g} s (pid and state: {states}); continued, nothing is "
+                    "paused"
+                )
+            time.sleep(0.01)
+        log.info("paused %s (pids %s)", name, ", ".join(map(str, sent)))
+        return Neighbour(name, sent, True)
+
+    def resume(self, name: str) -> Neighbour:
+        """SIGCONT every process of ``name`` (paused or not: a resume never fails for
+        a program that has none running, and then changes nothing)."""
+        self._check_name(name)
+        with self._lock:
+            pids = tuple(self._pids_of(name))
+            for pid in pids:
+                self._continue(pid)
+            self._paused.pop(name, None)
+        return Neighbour(name, pids, False)
+
+    def resume_all(self) -> None:
+        """Continue every process of the configured programs that this object paused
+        or that /proc shows stopped (at SIGTERM, shutdown and reset)."""
+        with self._lock:
+            for name in sorted(self.names):
+                pids = set(self._paused.pop(name, ()))
+                pids |= {pid for pid in self._pids_of(name) if self._stopped(pid)}
+                for pid in sorted(pids):
+                    self._continue(pid)
+                if pids:
+                    log.info("resumed %s", name)
+
+    def _stop_each(self, name: str) -> tuple[int, ...]:
+        """SIGSTOP to each process of ``name``; those it reached (one that ended since
+        the scan is skipped). A refusal continues those already stopped."""
         sent: list[int] = []
-        for pid in pids:
+        for pid in self._running(name):
             try:
                 self.send(pid, signal.SIGSTOP)
             except ProcessLookupError:  # ended since the scan: it does no work either
@@ -85,35 +138,9 @@ class Neighbours:
                     "the same user or CAP_KILL); nothing was paused"
                 ) from None
             sent.append(pid)
-        self._paused[name] = pids
-        deadline = time.monotonic() + PAUSE_TIMEOUT
-        while not all(self._stopped(pid) for pid in pids):
-            if time.monotonic() > deadline:
-                raise FailedPrecondition(
-                    f"{name} (pids {', '.join(map(str, pids))}) sent SIGSTOP but not shown as "
-                    f"stopped within {PAUSE_TIMEOUT:g} s"
-                )
-            time.sleep(0.01)
-        log.info("paused %s (pids %s)", name, ", ".join(map(str, pids)))
-        return Neighbour(name, pids, True)
-
-    def resume(self, name: str) -> Neighbour:
-        """SIGCONT every process of ``name`` (paused or not: a resume never fails for
-        a program that has none running, and then changes nothing)."""
-        self._check_name(name)
-        pids = tuple(self._pids_of(name))
-        for pid in pids:
-            self._continue(pid)
-        self._paused.pop(name, None)
-        return Neighbour(name, pids, False)
-
-    def resume_all(self) -> None:
-        """Resume every program this object paused (at shutdown and reset)."""
-        for name, pids in list(self._paused.items()):
-            for pid in pids:
-                self._continue(pid)
-            log.info("resumed %s", name)
-        self._paused.clear()
+        if not sent:
+            raise FailedPrecondition(f"every process of {name} ended as it was being paused")
+        return tuple(sent)
 
     # -- /proc ---------------------------------------------------------------------------
 
@@ -144,13 +171,17 @@ class Neighbours:
                 yield int(entry.name)
 
     def _stopped(self, pid: int) -> bool:
+        """Stopped, or ended (gone, a zombie): either way it does no work."""
+        return self._state(pid) in STOPPED_STATES | ENDED_STATES
+
+    def _state(self, pid: int) -> str:
         try:
             stat = (self.proc / str(pid) / "stat").read_text()
         except OSError:
-            return True  # gone: it does no work either
+            return "X"  # gone
         # "pid (comm) S ...": comm may hold spaces and parentheses; the state follows
         # the last ")".
-        return stat[stat.rindex(")") + 2] in STOPPED_STATES
+        return stat[stat.rindex(")") + 2]
 
     def _continue(self, pid: int) -> None:
         with contextlib.suppress(ProcessLookupError):

@@ -4,8 +4,8 @@ configuration of each of its instances (``DeploymentLayout``).
 A deployment is laid out for the nodes the harness found, or for any node
 (``DeploymentLayout.nodes`` None): the kustomize base ``deploy/kubernetes/``, whose
 nodes are not known when it is rendered. Then every node plugin reads one configuration
-and takes its node's name from the downward API, and the controller's sidecars follow
-its pod to whatever node it runs on."""
+and takes its node's name from the downward API, and the controller's pod, with its
+sidecars, goes where the scheduler puts it."""
 
 from __future__ import annotations
 

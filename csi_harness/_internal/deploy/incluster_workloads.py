@@ -225,7 +225,9 @@ class Workloads:
         csi-mock can pause a sidecar (admin.neighbours; ``stop_component``) while the
         others go on."""
         # csi-mock itself never talks to the API server: an empty directory where the
-        # pod's service account token would be mounted keeps the sidecars' token from it.
+        # pod's service account token would be mounted means none is mounted into its
+        # container. (In the shared process namespace a root process could still read
+        # another container's files through /proc/<pid>/root.)
         driver = self._driver_container(
             CONTROLLER_CONFIG_KEY,
             extra_mounts=[_volume_mount("no-api-token", SERVICE_ACCOUNT_DIR, readOnly=True)],

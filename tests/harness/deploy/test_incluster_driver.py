@@ -203,7 +203,7 @@ def polls(monkeypatch: pytest.MonkeyPatch) -> Polls:
 
 
 def attacher_timeline(polls: Polls, *attempts: dict[str, Any]) -> Any:
-    """A pod status function: at poll N, the attacher's csi-attacher container in
+    """A pod status function: at poll N, the controller pod's csi-attacher container in
     back-off after ``attempts[N]`` (a ``terminated`` state, the same attempt while its
     containerID stays), then running and ready once they are used up."""
 

@@ -332,8 +332,10 @@ def test_the_controller_may_pause_each_sidecar_of_its_pod_and_only_those(tmp_pat
     config = resolved_config(tmp_path, controller, node_name="unused")
     assert controller["shareProcessNamespace"] is True
     assert sorted(config.admin.neighbours) == sorted(CENTRAL_SIDECARS)
-    # What csi-mock finds a sidecar by: the base name of its argv[0], the image's binary.
+    # The harness pauses a sidecar by its container's name: each container is named as
+    # the program its image runs (/csi-attacher, ...), which csi-mock finds by argv[0].
     assert {c["name"] for c in controller["containers"]} == {"csi-mock", *CENTRAL_SIDECARS}
+    assert not [c["name"] for c in controller["containers"] if "command" in c]
 
 
 def test_the_controllers_pod_goes_where_the_scheduler_puts_it() -> None:
@@ -517,7 +519,7 @@ def test_node_plugin_has_no_api_access() -> None:
     assert the("ServiceAccount", account)["automountServiceAccountToken"] is False
 
 
-def test_csi_mock_in_the_controllers_pod_gets_no_api_token() -> None:
+def test_csi_mock_in_the_controllers_pod_has_no_api_token_mounted() -> None:
     # The admission plugin mounts the pod's token into each container with nothing at
     # that path; the sidecars need it, csi-mock never talks to the API server.
     token_dir = "/var/run/secrets/kubernetes.io/serviceaccount"

@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from csi_mock.host import neighbours as neighbours_module
 from csi_mock.host.neighbours import Neighbours
 from csi_mock.model.errors import FailedPrecondition, NotFound
 from tests.unit.host.renamed_programs import is_stopped, start_renamed
@@ -114,3 +116,37 @@ def test_this_process_is_never_its_own_neighbour() -> None:
     neighbours = Neighbours([Path(own).name])
 
     assert all(pid != os.getpid() for n in neighbours.list() for pid in n.pids)
+
+
+def test_a_pause_that_does_not_take_in_time_is_undone_and_refused(
+    sidecars: list[subprocess.Popen[bytes]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(neighbours_module, "PAUSE_TIMEOUT", 0.1)
+    sent: list[tuple[int, int]] = []
+    # A SIGSTOP that never arrives: the processes go on running.
+    neighbours = Neighbours([SIDECAR], send=lambda pid, signum: sent.append((pid, signum)))
+
+    with pytest.raises(FailedPrecondition, match=r"not shown as stopped .* nothing is paused"):
+        neighbours.pause(SIDECAR)
+
+    pids = sorted(p.pid for p in sidecars)
+    assert sent == [(pid, signal.SIGSTOP) for pid in pids] + [(pid, signal.SIGCONT) for pid in pids]
+    assert not neighbours.list()[0].paused
+
+
+def test_what_proc_shows_stopped_is_listed_paused_and_resumed_after_a_restart(
+    sidecars: list[subprocess.Popen[bytes]],
+) -> None:
+    # Paused by an earlier csi-mock of this pod: this one has no record of it.
+    for process in sidecars:
+        os.kill(process.pid, signal.SIGSTOP)
+    neighbours = Neighbours([SIDECAR])
+    deadline = time.monotonic() + 5
+    while not all(stopped(sidecars)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+    assert neighbours.list()[0].paused
+    neighbours.resume_all()
+
+    assert stopped(sidecars) == [False, False]
+    assert not neighbours.list()[0].paused
