@@ -344,6 +344,35 @@ def test_central_sidecars_reach_the_controller_socket_in_their_shared_pod() -> N
     assert Path(mount_path(container(controller, "csi-mock"), "socket-dir")) == endpoint.parent
 
 
+@pytest.mark.parametrize(
+    ("fields", "sidecars"),
+    [
+        (
+            {"snapshots": "used", "clones": True},
+            {"csi-provisioner", "csi-attacher", "csi-resizer", "csi-snapshotter"},
+        ),
+        ({"provisioner_mode": "distributed"}, {"csi-provisioner"}),
+    ],
+    ids=["central", "distributed"],
+)
+def test_every_sidecar_is_ready_only_once_its_http_endpoint_serves(
+    fields: dict[str, Any], sidecars: set[str]
+) -> None:
+    # Each sidecar starts its HTTP server after it has reached the driver's socket: the
+    # probe keeps the pod (and so the driver) unready while a sidecar still connects.
+    containers = [
+        cont
+        for workload in workloads(render(**fields)).values()
+        for cont in pod_spec(workload)["containers"]
+        if cont["name"].startswith("csi-") and cont["name"] != "csi-mock"
+    ]
+    assert {c["name"] for c in containers} == sidecars
+    for cont in containers:
+        port = int(flag(cont["args"], "--http-endpoint").rpartition(":")[2])
+        assert cont["readinessProbe"]["httpGet"] == {"path": "/metrics", "port": port}
+        assert [p["containerPort"] for p in cont["ports"]] == [port]
+
+
 def test_a_provisioner_that_does_not_publish_capacity_says_so() -> None:
     objects = render(publish_capacity=False)
     provisioner = container(find(objects, "Deployment", "csi-mock-controller"), "csi-provisioner")
