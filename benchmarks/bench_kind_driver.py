@@ -27,6 +27,7 @@ from lightkube import Client, KubeConfig
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Namespace, Pod
 
+from csi_harness._internal.core.procfs import read_host_cpu
 from csi_harness._internal.core.waiting import wait_for
 from csi_harness._internal.providers.base import Cluster, Driver
 from csi_harness._internal.providers.factory import ClusterOptions, open_provider
@@ -45,14 +46,6 @@ class Idle:
     drivers: int
     busy_share: float
     """Of the host's CPUs over the window (0-1)."""
-
-
-def host_cpu() -> tuple[int, int]:
-    """(busy, total) jiffies of every CPU so far."""
-    # user nice system idle iowait irq softirq steal (guest time is inside user/nice)
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    idle = fields[3] + fields[4]  # idle + iowait
-    return sum(fields) - idle, sum(fields)
 
 
 def new_driver(cluster: Cluster, tag: str) -> Driver:
@@ -88,9 +81,9 @@ def deploy_once(cluster: Cluster, kube: Client, index: int) -> Deployment:
 
 def idle_share(window: float) -> float:
     time.sleep(10)  # the last deployment's start settles
-    busy, total = host_cpu()
+    busy, total = read_host_cpu()
     time.sleep(window)
-    busy_after, total_after = host_cpu()
+    busy_after, total_after = read_host_cpu()
     return (busy_after - busy) / (total_after - total)
 
 

@@ -26,6 +26,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from csi_harness._internal.core.procfs import read_host_cpu
+
 TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 COMPONENTS = (
@@ -91,13 +93,6 @@ def read_processes() -> dict[int, tuple[str, float, int]]:
     return found
 
 
-def read_busy() -> tuple[float, float]:
-    """(busy, total) jiffies of all CPUs."""
-    values = [int(v) for v in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-    idle = values[3] + values[4]
-    return sum(values) - idle, sum(values)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--interval", type=float, default=5.0)
@@ -110,7 +105,7 @@ def main() -> int:
     components: dict[str, Component] = {}
     samples: list[Sample] = []
     seen = read_processes()
-    busy0, total0 = read_busy()
+    busy0, total0 = read_host_cpu()
     last_busy, last_total, last_at = busy0, total0, time.monotonic()
     start = last_at
     process = subprocess.Popen(command)
@@ -122,7 +117,7 @@ def main() -> int:
             done = False
         now = time.monotonic()
         current = read_processes()
-        busy, total = read_busy()
+        busy, total = read_host_cpu()
         sample = Sample(at=now - start, busy_share=(busy - last_busy) / max(total - last_total, 1))
         counts: dict[str, int] = {}
         for pid, (name, cpu, rss) in current.items():

@@ -57,3 +57,11 @@ def read_stat(pid: int) -> ProcessStat | None:
     except OSError:
         return None
     return parse_stat(text)
+
+
+def read_host_cpu() -> tuple[int, int]:
+    """(busy, total) jiffies of all the host's CPUs so far, from /proc/stat."""
+    # user nice system idle iowait irq softirq steal (guest time is inside user/nice)
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    idle = values[3] + values[4]  # idle + iowait
+    return sum(values) - idle, sum(values)

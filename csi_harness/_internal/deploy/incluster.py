@@ -220,22 +220,19 @@ class InClusterDriver:
         found = self._component(component)
         if component in self._stopped:
             return
-        if found.workload_kind == "DaemonSet":
-            going = [found]
-        else:  # the controller's pod: the named sidecar, or all of it
-            going = [
-                c
-                for c in self._components.values()
-                if c.workload == found.workload
-                and c.name not in self._stopped
-                and (found.container == DRIVER_CONTAINER or c == found)
-            ]
-        logs = {c.name: self._last_log(c.name) for c in going}
         if found.workload == CONTROLLER_DEPLOYMENT and found.container != DRIVER_CONTAINER:
+            log = self._last_log(component)
             with self.admin(CONTROLLER) as admin:
                 admin.pause_neighbour(found.container)
-            self._stopped.update(logs)
+            self._stopped[component] = log
             return
+        # The pod goes: a DaemonSet's on one node, or the controller's with its sidecars.
+        going = [
+            c
+            for c in self._components.values()
+            if c == found or (found.workload_kind == "Deployment" and c.workload == found.workload)
+        ]
+        logs = {c.name: self._last_log(c.name) for c in going if c.name not in self._stopped}
         if found.workload_kind == "Deployment":
             self.kube.patch(
                 Deployment, found.workload, {"spec": {"replicas": 0}}, namespace=self.namespace

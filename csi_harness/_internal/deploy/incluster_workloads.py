@@ -209,14 +209,11 @@ class Workloads:
             "spec": spec,
         }
 
-    def _central_sidecars(self) -> list[dict[str, Any]]:
-        made = {
-            PROVISIONER: lambda: self._provisioner(ownerref_level=2, per_node=False),
-            ATTACHER: lambda: self._sidecar(ATTACHER, attacher_flags(self.spec), []),
-            RESIZER: lambda: self._sidecar(RESIZER, resizer_flags(self.spec), []),
-            SNAPSHOTTER: lambda: self._sidecar(SNAPSHOTTER, snapshotter_flags(self.spec), []),
-        }
-        return [made[sidecar]() for sidecar in sidecars_of(self.spec)]
+    def _central_sidecar(self, sidecar: str) -> dict[str, Any]:
+        if sidecar == PROVISIONER:
+            return self._provisioner(ownerref_level=2, per_node=False)
+        flags = {ATTACHER: attacher_flags, RESIZER: resizer_flags, SNAPSHOTTER: snapshotter_flags}
+        return self._sidecar(sidecar, flags[sidecar](self.spec), [])
 
     def controller(self) -> dict[str, Any]:
         """csi-mock's controller and the central sidecars in one pod, as upstream's
@@ -235,7 +232,7 @@ class Workloads:
         pod = {
             "serviceAccountName": "csi-mock-controller",
             "shareProcessNamespace": True,
-            "containers": [driver, *self._central_sidecars()],
+            "containers": [driver, *map(self._central_sidecar, sidecars_of(self.spec))],
             "volumes": [
                 {"name": "socket-dir", "emptyDir": {}},
                 # State lives as long as the pod: a deployment's volumes die with it.
