@@ -14,8 +14,8 @@ image. Every node then starts with the images present, as it does with kubeadm's
 
 The images are stored, not unpacked: an unpacked snapshot of a layered image holds
 overlay whiteouts (character devices), and ``ADD`` may not make device nodes on this
-VM ("operation not permitted"). The CRI unpacks an image the first time a container of
-it is made on a node (each node unpacks what it runs, as after ``kind load``).
+VM ("operation not permitted"). A new cluster's nodes unpack them while ``kind create``
+runs (``unpacked_images``), not under the first drivers.
 
 The tag says what is in it: ``<node image tag>-images-<key>``, the key hashing this
 recipe, the node image's ID and every archive's name and size (each archive's file

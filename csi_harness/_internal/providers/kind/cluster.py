@@ -71,6 +71,7 @@ from csi_harness._internal.providers.kind.suite_images import (
     driver_image_to_load,
     load_suite_images,
 )
+from csi_harness._internal.providers.kind.unpacked_images import Unpacking
 from csi_harness._internal.providers.kubeconfig_cluster import KubeconfigCluster
 
 DEFAULT_CONFIG = KIND_CONFIG_DIR / "suites.yaml"
@@ -318,6 +319,7 @@ class KindCluster(KubeconfigCluster):
             + ("kind's CNI and CoreDNS)" if traits.carries_cni else "no CNI of its own)")
         )
         phase("node image")
+        unpacking: Unpacking | None = None
         if adopting:
             self.progress(f"reusing kind cluster {self.name!r}")
             self.cli.export_kubeconfig()
@@ -326,6 +328,7 @@ class KindCluster(KubeconfigCluster):
                 self.cli.delete()
             self.progress(f"kind create cluster {self.name!r} ({self.config_file.name})")
             self._created = True
+            unpacking = self._start_unpacking()
             try:
                 self.cli.create()
             except CommandFailed as exc:
@@ -334,8 +337,15 @@ class KindCluster(KubeconfigCluster):
                     f"{exc}\nIs the Docker engine running with the runc wrapper "
                     f"(bash {DOCKER_ENGINE_SCRIPT} start)?"
                 ) from exc
+            finally:
+                if unpacking is not None:
+                    unpacking.nodes_made()
         phase("create")
         self.prepare(phase)
+        if unpacking is not None:
+            for node, why in unpacking.wait().items():
+                self.progress(f"{node} could not unpack the images ahead (unpacked later): {why}")
+            phase("unpack")
 
     def prepare(self, phase: Callable[[str], None] = lambda _: None) -> None:
         """Make a running kind cluster, made here or by hand with ``kind create
@@ -468,6 +478,13 @@ class KindCluster(KubeconfigCluster):
         self.progress(f"node image {baked.tag} ({'cached' if baked.cached else 'baked'})")
         self._baked = suite
         return baked.tag
+
+    def _start_unpacking(self) -> Unpacking | None:
+        """The baked images unpacked on each node as ``kind create`` makes it
+        (``unpacked_images``), rather than by the CRI under the first driver."""
+        if self._baked is None:
+            return None
+        return Unpacking(self.name, self._baked.references).start()
 
     def _load_images(self) -> None:
         if self._baked is not None:

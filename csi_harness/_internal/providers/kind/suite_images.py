@@ -31,6 +31,11 @@ class SuiteImages:
     driver: str
     sidecars: Mapping[str, str]
 
+    @property
+    def references(self) -> list[str]:
+        """Every image's name as the nodes know it: the driver's, then the archives'."""
+        return [self.driver, *(archive.reference for archive in self.archives)]
+
 
 def build_suite_images(
     tools: Tools, progress: Callable[[str], None] = lambda _: None
