@@ -81,8 +81,9 @@ MISSION_WORKERS ?= 6
 # CI's local part: 2,841 tests, the e2e ones mostly waiting on the cluster; 6 workers
 # took 8m 43s with the machine 38 % idle, 4 took 9m 22s to 10m 30s (docs/records/toolchain.md).
 CI_WORKERS ?= 6
-# On kind every test's driver is seven pods on four node containers: 3 workers (docs/kind.md).
-KIND_WORKERS ?= 3
+# On kind three workers share the tests best on two cores, and the two `alone` tests
+# (a 2-minute Kubernetes timer each, nothing else) get one each: 5 (docs/harness.md).
+KIND_WORKERS ?= 5
 CI_KIND_WORKERS ?= $(KIND_WORKERS)
 
 .PHONY: install system-deps run test ci-user-project ci-github-actions e2e e2e-kind kind-mirror user-project github-actions e2e-upstream e2e-upstream-run e2e-upstream-kind kind-image cluster-up cluster-down lint unit sanity tools doctor bench bench-e2e mission scale scale-nodes clean

@@ -101,6 +101,9 @@ class Run:
     bring_up_source: str | None
     outcomes: dict[str, int] | None
     """None when pytest wrote no JUnit XML."""
+    tests_done: float | None = None
+    """Seconds from the start to the last test's last phase: the verdict is known then,
+    before the session tears its cluster down."""
     suites: list[SuiteTime] = field(default_factory=list)
     slowest: list[Case] = field(default_factory=list)
     log: str = ""
@@ -211,6 +214,12 @@ def read_spans(text: str) -> dict[str, float]:
     return {suite: stop - start for suite, (start, stop) in bounds.items()}
 
 
+def last_stop(text: str) -> float | None:
+    """The epoch second the last test phase stopped, from the plugin's JSON lines."""
+    stops = [json.loads(line)["stop"] for line in text.splitlines() if line.strip()]
+    return max(stops, default=None)
+
+
 def suite_times(cases: list[Case], spans: dict[str, float]) -> list[SuiteTime]:
     """Per suite, in the order the JUnit XML lists them."""
     suites: dict[str, SuiteTime] = {}
@@ -295,6 +304,8 @@ def run_once(index: int, command: list[str], run_dir: Path, cwd: Path = ROOT) ->
     summary = fresh_summary(cwd / "reports", since, run_dir / "summary.md")
     bring_up, source = bring_up_time(log.read_text(errors="replace"), summary)
     run = Run(index, command, exit_code, wall, bring_up, source, None, log=str(log))
+    done = last_stop(timings.read_text()) if timings.is_file() else None
+    run.tests_done = done - since if done is not None else None
     if junit.is_file():
         cases = read_junit(junit.read_text())
         spans = read_spans(timings.read_text()) if timings.is_file() else {}
@@ -310,7 +321,8 @@ def progress_line(run: Run, runs: int) -> str:
     bring_up = format_seconds(run.bring_up) or "?"
     line = (
         f"run {run.run}/{runs}: exit {run.exit_code} ({meaning}), {format_seconds(run.wall)}"
-        f" wall, bring-up {bring_up}; {counts}; log {run.log}"
+        f" wall, bring-up {bring_up}, last test done {format_seconds(run.tests_done) or '?'};"
+        f" {counts}; log {run.log}"
     )
     if run.exit_code == 5:
         line += (
@@ -391,14 +403,15 @@ def markdown(host: Mapping[str, object], command: str, runs: list[Run], summary:
         f" load average {host['load_average_at_start']} at start. Each run from no cluster:",
         f"`{command}`",
         "",
-        "| run | exit | wall | bring-up | " + " | ".join(OUTCOMES) + " |",
-        "| ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in OUTCOMES) + " |",
+        "| run | exit | wall | bring-up | last test done | " + " | ".join(OUTCOMES) + " |",
+        "| ---: | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in OUTCOMES) + " |",
     ]
     for run in runs:
         counts = [str((run.outcomes or {}).get(o, "-")) for o in OUTCOMES]
         lines.append(
             f"| {run.run} | {run.exit_code} | {format_seconds(run.wall)}"
-            f" | {format_seconds(run.bring_up) or '-'} | " + " | ".join(counts) + " |"
+            f" | {format_seconds(run.bring_up) or '-'}"
+            f" | {format_seconds(run.tests_done) or '-'} | " + " | ".join(counts) + " |"
         )
     lines += [
         "",

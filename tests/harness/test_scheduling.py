@@ -72,7 +72,7 @@ def test_an_alone_test_gets_a_worker_that_runs_nothing_else(tmp_path: Path) -> N
 
 
 def test_an_alone_test_shares_its_worker_when_too_few_would_be_left(tmp_path: Path) -> None:
-    by_worker = worker_tests(tmp_path, workers=4)
+    by_worker = worker_tests(tmp_path, workers=3)
     (long_worker,) = [worker for worker, tests in by_worker.items() if "long" in tests]
     assert len(by_worker[long_worker]) > 1
 
@@ -203,7 +203,7 @@ def test_over_xdists_load_scheduling_an_alone_test_gets_a_worker_that_runs_nothi
 def test_over_xdists_load_scheduling_too_few_workers_left_run_the_alone_test_beside_others() -> (
     None
 ):
-    nodes = scheduled(workers=4, alone=["test_x.py::test_5"])
+    nodes = scheduled(workers=3, alone=["test_x.py::test_5"])
     assert sorted(i for node in nodes for i in node.sent) == list(range(24))
     assert all(len(node.sent) > 1 for node in nodes)
 

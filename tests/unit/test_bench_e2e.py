@@ -165,7 +165,7 @@ def test_markdown_shows_runs_summary_suites_of_the_median_run_and_slowest() -> N
     cases = bench_e2e.read_junit(JUNIT)
     suites = bench_e2e.suite_times(cases, {})
     runs = [
-        run(1, 351.6, suites=suites, slowest=bench_e2e.slowest(cases)),
+        run(1, 351.6, suites=suites, slowest=bench_e2e.slowest(cases), tests_done=340.2),
         run(2, 500.0, exit_code=1),
     ]
     host = {"cores": 2, "memory_gib": 7.8, "kernel": "6.1.0", "python": "3.11.7"}
@@ -174,8 +174,8 @@ def test_markdown_shows_runs_summary_suites_of_the_median_run_and_slowest() -> N
     text = bench_e2e.markdown(host, "python -m pytest -m mission", runs, bench_e2e.summarise(runs))
 
     assert "2 cores, 7.8 GiB, Linux 6.1.0, Python 3.11.7, commit 7b14f2a" in text
-    assert "| 1 | 0 | 5m 51.6s | 8.9s | 1 | 0 | 0 | 0 | 0 |" in text
-    assert "| 2 | 1 | 8m 20.0s | 8.9s |" in text
+    assert "| 1 | 0 | 5m 51.6s | 8.9s | 5m 40.2s | 1 | 0 | 0 | 0 | 0 |" in text
+    assert "| 2 | 1 | 8m 20.0s | 8.9s | - |" in text
     assert "**Median wall time 7m 05.8s of 2 runs (min 5m 51.6s, max 8m 20.0s)" in text
     assert "1 of 2 runs green; 1 consecutive runs with 0 failures.**" in text
     assert "| tests.e2e.test_skip_attach | 3 | 1m 36.3s | - |" in text
@@ -253,6 +253,8 @@ def test_a_run_records_exit_wall_log_outcomes_and_spans(tmp_path: Path) -> None:
     [tiny] = result.suites
     assert (tiny.suite, tiny.tests) == ("test_tiny", 3)
     assert tiny.span is not None and tiny.span >= 0.2
+    # The last test's last phase ends inside the run, before pytest's own exit.
+    assert result.tests_done is not None and 0.2 < result.tests_done < result.wall
     assert result.slowest[0].test == "test_tiny.py::test_ready"
     assert "1 failed, 1 passed, 1 xfailed" in (run_dir / "pytest.log").read_text()
 
