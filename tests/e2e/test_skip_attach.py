@@ -232,6 +232,10 @@ every 200 ms, then deletes and recreates the object."""
 
 
 @pytest.mark.slow
+# Up to a minute of it is kube-controller-manager's: the attach/detach controller's
+# desired-state populator runs once a minute (hard-coded). It only waits meanwhile, so
+# it gets a worker of its own rather than holding one of those that share the tests.
+@pytest.mark.alone
 @pytest.mark.driver(attach_required=True)
 @pytest.mark.upstream(
     "csi_attach_volume.go",

@@ -51,9 +51,10 @@ ALONE_INPUT = "csi_harness_alone_dir"
 MIN_SHARED_WORKERS = 3
 """Workers left for all the other tests: with fewer, ``alone`` is not honoured (its
 tests count as ``slow``). On kind's two cores three workers share the tests best
-(docs/benchmarks.md), and the two 2-minute ``alone`` tests only wait: ``-n 5`` gives
-them a worker each and leaves three for the rest (5m 21s for the mission set against
-7m 03s at ``-n 3``, where they held two workers of three)."""
+(docs/benchmarks.md), and the mission set's three ``alone`` tests only wait out a
+Kubernetes timer: ``-n 6`` gives them a worker each and leaves three for the rest
+(about 5 minutes for the set against 7 at ``-n 3``, where two of them held two
+workers of three)."""
 
 XDIST_VERSIONS = SpecifierSet(">=3.6,<3.9")
 """The pytest-xdist releases whose ``LoadScheduling`` internals ``AloneScheduling``
