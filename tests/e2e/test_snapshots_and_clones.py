@@ -205,11 +205,14 @@ def test_deleting_a_volume_snapshot_gives_its_charge_back(
 
     kube.delete(snapshots.VolumeSnapshot, "snap", namespace=namespace)
 
+    # The journal records a call once it has been answered, a moment after the store
+    # shows its effect: wait for the record, not for the snapshot to be gone.
     wait_for(
-        "csi-mock's snapshot to be deleted",
-        lambda: (not admin.snapshots().snapshots, admin.snapshots().snapshots),
+        "DeleteSnapshot in csi-mock's journal",
+        lambda: (bool(admin.journal(method="DeleteSnapshot")), admin.snapshots().snapshots),
         timeout=60,
     )
     (deleted,) = admin.journal(method="DeleteSnapshot")
     assert (deleted.code, deleted.request.get("snapshot_id")) == ("OK", cut.id)
+    assert admin.snapshots().snapshots == []
     assert admin.pool(volume.pool).used == used - cut.charge
