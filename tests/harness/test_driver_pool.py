@@ -331,3 +331,37 @@ def test_a_reset_refused_for_another_reason_is_not_retried() -> None:
     with pytest.raises(NotReusable):
         DriverPool(None, None, None, domain="d")._reset_instance(OneInstanceDriver(admin), "n")  # type: ignore[arg-type]
     assert admin.resets == 1
+
+
+def wait_view(monkeypatch: pytest.MonkeyPatch, views: list[ClusterView]) -> int:
+    """``_wait_cluster_view`` for a deployed ``VIEW`` while the cluster shows ``views``
+    in turn (the last one from then on); how many times it looked."""
+    looks = 0
+
+    def observe(kube: object, driver: object) -> ClusterView:
+        nonlocal looks
+        looks += 1
+        return views[min(looks, len(views)) - 1]
+
+    monkeypatch.setattr(pooled_drivers, "observe", observe)
+    made = DriverPool(None, None, None, domain="csi-mock")  # type: ignore[arg-type]
+    made._wait_cluster_view(OneInstanceDriver(RefusingAdmin(0)), VIEW)  # type: ignore[arg-type]
+    return looks
+
+
+def test_the_pool_waits_for_capacity_to_be_published_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    republishing = ClusterView(None, {}, {}, {}, {("ns/sc", "[]"): ("1Gi", None)})
+    assert wait_view(monkeypatch, [republishing, republishing, VIEW]) == 3
+
+
+def test_a_csidriver_the_test_replaced_leaves_the_pool_without_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing in the cluster puts a replaced CSIDriver back (attachRequired cannot be
+    patched): the first look says so, where waiting would take the capacity polls'
+    timeout and end the same."""
+    replaced = ClusterView({"attachRequired": True}, {}, {}, {}, {})
+    with pytest.raises(NotReusable, match=r"for good: .*'attachRequired': True}, was None"):
+        wait_view(monkeypatch, [replaced, VIEW])

@@ -18,6 +18,12 @@ from csi_harness._internal.deploy.spec import storage_class_objects
 from csi_harness._internal.kube.csinode import CSINodeResource, csinode_drivers
 from csi_harness._internal.providers.base import Driver
 
+PARTS = ("csidriver", "storage_classes", "csinode_entries", "topology_labels", "capacity")
+LASTING = ("csidriver", "storage_classes")
+"""The parts nothing in the cluster puts back: a difference there stays (the others
+follow the driver: the kubelets register it, external-provisioner publishes its
+capacity)."""
+
 
 @dataclass(frozen=True)
 class ClusterView:
@@ -29,17 +35,11 @@ class ClusterView:
     topology_labels: Mapping[str, Mapping[str, str]]
     capacity: Mapping[tuple[str, str], tuple[str | None, str | None]]
 
-    def differences(self, other: ClusterView) -> list[str]:
-        """What differs from ``other``, one line per part (empty: nothing)."""
+    def differences(self, other: ClusterView, parts: tuple[str, ...] = PARTS) -> list[str]:
+        """What differs from ``other`` in ``parts``, one line per part (empty: nothing)."""
         return [
             f"{part}: {getattr(self, part)!r}, was {getattr(other, part)!r}"
-            for part in (
-                "csidriver",
-                "storage_classes",
-                "csinode_entries",
-                "topology_labels",
-                "capacity",
-            )
+            for part in parts
             if getattr(self, part) != getattr(other, part)
         ]
 

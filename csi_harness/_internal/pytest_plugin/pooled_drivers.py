@@ -46,7 +46,7 @@ from lightkube.resources.storage_v1 import VolumeAttachment
 from csi_harness._internal.core.waiting import WaitTimeout, wait_for
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.providers.base import Cluster, Driver
-from csi_harness._internal.pytest_plugin.driver_view import ClusterView, observe
+from csi_harness._internal.pytest_plugin.driver_view import LASTING, ClusterView, observe
 from csi_harness._internal.pytest_plugin.pool_in_place import (
     IN_PLACE,
     NotReusable,
@@ -284,15 +284,21 @@ class DriverPool:
 
     def _wait_cluster_view(self, driver: Driver, baseline: ClusterView) -> None:
         """Until the cluster shows the driver as after its deployment: at most a few
-        capacity polls (its capacity is the part that takes time)."""
+        capacity polls (its capacity is the part that takes time). A difference that
+        nothing puts back (``LASTING``: a CSIDriver a test replaced, a StorageClass it
+        changed) ends the wait at once."""
         poll = parse_duration(driver.spec.capacity_poll_interval)
 
         def probe() -> tuple[bool, list[str]]:
-            differences = observe(self._kube, driver).differences(baseline)
+            view = observe(self._kube, driver)
+            lasting = view.differences(baseline, LASTING)
+            if lasting:
+                return True, lasting
+            differences = view.differences(baseline)
             return not differences, differences
 
         try:
-            wait_for(
+            lasting = wait_for(
                 f"{driver.spec.name} to look as deployed",
                 probe,
                 timeout=3 * poll + 5,
@@ -300,6 +306,8 @@ class DriverPool:
             )
         except WaitTimeout as error:
             raise NotReusable(f"changed in the cluster: {error}") from None
+        if lasting:
+            raise NotReusable(f"changed in the cluster for good: {lasting}")
 
 
 def log_pool_stats(stats: PoolStats) -> None:
