@@ -27,23 +27,26 @@ REPO = Path(__file__).resolve().parents[2]
 TESTS = """
 import os, time, pytest
 
-def record(name):
+def record(name, event):
     with open(os.environ["SCHEDULE_LOG"], "a") as log:
-        log.write(f"{name} {os.environ['PYTEST_XDIST_WORKER']}\\n")
+        log.write(f"{name} {event} {time.monotonic()} {os.environ['PYTEST_XDIST_WORKER']}\\n")
 
 @pytest.mark.alone
 def test_long():
+    record("long", "start")
     time.sleep(1.0)
-    record("long")
+    record("long", "end")
 
 @pytest.mark.parametrize("i", range(12))
 def test_quick(i):
+    record(f"quick{i}", "start")
     time.sleep(0.05)
-    record(f"quick{i}")
+    record(f"quick{i}", "end")
 """
 
 
-def worker_tests(tmp_path: Path, workers: int) -> dict[str, set[str]]:
+def worker_tests(tmp_path: Path, workers: int) -> dict[str, dict[str, tuple[float, float]]]:
+    """By worker: each test it ran, with when it started and ended."""
     (tmp_path / "test_schedule.py").write_text(TESTS)
     log = tmp_path / "log"
     run = subprocess.run(
@@ -57,17 +60,26 @@ def worker_tests(tmp_path: Path, workers: int) -> dict[str, set[str]]:
     )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert "13 passed" in run.stdout
-    workers_tests: dict[str, set[str]] = defaultdict(set)
+    events: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     for line in log.read_text().splitlines():
-        test, worker = line.split()
-        workers_tests[worker].add(test)
+        test, event, when, worker = line.split()
+        events[worker, test][event] = float(when)
+    workers_tests: dict[str, dict[str, tuple[float, float]]] = defaultdict(dict)
+    for (worker, test), times in events.items():
+        workers_tests[worker][test] = (times["start"], times["end"])
     return workers_tests
 
 
-def test_an_alone_test_gets_a_worker_that_runs_nothing_else(tmp_path: Path) -> None:
+def test_an_alone_test_gets_a_worker_that_starts_nothing_else_before_it_ends(
+    tmp_path: Path,
+) -> None:
     by_worker = worker_tests(tmp_path, workers=5)
     (long_worker,) = [worker for worker, tests in by_worker.items() if "long" in tests]
-    assert by_worker[long_worker] == {"long"}
+    tests = by_worker[long_worker]
+    long_ended = tests["long"][1]
+    assert all(start >= long_ended for test, (start, _) in tests.items() if test != "long")
+    # It then takes tests again: at least the one it held behind the alone test.
+    assert len(tests) > 1
     assert sum(len(tests) for tests in by_worker.values()) == 13
 
 
@@ -194,10 +206,12 @@ def scheduled(workers: int, alone: list[str], tests: int = 24) -> list[FakeWorke
     return nodes
 
 
-def test_over_xdists_load_scheduling_an_alone_test_gets_a_worker_that_runs_nothing_else() -> None:
+def test_over_xdists_load_scheduling_an_alone_tests_worker_takes_others_after_it() -> None:
     nodes = scheduled(workers=6, alone=["test_x.py::test_5"])
-    assert nodes[0].sent == [5] and nodes[0].shutting_down
-    assert sorted(i for node in nodes[1:] for i in node.sent) == [i for i in range(24) if i != 5]
+    # Handed the alone test with the order's last behind it, and tests again after them.
+    assert nodes[0].sent[:2] == [5, 23] and len(nodes[0].sent) > 2
+    assert sorted(i for node in nodes for i in node.sent) == list(range(24))
+    assert all(node.shutting_down for node in nodes)
 
 
 def test_over_xdists_load_scheduling_too_few_workers_left_run_the_alone_test_beside_others() -> (
@@ -224,3 +238,38 @@ def test_an_xdist_release_outside_the_tested_range_gets_xdists_own_scheduling(
     assert scheduling.pytest_xdist_make_scheduler(config, FakeLog()) is None  # type: ignore[arg-type]
     (warning,) = warned
     assert "pytest-xdist 99.0 is not one csi-harness was tested with" in str(warning)
+
+
+def marked(name: str, **fields: object) -> SimpleNamespace:
+    """A test item with a ``driver`` marker of ``fields`` (none when empty)."""
+    marker = SimpleNamespace(kwargs=fields) if fields else None
+    return SimpleNamespace(
+        name=name, get_closest_marker=lambda mark: marker if mark == "driver" else None
+    )
+
+
+def test_tests_that_can_take_the_same_pooled_driver_go_side_by_side() -> None:
+    # A node limit and storageCapacity are changed in place: one family with the
+    # default; attach_required is not. Within the family, equal fields side by side.
+    items = [
+        marked("default-1"),
+        marked("attach-1", attach_required=True),
+        marked("limit-1", max_volumes_per_node=1),
+        marked("default-2"),
+        marked("attach-limit", attach_required=True, max_volumes_per_node=1),
+        marked("no-capacity", storage_capacity=False),
+        marked("limit-2", max_volumes_per_node=1),
+    ]
+    grouped = group_by(
+        group_by(items, scheduling.driver_group),  # type: ignore[arg-type]
+        scheduling.driver_family,  # type: ignore[arg-type]
+    )
+    assert [item.name for item in grouped] == [
+        "default-1",
+        "default-2",
+        "limit-1",
+        "limit-2",
+        "no-capacity",
+        "attach-1",
+        "attach-limit",
+    ]

@@ -5,14 +5,17 @@ than the others:
 
 * the test order (``pytest_collection_modifyitems``, in every worker alike): ``slow``
   tests first, one at the head of each worker's first batch (``spread_slow_first``),
-  then the others, then the ``cluster_wide`` ones; within each, the tests that ask for
-  the same driver side by side (``group_by``), so that one worker's driver pool can
-  hand each the driver of the one before;
-* a test marked ``alone`` gets a worker that runs nothing else (``AloneScheduling``,
-  in the controller). An xdist worker starts a test only once it holds the next one
-  too, so whatever test it is handed with a 2-minute test waits those 2 minutes and
-  then adds its own time to the session's end. The worker of an ``alone`` test is
-  handed that test and then told to stop.
+  then the others, then the ``cluster_wide`` ones; within each, the tests that can
+  take the same pooled driver side by side (``driver_family``), and among them those
+  that ask for the same fields (``driver_group``), so that one worker's driver pool
+  can hand each the driver of the one before;
+* a test marked ``alone`` gets a worker that runs nothing else until it ends
+  (``AloneScheduling``, in the controller). An xdist worker starts a test only once
+  it holds the next one too, so whatever test it is handed with a 2-minute test waits
+  those 2 minutes. The worker of an ``alone`` test is handed that test and one from
+  the end of the order (one that would start late anyway); after them it takes tests
+  like any other worker, so the workers of tests that only wait out a Kubernetes
+  timer share the rest once the timer ran out.
 
 The controller collects no tests, so it cannot read markers: each worker writes the
 node ids of its ``alone`` tests to a directory the controller made for the session
@@ -40,6 +43,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
+from pydantic import ValidationError
+
+from csi_harness._internal.pytest_plugin.pooled_drivers import pool_key
 
 if TYPE_CHECKING:
     from xdist.scheduler import LoadScheduling
@@ -71,9 +77,9 @@ T = TypeVar("T")
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{ALONE}: with pytest-xdist, runs on a worker that takes no other test (for a "
-        f"test that outlasts the others together), if {MIN_SHARED_WORKERS} workers are "
-        "left for the rest",
+        f"{ALONE}: with pytest-xdist, runs on a worker that starts no other test before "
+        f"it ends (for a test that outlasts the others together), if {MIN_SHARED_WORKERS} "
+        "workers are left for the rest",
     )
     if not hasattr(config, "workerinput") and _load_scheduling(config):
         version = xdist_version()
@@ -123,7 +129,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return 0 if marked is not None else 1
 
     max_chunk = config.getoption("maxschedchunk", None)
-    grouped = group_by(items, driver_group)
+    grouped = group_by(group_by(items, driver_group), driver_family)
     items[:] = spread_slow_first(grouped, rank, int(workerinput["workercount"]), max_chunk)
 
 
@@ -134,6 +140,21 @@ def driver_group(item: pytest.Item) -> str:
         return "fresh"
     marker = item.get_closest_marker("driver")
     return json.dumps(dict(marker.kwargs) if marker else {}, sort_keys=True, default=str)
+
+
+def driver_family(item: pytest.Item) -> str:
+    """Which pooled drivers a test can take, changed in place where it asks for other
+    ``IN_PLACE`` fields (a node limit, storageCapacity): the ``pool_key`` of its
+    ``driver`` marker's fields. Grouped by family after ``driver_group``, a family's
+    tests are side by side and, within it, those asking for equal fields."""
+    group = driver_group(item)
+    if group == "fresh":
+        return group
+    marker = item.get_closest_marker("driver")
+    try:
+        return pool_key(dict(marker.kwargs) if marker else {})
+    except ValidationError:
+        return group  # the test fails on its driver; ordered by its fields alone
 
 
 def group_by(items: Sequence[T], key: Callable[[T], str]) -> list[T]:
@@ -205,12 +226,13 @@ def alone_scheduling(
     config: pytest.Config, log: Any, alone_tests: Callable[[], list[str]]
 ) -> LoadScheduling:
     """xdist's ``LoadScheduling`` where the tests ``alone_tests()`` names (read once
-    every worker has collected) each get a worker that runs nothing else."""
+    every worker has collected) each get a worker that starts nothing else before they end."""
     from xdist.scheduler import LoadScheduling
 
     class AloneScheduling(LoadScheduling):  # type: ignore[misc]
-        """Before the first batches, each ``alone`` test goes to a worker of its own,
-        which is then told to stop; the rest is LoadScheduling's, over the others."""
+        """Before the first batches, each ``alone`` test goes to a worker of its own
+        with the last test of the order behind it; the rest is LoadScheduling's, and
+        that worker joins it when the two are done."""
 
         collection: list[str] | None
         maxschedchunk: int | None
@@ -232,9 +254,12 @@ def alone_scheduling(
             if self.maxschedchunk is None:
                 self.maxschedchunk = len(collection)
             for node, index in zip(self.nodes, alone, strict=False):
-                self.node2pending[node].append(index)
-                node.send_runtest_some([index])
-                node.shutdown()
+                # The test behind it lets the worker start it (and waits for it).
+                behind = [self.pending.pop()] if len(self.pending) > 2 * len(shared) else []
+                self.node2pending[node] += [index, *behind]
+                node.send_runtest_some([index, *behind])
+                if not behind:
+                    node.shutdown()
             batch = max(min(len(self.pending) // len(shared) // 4, self.maxschedchunk), 2)
             for node in shared:
                 self._send_tests(node, batch)
