@@ -392,8 +392,13 @@ def test_without_topology_an_exhausted_late_binding_claim_keeps_its_selected_nod
         values = history.stop()
     # Set once and never dropped (a drop would show as None after the node).
     assert values in ([None, pod_node], [pod_node]), values
-    codes = [r.code for r in admin.journal(method="CreateVolume")]
-    assert codes == ["RESOURCE_EXHAUSTED", "OK"], codes
+    calls = admin.journal(method="CreateVolume")
+    # As upstream's call check, a call repeated with the same result counts once:
+    # external-provisioner may repeat a CreateVolume that succeeded before its PV
+    # reached its informer (idempotent; seen on kind under load). All of one volume.
+    codes = [r.code for i, r in enumerate(calls) if i == 0 or calls[i - 1].code != r.code]
+    assert codes == ["RESOURCE_EXHAUSTED", "OK"], calls
+    assert len({r.request.get("name") for r in calls}) == 1, calls
     assert pv_topology(wait_bound_volume(kube, "data", namespace)) == {}
 
 
