@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import itertools
+import time
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -87,8 +88,11 @@ class Journal:
         """What the call interceptor turns requests and replies into dicts with."""
         self._whole: deque[CallRecord] = deque()
         self._whole_capacity = min(whole_capacity, capacity)
+        self._cleared_at = float("-inf")
 
     def __call__(self, record: CallRecord) -> None:
+        if record.time < self._cleared_at:
+            return  # a call in flight when the journal was cleared: of the time before
         record.seq = next(self._seq)
         self._records.append(record)
         if record.whole_request is not None or record.whole_reply is not None:
@@ -98,7 +102,11 @@ class Journal:
             self._whole.append(record)
 
     def clear(self) -> None:
-        """Forget every record; sequence numbers go on from where they were."""
+        """Forget every record, and the records of the calls in flight now (started
+        before, recorded once they answer: a handler that waits on the store lets a
+        reset run between its effect and its record); sequence numbers go on from
+        where they were."""
+        self._cleared_at = time.time()
         self._records.clear()
         self._whole.clear()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from csi_mock.control.journal import Journal, JournalQuery
@@ -162,3 +163,15 @@ def test_only_the_latest_records_keep_their_whole_messages() -> None:
 def test_a_keys_journal_keeps_no_whole_messages() -> None:
     assert Journal(10).whole_messages is None
     assert Journal(10).whole_capacity == 0
+
+
+def test_a_call_in_flight_when_the_journal_is_cleared_leaves_no_record() -> None:
+    # A record is published once its call has answered: a handler waiting on the
+    # store lets a reset run between its effect and its record.
+    journal = filled(record())
+    started = time.time() - 0.5
+    journal.clear()
+    journal(record("DeleteVolume", at=started))
+    journal(record("CreateVolume", at=time.time()))
+
+    assert [(r.method, r.seq) for r in journal.query(JournalQuery())] == [("CreateVolume", 2)]

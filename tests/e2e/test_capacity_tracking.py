@@ -407,9 +407,9 @@ def delete_and_read_volume_calls(
 ) -> list[CallRecord]:
     """Delete the pod and its claim (the volume goes with it: reclaim policy Delete),
     wait for DeleteVolume of the claim's volume, and return the driver's CreateVolume
-    and DeleteVolume calls in order (repeated successful deletions of the volume as
-    one), after checking that the volume CreateVolume made (named after the PV) is the
-    one DeleteVolume removed."""
+    calls of it (named after the PV) and DeleteVolume calls of its handle in order
+    (repeated successful deletions as one), after checking that one CreateVolume made
+    it and that it was deleted after that."""
     handle = pv.spec.csi.volumeHandle
     # As upstream: the pod is gone first. Not forced: the kubelet removes the pod only
     # once its volumes are unpublished, and csi-mock refuses to delete a volume that
@@ -429,16 +429,23 @@ def delete_and_read_volume_calls(
         ),
         timeout=90,
     )
-    calls = [r for r in admin.journal() if r.method in ("CreateVolume", "DeleteVolume")]
+    # This volume's calls: a pooled driver's journal starts empty, but
+    # external-provisioner may repeat a DeleteVolume of the previous test's volume
+    # after its PV is gone (seen on kind under load).
+    journal = [r for r in admin.journal() if r.method in ("CreateVolume", "DeleteVolume")]
+    calls = [
+        r
+        for r in journal
+        if r.request.get("name") == pv.metadata.name or r.request.get("volume_id") == handle
+    ]
     created = [r for r in calls if r.method == "CreateVolume" and r.code == "OK"]
-    assert [r.request["name"] for r in created] == [pv.metadata.name], calls
+    assert len(created) == 1, journal
     # external-provisioner may delete the same volume twice when the PV's update
     # races its own (seen under load): idempotent, both OK. The deletions come after
-    # every CreateVolume, all of this volume.
+    # every CreateVolume.
     first = next(i for i, r in enumerate(calls) if r.method == "DeleteVolume")
     deletes = calls[first:]
-    assert all(r.method == "DeleteVolume" for r in deletes), calls
-    assert {r.request["volume_id"] for r in deletes} == {handle}, deletes
+    assert all(r.method == "DeleteVolume" for r in deletes), journal
     if all(r.code == "OK" for r in deletes):
         deletes = deletes[-1:]
     return calls[:first] + deletes
