@@ -6,10 +6,9 @@ than the others:
 * the test order (``pytest_collection_modifyitems``, in every worker alike): ``slow``
   tests first, one at the head of each worker's first batch (``spread_slow_first``),
   then the others, then the ``cluster_wide`` ones; within each, the tests that can
-  take the same pooled driver side by side (``driver_family``), the smallest families
-  first (``smallest_first``), and among them those that ask for the same fields
-  (``driver_group``), so that one worker's driver pool can hand each the driver of
-  the one before;
+  take the same pooled driver side by side (``driver_family``), and among them those
+  that ask for the same fields (``driver_group``), so that one worker's driver pool
+  can hand each the driver of the one before;
 * a test marked ``alone`` gets a worker that runs nothing else until it ends
   (``AloneScheduling``, in the controller). An xdist worker starts a test only once
   it holds the next one too, so whatever test it is handed with a 2-minute test waits
@@ -130,7 +129,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return 0 if marked is not None else 1
 
     max_chunk = config.getoption("maxschedchunk", None)
-    grouped = smallest_first(group_by(items, driver_group), driver_family)
+    grouped = group_by(group_by(items, driver_group), driver_family)
     items[:] = spread_slow_first(grouped, rank, int(workerinput["workercount"]), max_chunk)
 
 
@@ -156,19 +155,6 @@ def driver_family(item: pytest.Item) -> str:
         return pool_key(dict(marker.kwargs) if marker else {})
     except ValidationError:
         return group  # the test fails on its driver; ordered by its fields alone
-
-
-def smallest_first(items: Sequence[T], key: Callable[[T], str]) -> list[T]:
-    """``group_by``, the smallest groups first (equal sizes in the order of their
-    first item). A test whose driver family is small pays for a new driver (10-25 s on
-    kind) that few tests share, so those go early; the session ends on the large
-    families' tests, which take their worker's pooled driver and are short, so the
-    workers end close together."""
-    groups: dict[str, list[T]] = {}
-    for item in items:
-        groups.setdefault(key(item), []).append(item)
-    by_size = sorted(groups.values(), key=len)  # stable: ties keep their order
-    return [item for group in by_size for item in group]
 
 
 def group_by(items: Sequence[T], key: Callable[[T], str]) -> list[T]:
