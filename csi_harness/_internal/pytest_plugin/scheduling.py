@@ -59,8 +59,8 @@ MIN_SHARED_WORKERS = 3
 tests count as ``slow``). On kind's two cores three workers share the tests best
 (docs/benchmarks.md), and the mission set's three ``alone`` tests only wait out a
 Kubernetes timer: ``-n 6`` gives them a worker each and leaves three for the rest
-(about 5 minutes for the set against 7 at ``-n 3``, where two of them held two
-workers of three)."""
+(5-6 minutes for the set against 7 at ``-n 3``, where two of them held two workers
+of three), and each of their workers takes tests again once its test ends."""
 
 XDIST_VERSIONS = SpecifierSet(">=3.6,<3.9")
 """The pytest-xdist releases whose ``LoadScheduling`` internals ``AloneScheduling``
