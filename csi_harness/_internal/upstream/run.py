@@ -10,6 +10,7 @@ e2e.test asks for (``e2e.test --list-images``).
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Mapping
@@ -34,6 +35,8 @@ from csi_harness._internal.upstream.testdriver import (
 )
 
 UPSTREAM_TOOLS = ("e2e.test", "ginkgo", "agnhost")
+CLUSTER_LOGS = "cluster-logs"
+"""Under the report directory: the local cluster's component logs, kept when a spec failed."""
 FOCUS = r"External.Storage"
 SKIPS = {
     r"\[Disruptive\]": "stops and restarts the kubelet over SSH or systemctl: the local"
@@ -338,4 +341,22 @@ def run_on_local_cluster(
             socket = cluster.layout.containerd_socket(node.name)
             import_images(Path(tools["ctr"]), str(socket), images)
         progress(f"e2e images imported: {', '.join(t for i in images for t in i.tags)}")
-        return run_external_storage(tools, spec, cluster.kubeconfig, run, progress)
+        try:
+            summary = run_external_storage(tools, spec, cluster.kubeconfig, run, progress)
+        except BaseException:
+            keep_component_logs(cluster.log_dir, run.report_dir, progress)
+            raise
+        if summary.failed:
+            keep_component_logs(cluster.log_dir, run.report_dir, progress)
+        return summary
+
+
+def keep_component_logs(log_dir: Path, report_dir: Path, progress: Callable[[str], None]) -> Path:
+    """Copy the local cluster's component logs (kubelet, API server, driver, sidecars)
+    into ``report_dir/cluster-logs``: the cluster and its logs go when the run ends, and
+    a failed spec is often explained only there (a component that stopped)."""
+    kept = report_dir / CLUSTER_LOGS
+    shutil.rmtree(kept, ignore_errors=True)
+    shutil.copytree(log_dir, kept, ignore=shutil.ignore_patterns("*.sock"))
+    progress(f"component logs kept in {kept}")
+    return kept
