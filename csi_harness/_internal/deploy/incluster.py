@@ -126,6 +126,10 @@ class InClusterDriver:
         self._access: ApiServerAccess | None = None
         self._stopped: dict[str, str] = {}
         """Stopped component -> its log, read just before it was stopped."""
+        self._restarts_when_ready: dict[str, int] = {}
+        """"pod/container" -> its restart count when the deployment became ready: the
+        restarts before that (a sidecar that exited while the driver was still
+        starting, a start the runtime failed) are part of being deployed."""
 
     # -- what a test sees (csi_harness._internal.providers.base.Driver) --
 
@@ -204,12 +208,19 @@ class InClusterDriver:
         if self._stopped:
             return "stopped: " + ", ".join(sorted(self._stopped))
         restarted = sorted(
-            f"{pod_name(pod)}/{status.name}"
-            for pod in self.kube.list(Pod, namespace=self.namespace)
-            for status in (pod.status.containerStatuses or [] if pod.status else [])
-            if status.restartCount
+            container
+            for container, count in self._restart_counts().items()
+            if count > self._restarts_when_ready.get(container, 0)
         )
         return "restarted: " + ", ".join(restarted) if restarted else None
+
+    def _restart_counts(self) -> dict[str, int]:
+        """Restart count of every container of the deployment, by "pod/container"."""
+        return {
+            f"{pod_name(pod)}/{status.name}": status.restartCount
+            for pod in self.kube.list(Pod, namespace=self.namespace)
+            for status in (pod.status.containerStatuses or [] if pod.status else [])
+        }
 
     def stop_component(self, component: str) -> None:
         """Stop one component for the rest of the deployment. A sidecar of the
@@ -295,6 +306,11 @@ class InClusterDriver:
             self.kube.apply(cast(Any, from_dict(obj)), field_manager=FIELD_MANAGER, force=True)
         self.progress(f"waiting for {self._spec.name} to be ready on {len(self._nodes)} nodes")
         self._wait_ready()
+        self._restarts_when_ready = self._restart_counts()
+        restarted = sorted(c for c, count in self._restarts_when_ready.items() if count)
+        if restarted:
+            restarts = ", ".join(restarted)
+            self.progress(f"{self._spec.name} ready; restarted while starting: {restarts}")
 
     def remove(self) -> None:
         """Delete the deployment, then, even when a delete failed, take a suffixed

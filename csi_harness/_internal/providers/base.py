@@ -129,8 +129,8 @@ class Driver(Protocol):
         ...
 
     def failed_component(self) -> str | None:
-        """Which components were stopped, exited or restarted since the deployment,
-        or None while every one runs as deployed."""
+        """Which components were stopped, exited or restarted since the deployment
+        was ready, or None while every one runs as deployed."""
         ...
 
 

@@ -277,6 +277,35 @@ def test_a_crash_after_failed_starts_counts_once(tmp_path: Path, polls: Polls) -
     make_driver(api, tmp_path, timeout=30).deploy()
 
 
+def test_restarts_before_the_driver_is_ready_are_part_of_its_deployment(
+    tmp_path: Path, polls: Polls
+) -> None:
+    # The attacher exits twice while the driver starts (restartCount 2 once it runs):
+    # the deployment is as any other, so the pool may keep it. A restart after that is
+    # a component that died under a test.
+    attempts = [start_error(1), crash(2)]
+    timeline = attacher_timeline(polls, *attempts)
+    restarts_later = 0
+
+    def status(role: str, node: str) -> dict[str, Any]:
+        shown = timeline(role, node)
+        for container in shown.get("containerStatuses", []):
+            container["restartCount"] += restarts_later
+        return shown
+
+    api = FakeApi(nodes=["worker", "worker2"], pod_status=status, live_status=True)
+    said: list[str] = []
+    driver = make_driver(api, tmp_path, timeout=30)
+    driver.progress = said.append
+    driver.deploy()
+    (controller,) = api.pod_names("controller")
+
+    assert driver.failed_component() is None
+    assert f"restarted while starting: {controller}/csi-attacher" in said[-1]
+    restarts_later = 1
+    assert driver.failed_component() == f"restarted: {controller}/csi-attacher"
+
+
 def test_a_timeout_through_failed_starts_names_the_runtime_not_a_crash(
     tmp_path: Path, polls: Polls
 ) -> None:
