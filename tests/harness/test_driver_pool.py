@@ -5,6 +5,7 @@ difference says. What a reset leaves of a driver is shown on real clusters
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -354,6 +355,36 @@ def test_the_pool_waits_for_capacity_to_be_published_again(
 ) -> None:
     republishing = ClusterView(None, {}, {}, {}, {("ns/sc", "[]"): ("1Gi", None)})
     assert wait_view(monkeypatch, [republishing, republishing, VIEW]) == 3
+
+
+def test_capacity_that_is_not_published_again_in_time_leaves_the_pool(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    never = ClusterView(None, {}, {}, {}, {("ns/sc", "[]"): ("1Gi", None)})
+    monkeypatch.setattr(pooled_drivers, "observe", lambda kube, driver: never)
+    made = DriverPool(None, None, None, domain="csi-mock", view_seconds=0.3)  # type: ignore[arg-type]
+    driver = OneInstanceDriver(RefusingAdmin(0), DriverDeployment(capacity_poll_interval="50ms"))
+    started = time.monotonic()
+    with pytest.raises(NotReusable, match=r"changed in the cluster: timed out after .*capacity"):
+        made._wait_cluster_view(driver, VIEW)  # type: ignore[arg-type]
+    assert 0.3 <= time.monotonic() - started < 2
+
+
+def test_the_wait_for_the_deployed_view_is_at_least_view_seconds_or_three_polls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    waited: list[float] = []
+
+    def wait_for(what: str, probe: object, *, timeout: float, interval: float) -> list[str]:
+        waited.append(timeout)
+        return []
+
+    monkeypatch.setattr(pooled_drivers, "wait_for", wait_for)
+    pool = DriverPool(None, None, None, domain="csi-mock")  # type: ignore[arg-type]
+    for poll in ("2s", "20s"):
+        driver = OneInstanceDriver(RefusingAdmin(0), DriverDeployment(capacity_poll_interval=poll))
+        pool._wait_cluster_view(driver, VIEW)  # type: ignore[arg-type]
+    assert waited == [pooled_drivers.VIEW_SECONDS, 60]
 
 
 def test_a_csidriver_the_test_replaced_leaves_the_pool_without_waiting(

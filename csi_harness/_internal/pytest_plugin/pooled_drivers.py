@@ -65,6 +65,11 @@ MAX_IDLE = 2
 """Idle drivers one pytest process keeps; the least recently used goes beyond that."""
 SETTLE_SECONDS = 20.0
 """How long a driver's volumes and attachments may take to go after its test."""
+VIEW_SECONDS = 30.0
+"""How long a reset waits, at least, for the cluster to show the driver as deployed
+(three capacity polls if they take longer). external-provisioner's polls and the
+kubelets' registrations run late on a loaded cluster: on two cores at six workers
+a reset waited out 11 s four times in one run, where a new driver took 45-65 s."""
 
 
 def pool_key(fields: Mapping[str, Any]) -> str:
@@ -115,6 +120,7 @@ class DriverPool:
         domain: str,
         max_idle: int = MAX_IDLE,
         settle_seconds: float = SETTLE_SECONDS,
+        view_seconds: float = VIEW_SECONDS,
     ) -> None:
         self._kube = kube
         self._deploy = deploy
@@ -122,6 +128,7 @@ class DriverPool:
         self._domain = domain
         self._max_idle = max_idle
         self._settle = settle_seconds
+        self._view_seconds = view_seconds
         self._idle: dict[str, list[_Pooled]] = {}
         self._order: list[_Pooled] = []
         """Idle drivers, least recently returned first."""
@@ -283,8 +290,9 @@ class DriverPool:
             raise NotReusable(f"volumes left: {left}") from None
 
     def _wait_cluster_view(self, driver: Driver, baseline: ClusterView) -> None:
-        """Until the cluster shows the driver as after its deployment: at most a few
-        capacity polls (its capacity is the part that takes time). A difference that
+        """Until the cluster shows the driver as after its deployment: at most
+        ``view_seconds`` or three capacity polls, whichever is longer (its capacity is
+        the part that takes time). A difference that
         nothing puts back (``LASTING``: a CSIDriver a test replaced, a StorageClass it
         changed) ends the wait at once."""
         poll = parse_duration(driver.spec.capacity_poll_interval)
@@ -301,7 +309,7 @@ class DriverPool:
             lasting = wait_for(
                 f"{driver.spec.name} to look as deployed",
                 probe,
-                timeout=3 * poll + 5,
+                timeout=max(self._view_seconds, 3 * poll),
                 interval=0.5,
             )
         except WaitTimeout as error:
