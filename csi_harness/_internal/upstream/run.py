@@ -9,6 +9,7 @@ e2e.test asks for (``e2e.test --list-images``).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import subprocess
@@ -344,7 +345,8 @@ def run_on_local_cluster(
         try:
             summary = run_external_storage(tools, spec, cluster.kubeconfig, run, progress)
         except BaseException:
-            keep_component_logs(cluster.log_dir, run.report_dir, progress)
+            with contextlib.suppress(OSError):  # the suites' error is the one to show
+                keep_component_logs(cluster.log_dir, run.report_dir, progress)
             raise
         if summary.failed:
             keep_component_logs(cluster.log_dir, run.report_dir, progress)
