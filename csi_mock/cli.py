@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import cast
 
 from csi_mock import __version__
-from csi_mock.admin.ctl import add_ctl_parser, run_ctl
+from csi_mock.admin.ctl.parser import add_ctl_parser
 from csi_mock.config import ConfigError, DriverConfig
 from csi_mock.go_flags import GoFlagParser, collected, go_flag, go_int, klog_level
 from csi_mock.hostpath_flags import resolve_configs
@@ -166,6 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         return 0
     if args.command == "ctl":
+        from csi_mock.admin.ctl.run import run_ctl  # the admin client: not for `serve`
+
         return run_ctl(args, os.environ)
     parser.error(f"unknown command {args.command}")
     return 2

@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from csi_mock.admin.client import AdminClient, FaultSpec, JournalFilter
 from csi_mock.admin.ctl.render import (
     condition_table,
     journal_table,
@@ -21,6 +20,12 @@ from csi_mock.admin.ctl.render import (
 )
 from csi_mock.admin.views import PoolView, record_to_json
 from csi_mock.model.quantity import QuantityError, parse_quantity
+
+if TYPE_CHECKING:
+    # The client brings httpx (and, through httpx's own command line, click and rich):
+    # a tenth of a second that `csi-mock serve`, which builds this parser too, must not
+    # pay on every start. Commands import what they call when they run.
+    from csi_mock.admin.client import AdminClient
 
 
 class UsageError(Exception):
@@ -36,7 +41,7 @@ class Output:
     exit_code: int = 0
 
 
-Command = Callable[[AdminClient, argparse.Namespace], Output]
+Command = Callable[["AdminClient", argparse.Namespace], Output]
 
 
 def fault_add(client: AdminClient, args: argparse.Namespace) -> Output:
@@ -44,6 +49,8 @@ def fault_add(client: AdminClient, args: argparse.Namespace) -> Output:
         raise UsageError("fault add: --message needs --code")
     if args.reply is not None and args.rescue is None:
         raise UsageError("fault add: --reply needs --rescue")
+    from csi_mock.admin.client import FaultSpec
+
     spec = {key: _sent(getattr(args, key, None)) for key in FaultSpec.__optional_keys__}
     if args.rescue is not None:
         # --rescue any: no code, so that every failure is rescued
@@ -228,6 +235,8 @@ def volumes_command(client: AdminClient, args: argparse.Namespace) -> Output:
 
 
 def journal_command(client: AdminClient, args: argparse.Namespace) -> Output:
+    from csi_mock.admin.client import JournalFilter
+
     query = {key: getattr(args, key) for key in JournalFilter.__optional_keys__}
     query["where"] = dict(args.where) if args.where else None
     records = client.journal(**cast(JournalFilter, query))
