@@ -77,7 +77,7 @@ def main() -> int:
         one_start(Path(tmp), -1)  # warm the page cache and the .pyc files
         samples = [one_start(Path(tmp), i) for i in range(args.runs)]
     walls, cpus = zip(*samples, strict=True)
-    print(f"| starts | CPU median (min-max) | wall median (min-max) |\n| ---: | --- | --- |")
+    print("| starts | CPU median (min-max) | wall median (min-max) |\n| ---: | --- | --- |")
     print(
         f"| {args.runs} | {statistics.median(cpus):.2f} s ({min(cpus):.2f}-{max(cpus):.2f})"
         f" | {statistics.median(walls):.2f} s ({min(walls):.2f}-{max(walls):.2f}) |"

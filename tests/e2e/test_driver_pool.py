@@ -225,3 +225,51 @@ def test_a_pooled_driver_takes_another_storage_capacity_in_place_and_gives_it_ba
     assert observe(kube, again) == baseline
     assert pool.stats.changed_in_place == 1 and pool.stats.deployed == 1
     pool.release(again, test_failed=False)
+
+
+@pytest.mark.scenario(FEATURE, "a CSIDriver a test replaced is made again as deployed")
+def test_a_driver_whose_csidriver_a_test_replaced_gets_it_back_and_runs_a_pod(
+    pool: DriverPool, cluster: Cluster, kube: Client
+) -> None:
+    """attachRequired cannot be patched: a test that flips it (as upstream's skip-attach
+    cases do) deletes the CSIDriver and makes another, without the deployment's labels.
+    The reset makes the deployed one again, the driver is handed on, and a pod that
+    needs its attach flag as deployed runs on it."""
+    fields = fields_of(cluster)
+    first, baseline = idle_in_pool(pool, kube, fields)
+    driver, _ = pool.acquire(fields)
+    deployed = kube.get(CSIDriver, driver.spec.name)
+    assert deployed.spec is not None and deployed.metadata is not None
+    flipped = not deployed.spec.attachRequired
+    kube.delete(CSIDriver, driver.spec.name)
+    objects.create(
+        kube,
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSIDriver",
+            "metadata": {"name": driver.spec.name},
+            "spec": {**deployed.spec.to_dict(), "attachRequired": flipped},
+        },
+    )
+
+    pool.release(driver, test_failed=False)
+    again, reused = pool.acquire(fields)
+
+    assert reused and again is first, pool.stats
+    live = kube.get(CSIDriver, again.spec.name)
+    assert live.spec is not None and live.spec.attachRequired is not flipped
+    assert live.metadata is not None and live.metadata.labels == deployed.metadata.labels
+    assert observe(kube, again) == baseline
+    node = pick_nodes(again.nodes, 1, runs_pods=True)[0].name
+    namespace = "t-pool-csidriver"
+    kube.create(Namespace.from_dict({"metadata": {"name": namespace}}))
+    try:
+        run_pod(kube, again, namespace, node)
+        with again.admin() as admin:
+            published = admin.journal(method="ControllerPublishVolume")
+        assert bool(published) is bool(live.spec.attachRequired)
+    finally:
+        empty_namespace(kube, namespace)
+        kube.delete(Namespace, namespace)
+    pool.release(again, test_failed=False)
+    assert pool.stats.not_reused == {} and pool.stats.deployed == 1

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from lightkube.core.exceptions import ApiError
 
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.pytest_plugin import pool_in_place, pooled_drivers
@@ -140,18 +141,43 @@ def test_the_least_recently_returned_idle_driver_goes_when_the_pool_is_full(
     assert not reused and len(deployed) == 4
 
 
+def _csidriver(spec: dict[str, Any], labels: dict[str, str]) -> Any:
+    return SimpleNamespace(
+        metadata=SimpleNamespace(labels=labels), spec=SimpleNamespace(to_dict=lambda: spec)
+    )
+
+
 @dataclass
 class FakeKube:
-    """The API server's side of a CSIDriver patch: the merge patches asked for, and
-    the spec it answers with (storageCapacity defaults to false, as in storage/v1)."""
+    """The API server's side of one CSIDriver: the merge patches asked for and the spec
+    it answers with (storageCapacity defaults to false, as in storage/v1); what was
+    written (``writes``) and the live object (``live``: None for none, a 404)."""
 
     patches: list[dict[str, Any]] = field(default_factory=list)
+    live: dict[str, Any] | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    writes: list[str] = field(default_factory=list)
 
     def patch(self, resource: Any, name: str, patch: dict[str, Any], **kw: Any) -> Any:
         self.patches.append(patch)
-        spec = {"attachRequired": False, **patch["spec"]}
+        self.get(resource, name)
+        spec = {"attachRequired": False, **(self.live or {}), **patch["spec"]}
         spec["storageCapacity"] = bool(spec["storageCapacity"])
-        return SimpleNamespace(spec=SimpleNamespace(to_dict=lambda: spec))
+        self.live = spec
+        return _csidriver(spec, self.labels)
+
+    def get(self, resource: Any, name: str) -> Any:
+        if self.live is None:
+            raise ApiError(status=SimpleNamespace(code=404, message="not found"))  # type: ignore[arg-type]
+        return _csidriver(self.live, self.labels)
+
+    def delete(self, resource: Any, name: str) -> None:
+        self.writes.append("delete")
+        self.live = None
+
+    def create(self, obj: Any) -> None:
+        self.writes.append("create")
+        self.live, self.labels = dict(obj.spec.to_dict()), dict(obj.metadata.labels)
 
 
 def test_a_pooled_driver_takes_another_node_limit_in_place_and_gives_it_back(
@@ -207,7 +233,7 @@ def test_a_pooled_driver_takes_another_storage_capacity_in_place_and_gives_it_ba
     the deployed view. No node instance is asked anything."""
     deployed_view = ClusterView({"attachRequired": False, "storageCapacity": True}, {}, {}, {}, {})
     waited: list[ClusterView] = []
-    kube = FakeKube()
+    kube = FakeKube(live=dict(deployed_view.csidriver or {}))
     made = DriverPool(kube, FakeDriver, lambda driver: None, domain="csi-mock")  # type: ignore[arg-type]
     monkeypatch.setattr(pooled_drivers, "observe", lambda kube, driver: deployed_view)
     monkeypatch.setattr(made, "_wait_volumes_gone", lambda driver: None)
@@ -238,20 +264,17 @@ def test_the_reset_puts_back_a_storage_capacity_the_test_changed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A test that turns its CSIDriver's storageCapacity off itself (as the scheduler
-    requeue test does) leaves a driver the reset patches back to the deployed value."""
-    kube = FakeKube()
-    made = DriverPool(kube, FakeDriver, lambda driver: None, domain="csi-mock")  # type: ignore[arg-type]
-    monkeypatch.setattr(pooled_drivers, "observe", lambda kube, driver: VIEW)
-    monkeypatch.setattr(made, "_wait_volumes_gone", lambda driver: None)
-    monkeypatch.setattr(made, "_reset_instance", lambda driver, instance: None)
-    monkeypatch.setattr(made, "_wait_cluster_view", lambda driver, view: None)
-    monkeypatch.setattr(FakeDriver, "failed_component", lambda self: None, raising=False)
-    monkeypatch.setattr(FakeDriver, "instances", lambda self: [], raising=False)
-    driver, _ = made.acquire(DriverDeployment().model_dump())
+    requeue test does) leaves a driver the reset patches back to the deployed value:
+    a patch, not a new object."""
 
-    made.release(driver, test_failed=False)
+    def turn_off(kube: FakeKube) -> None:
+        kube.live = {"attachRequired": True, "storageCapacity": False}
+
+    kube = put_back_after(monkeypatch, turn_off)
 
     assert kube.patches == [{"spec": {"storageCapacity": True}}]
+    assert kube.live == {"attachRequired": True, "storageCapacity": True}
+    assert kube.writes == []
 
 
 def test_a_driver_without_a_csidriver_object_has_none_to_patch() -> None:
@@ -390,9 +413,66 @@ def test_the_wait_for_the_deployed_view_is_at_least_view_seconds_or_three_polls(
 def test_a_csidriver_the_test_replaced_leaves_the_pool_without_waiting(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Nothing in the cluster puts a replaced CSIDriver back (attachRequired cannot be
-    patched): the first look says so, where waiting would take the capacity polls'
-    timeout and end the same."""
+    """Nothing in the cluster puts back a CSIDriver that differs after the reset made it
+    as deployed (another writer replaced it again): the first look says so, where waiting
+    would take the capacity polls' timeout and end the same."""
     replaced = ClusterView({"attachRequired": True}, {}, {}, {}, {})
     with pytest.raises(NotReusable, match=r"for good: .*'attachRequired': True}, was None"):
         wait_view(monkeypatch, [replaced, VIEW])
+
+
+def put_back_after(monkeypatch: pytest.MonkeyPatch, change: Any) -> FakeKube:
+    """A pooled driver whose test did ``change`` to its CSIDriver (a FakeKube), then
+    its reset: the FakeKube as the reset left it."""
+    deployed = {"attachRequired": True, "storageCapacity": True}
+    kube = FakeKube(live=dict(deployed), labels={"app.kubernetes.io/instance": "d"})
+    made = DriverPool(kube, FakeDriver, lambda driver: None, domain="csi-mock")  # type: ignore[arg-type]
+    monkeypatch.setattr(
+        pooled_drivers, "observe", lambda kube, driver: ClusterView(deployed, {}, {}, {}, {})
+    )
+    monkeypatch.setattr(made, "_wait_volumes_gone", lambda driver: None)
+    monkeypatch.setattr(made, "_reset_instance", lambda driver, instance: None)
+    monkeypatch.setattr(made, "_wait_cluster_view", lambda driver, view: None)
+    monkeypatch.setattr(FakeDriver, "failed_component", lambda self: None, raising=False)
+    monkeypatch.setattr(FakeDriver, "instances", lambda self: [], raising=False)
+    driver, _ = made.acquire(DriverDeployment().model_dump())
+    kube.writes.clear()
+    change(kube)
+    made.release(driver, test_failed=False)
+    assert made.stats.not_reused == {} and made.stats.resets == 1
+    return kube
+
+
+def test_the_reset_makes_again_a_csidriver_the_test_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """attachRequired cannot be patched: a test that flips it deletes the CSIDriver
+    and makes another. The reset makes the deployed one again, labels and all, so the
+    driver is pooled instead of removed."""
+
+    def flip(kube: FakeKube) -> None:
+        kube.live, kube.labels = {"attachRequired": False, "storageCapacity": True}, {}
+
+    kube = put_back_after(monkeypatch, flip)
+
+    assert kube.live == {"attachRequired": True, "storageCapacity": True}
+    assert kube.labels == {"app.kubernetes.io/instance": "d"}
+    assert kube.writes == ["delete", "create"]
+
+
+def test_the_reset_makes_again_a_csidriver_the_test_deleted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def delete(kube: FakeKube) -> None:
+        kube.live = None
+
+    kube = put_back_after(monkeypatch, delete)
+
+    assert kube.live == {"attachRequired": True, "storageCapacity": True}
+    assert kube.writes == ["create"]
+
+
+def test_a_csidriver_as_deployed_is_not_written_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    kube = put_back_after(monkeypatch, lambda kube: None)
+
+    assert kube.writes == []

@@ -44,7 +44,7 @@ def test_ctl_package_gives_its_names_on_first_use() -> None:
 
 
 def test_an_unknown_name_is_an_attribute_error_naming_it() -> None:
-    with pytest.raises(AttributeError, match="'csi_mock.admin' has no attribute 'Nope'"):
+    with pytest.raises(AttributeError, match=r"'csi_mock\.admin' has no attribute 'Nope'"):
         csi_mock.admin.Nope  # noqa: B018
     with pytest.raises(ImportError):
         from csi_mock.admin.ctl import nope  # noqa: F401

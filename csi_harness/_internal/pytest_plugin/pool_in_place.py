@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.storage_v1 import CSIDriver
 from lightkube.types import PatchType
 
+from csi_harness._internal.core.waiting import WaitTimeout, wait_for
 from csi_harness._internal.deploy.spec import DriverDeployment, csidriver_object
 from csi_harness._internal.providers.base import Driver
 from csi_harness._internal.pytest_plugin.driver_view import ClusterView
@@ -88,6 +89,82 @@ def patch_csidriver(kube: Client, spec: DriverDeployment) -> Mapping[str, Any]:
         message = error.status.message if error.status else str(error)
         raise NotReusable(f"CSIDriver {spec.name} not patched: {message}") from None
     return live.spec.to_dict() if live.spec else {}
+
+
+def csidriver_labels(kube: Client, name: str) -> Mapping[str, str] | None:
+    """The labels of the CSIDriver ``name`` as the deployment made it (None: there is
+    none); ``put_back_csidriver`` makes it again with them, so that the provider still
+    finds it to remove."""
+    try:
+        live = kube.get(CSIDriver, name)
+    except ApiError as error:
+        if error.status and error.status.code == 404:
+            return None
+        raise
+    return dict((live.metadata.labels if live.metadata else None) or {})
+
+
+def put_back_csidriver(
+    kube: Client,
+    deployed: DriverDeployment,
+    spec: Mapping[str, Any] | None,
+    labels: Mapping[str, str],
+) -> None:
+    """Make the CSIDriver of ``deployed`` what its deployment made: ``spec`` as the API
+    server kept it, with ``labels`` (``spec`` None: no CSIDriver). The ``IN_PLACE``
+    fields are patched back (whether the pool changed them for the test or the test
+    did); what a patch cannot put back is replaced: a test that flipped
+    ``attachRequired`` had to delete the object and create another (the API server
+    refuses the change), one that tests a driver without a CSIDriver deletes it. With
+    no volume left (the reset checked), a replaced object leaves the cluster as a new
+    deployment would. Nothing is written when the live object already is as deployed."""
+    name = deployed.name
+    try:
+        live = kube.get(CSIDriver, name)
+        live_spec: Mapping[str, Any] | None = live.spec.to_dict() if live.spec else {}
+    except ApiError as error:
+        if not (error.status and error.status.code == 404):
+            raise NotReusable(f"CSIDriver {name} not read: {error}") from None
+        live_spec = None
+    if live_spec is not None and deployed.csidriver and live_spec != spec:
+        live_spec = patch_csidriver(kube, deployed)  # a patch that changes nothing writes nothing
+    if live_spec == spec:
+        return
+    try:
+        if live_spec is not None:
+            kube.delete(CSIDriver, name)
+        if spec is not None:
+            wait_for(
+                f"CSIDriver {name} to be made again",
+                lambda: _create_csidriver(kube, name, spec, labels),
+                timeout=PUT_BACK_SECONDS,
+                interval=0.2,
+            )
+    except (ApiError, WaitTimeout) as error:
+        raise NotReusable(f"CSIDriver {name} not put back: {error}") from None
+
+
+PUT_BACK_SECONDS = 10.0
+"""How long a deleted CSIDriver may take to go before its replacement can be made (it
+has no finalizers: at once, unless the API server is slow)."""
+
+
+def _create_csidriver(
+    kube: Client, name: str, spec: Mapping[str, Any], labels: Mapping[str, str]
+) -> tuple[bool, str]:
+    obj = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSIDriver",
+        "metadata": {"name": name, "labels": dict(labels)},
+        "spec": dict(spec),
+    }
+    try:
+        kube.create(cast(CSIDriver, CSIDriver.from_dict(obj)))
+    except ApiError as error:
+        if error.status and error.status.code == 409:  # the old one is still going
+            return False, "the deleted one is still there"
+        raise
+    return True, ""
 
 
 def with_node_limit(view: ClusterView, max_volumes_per_node: int) -> ClusterView:

@@ -13,7 +13,9 @@ A driver goes back to the pool after its test only if nothing of the test is lef
     deployment: its CSIDriver, its StorageClasses, its CSINode entries (node ID,
     topology keys, allocatable count), the nodes' topology labels and the
     CSIStorageCapacity objects of its StorageClasses in any namespace: the ones it
-    published (waited for: external-provisioner polls) and none that a test made.
+    published (waited for: external-provisioner polls) and none that a test made. A
+    CSIDriver the test replaced (``attachRequired`` cannot be patched), deleted or made
+    is first made again as deployed (``put_back_csidriver``).
 Otherwise it is removed, as every driver was before the pool, and the reason is kept.
 
 Drivers are pooled by their deployment without name, suffix and the fields that can
@@ -51,7 +53,9 @@ from csi_harness._internal.pytest_plugin.pool_in_place import (
     IN_PLACE,
     NotReusable,
     csidriver_differs,
+    csidriver_labels,
     patch_csidriver,
+    put_back_csidriver,
     register_again,
     set_node_limit,
     with_node_limit,
@@ -88,6 +92,8 @@ class _Pooled:
     key: str
     baseline: ClusterView
     deployed: DriverDeployment
+    csidriver_labels: Mapping[str, str] = field(default_factory=dict)
+    """The labels of its CSIDriver then (see ``put_back_csidriver``)."""
 
 
 @dataclass
@@ -169,7 +175,9 @@ class DriverPool:
         self.stats.deploy_seconds += time.monotonic() - started
         self.stats.deployed += 1
         if spec.snapshots is None:
-            self._lent[id(driver)] = _Pooled(driver, key, observe(self._kube, driver), spec)
+            baseline = observe(self._kube, driver)
+            labels = csidriver_labels(self._kube, spec.name) if baseline.csidriver else None
+            self._lent[id(driver)] = _Pooled(driver, key, baseline, spec, labels or {})
         return driver, False
 
     def release(self, driver: Driver, *, test_failed: bool) -> None:
@@ -219,10 +227,9 @@ class DriverPool:
         if driver.spec.max_volumes_per_node != deployed.max_volumes_per_node:
             # The reset put the deployed limit back; the kubelets learn it anew.
             register_again(driver)
-        if deployed.csidriver:
-            # Back to the deployed fields, whether the pool changed them for the test
-            # or the test did (a patch that changes nothing writes nothing).
-            patch_csidriver(self._kube, deployed)
+        # Back to the deployed CSIDriver, whether the pool changed it for the test or the
+        # test did: patched, or made again if the test replaced, deleted or made it.
+        put_back_csidriver(self._kube, deployed, pooled.baseline.csidriver, pooled.csidriver_labels)
         driver.adopt_spec(deployed)
         self._wait_cluster_view(driver, pooled.baseline)
 
@@ -293,8 +300,8 @@ class DriverPool:
         """Until the cluster shows the driver as after its deployment: at most
         ``view_seconds`` or three capacity polls, whichever is longer (its capacity is
         the part that takes time). A difference that
-        nothing puts back (``LASTING``: a CSIDriver a test replaced, a StorageClass it
-        changed) ends the wait at once."""
+        nothing puts back (``LASTING``: a StorageClass the test changed, a CSIDriver
+        changed again after ``put_back_csidriver``) ends the wait at once."""
         poll = parse_duration(driver.spec.capacity_poll_interval)
 
         def probe() -> tuple[bool, list[str]]:
