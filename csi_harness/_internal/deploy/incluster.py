@@ -312,6 +312,27 @@ class InClusterDriver:
             restarts = ", ".join(restarted)
             self.progress(f"{self._spec.name} ready; restarted while starting: {restarts}")
 
+    def handover(self) -> dict[str, object]:
+        """What ``take_over`` needs in another process (JSON-able): the spec as it is
+        now, the generation and admin token the pods were made with, and the restart
+        counts at readiness."""
+        return {
+            "spec": self._spec.model_dump(mode="json"),
+            "generation": self.generation,
+            "admin_token": self.admin_token,
+            "restarts_when_ready": dict(self._restarts_when_ready),
+        }
+
+    def take_over(self, state: Mapping[str, Any]) -> None:
+        """Become the deployed driver ``handover`` described (this object was made for
+        its spec and deployed nothing)."""
+        check_same_driver(self._spec, DriverDeployment.model_validate(state["spec"]))
+        self.generation = str(state["generation"])
+        self.admin_token = str(state["admin_token"])
+        self._restarts_when_ready = {
+            str(name): int(count) for name, count in dict(state["restarts_when_ready"]).items()
+        }
+
     def remove(self) -> None:
         """Delete the deployment, then, even when a delete failed, take a suffixed
         driver's topology labels off the nodes (``DeploymentRemoval.remove``)."""

@@ -291,6 +291,23 @@ class ConfiguredFeatureGates(Protocol):
 
 
 @runtime_checkable
+class DriverHandover(Protocol):
+    """A cluster whose drivers another process can take over: everything a driver
+    object knows of its deployment is in the cluster or in ``handover``'s state, so
+    the pytest-xdist workers of a session can hand idle drivers to each other (the
+    driver pool). Not the local provider, whose drivers are this process's children."""
+
+    def handover(self, driver: Driver) -> dict[str, object]:
+        """What another process needs to use ``driver`` (a JSON-able mapping)."""
+        ...
+
+    def adopt_driver(self, state: Mapping[str, object]) -> Driver:
+        """The driver ``handover`` described, as this process's object; nothing is
+        deployed."""
+        ...
+
+
+@runtime_checkable
 class ImageDeployments(Protocol):
     """A cluster where csi-mock runs as pods from images (not as local processes): the
     images it deploys and the kubectl it applies manifests with."""

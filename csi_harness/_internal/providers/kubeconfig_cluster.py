@@ -197,6 +197,18 @@ class KubeconfigCluster:
             raise
         return driver
 
+    def handover(self, driver: Driver) -> dict[str, object]:
+        """``DriverHandover``: see ``InClusterDriver.handover``."""
+        if not isinstance(driver, InClusterDriver):
+            raise TypeError(f"{driver!r} was not deployed by this cluster")
+        return driver.handover()
+
+    def adopt_driver(self, state: Mapping[str, object]) -> InClusterDriver:
+        """``DriverHandover``: a driver another process deployed on this cluster."""
+        driver = self._new_driver(DriverDeployment.model_validate(state["spec"]))
+        driver.take_over(state)
+        return driver
+
     def remove_driver(self, driver: Driver | None = None) -> None:
         """Delete a driver (None: the cluster's own, ``driver``): its workloads, its
         objects, its CSIStorageCapacity and its topology labels

@@ -43,6 +43,26 @@ class ClusterView:
             if getattr(self, part) != getattr(other, part)
         ]
 
+    def to_json(self) -> dict[str, Any]:
+        """The view as JSON values (``from_json`` gives it back equal)."""
+        return {
+            "csidriver": self.csidriver,
+            "storage_classes": self.storage_classes,
+            "csinode_entries": self.csinode_entries,
+            "topology_labels": self.topology_labels,
+            "capacity": [[*key, *value] for key, value in self.capacity.items()],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ClusterView:
+        return cls(
+            data["csidriver"],
+            data["storage_classes"],
+            data["csinode_entries"],
+            data["topology_labels"],
+            {(c, t): (size, largest) for c, t, size, largest in data["capacity"]},
+        )
+
 
 def observe(kube: Client, driver: Driver) -> ClusterView:
     """What the cluster shows of ``driver`` now."""

@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import secrets
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, Literal, cast
 
 import pytest
@@ -27,8 +28,14 @@ from csi_harness._internal.providers.base import (
     Cluster,
     ConfiguredFeatureGates,
     Driver,
+    DriverHandover,
     FeatureGates,
     Unsupported,
+)
+from csi_harness._internal.pytest_plugin.idle_drivers import (
+    IdleDrivers,
+    IdleStore,
+    SharedIdleDrivers,
 )
 from csi_harness._internal.pytest_plugin.pooled_drivers import DriverPool, log_pool_stats
 from csi_harness._internal.pytest_plugin.session import (
@@ -37,6 +44,7 @@ from csi_harness._internal.pytest_plugin.session import (
     DISRUPTS_NODES,
     FEATURE_GATE,
     FRESH_DRIVER,
+    POOL_INPUT,
     REAL_NODES_ONLY,
     TEST_DRIVER_DOMAIN,
 )
@@ -144,18 +152,20 @@ def access_mode(
 def driver_pool(
     pytestconfig: pytest.Config, cluster: Cluster, kube: Client
 ) -> Iterator[DriverPool | None]:
-    """This process's idle drivers (``driver_pool``), at most ``--csi-driver-pool-idle``
-    of them, where drivers run side by side and ``--csi-no-driver-pool`` is not given;
-    removed at the end of the session."""
+    """This process's driver pool (``driver_pool``), where drivers run side by side and
+    ``--csi-no-driver-pool`` is not given: at most ``--csi-driver-pool-idle`` idle
+    drivers per process, kept where every pytest-xdist worker of the session can take
+    them when the cluster hands drivers over (``idle_drivers``); the last process
+    removes what is idle at the end of the session."""
     if not cluster.concurrent_drivers or pytestconfig.getoption("--csi-no-driver-pool"):
         yield None
         return
-    pool = DriverPool.for_cluster(
-        cluster,
-        kube,
-        domain=TEST_DRIVER_DOMAIN,
-        max_idle=pytestconfig.getoption("--csi-driver-pool-idle"),
-    )
+    max_idle = pytestconfig.getoption("--csi-driver-pool-idle")
+    workerinput: dict[str, Any] = getattr(pytestconfig, "workerinput", {})
+    idle: IdleStore = IdleDrivers(max_idle)
+    if POOL_INPUT in workerinput and isinstance(cluster, DriverHandover):
+        idle = SharedIdleDrivers(Path(workerinput[POOL_INPUT]), max_idle, cluster)
+    pool = DriverPool.for_cluster(cluster, kube, domain=TEST_DRIVER_DOMAIN, idle=idle)
     try:
         yield pool
     finally:

@@ -49,6 +49,7 @@ from csi_harness._internal.core.waiting import WaitTimeout, wait_for
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.providers.base import Cluster, Driver
 from csi_harness._internal.pytest_plugin.driver_view import LASTING, ClusterView, observe
+from csi_harness._internal.pytest_plugin.idle_drivers import IdleDrivers, IdleStore, PooledDriver
 from csi_harness._internal.pytest_plugin.pool_in_place import (
     IN_PLACE,
     NotReusable,
@@ -66,7 +67,8 @@ from csi_mock.model.duration import parse_duration
 log = logging.getLogger("csi_harness.driver_pool")
 
 MAX_IDLE = 2
-"""Idle drivers one pytest process keeps; the least recently used goes beyond that."""
+"""Idle drivers one pytest process keeps (with a shared store: each of the session's
+workers adds as many); the least recently returned goes beyond that."""
 SETTLE_SECONDS = 20.0
 """How long a driver's volumes and attachments may take to go after its test."""
 VIEW_SECONDS = 30.0
@@ -81,19 +83,6 @@ def pool_key(fields: Mapping[str, Any]) -> str:
     interchangeable."""
     spec = DriverDeployment.model_validate(dict(fields))
     return spec.model_dump_json(exclude={"name", "suffix", *IN_PLACE})
-
-
-@dataclass
-class _Pooled:
-    """A poolable driver: its ``pool_key``, the spec it was deployed from and how the
-    cluster showed it then."""
-
-    driver: Driver
-    key: str
-    baseline: ClusterView
-    deployed: DriverDeployment
-    csidriver_labels: Mapping[str, str] = field(default_factory=dict)
-    """The labels of its CSIDriver then (see ``put_back_csidriver``)."""
 
 
 @dataclass
@@ -125,6 +114,7 @@ class DriverPool:
         *,
         domain: str,
         max_idle: int = MAX_IDLE,
+        idle: IdleStore | None = None,
         settle_seconds: float = SETTLE_SECONDS,
         view_seconds: float = VIEW_SECONDS,
     ) -> None:
@@ -132,32 +122,38 @@ class DriverPool:
         self._deploy = deploy
         self._remove = remove
         self._domain = domain
-        self._max_idle = max_idle
+        self._idle: IdleStore = idle if idle is not None else IdleDrivers(max_idle)
+        """Where the idle drivers are (``max_idle`` is its size when not given)."""
         self._settle = settle_seconds
         self._view_seconds = view_seconds
-        self._idle: dict[str, list[_Pooled]] = {}
-        self._order: list[_Pooled] = []
-        """Idle drivers, least recently returned first."""
-        self._lent: dict[int, _Pooled] = {}
+        self._lent: dict[int, PooledDriver] = {}
         """The poolable drivers handed out, by the id of their driver."""
         self.stats = PoolStats()
 
     @classmethod
     def for_cluster(
-        cls, cluster: Cluster, kube: Client, *, domain: str, max_idle: int = MAX_IDLE
+        cls,
+        cluster: Cluster,
+        kube: Client,
+        *,
+        domain: str,
+        max_idle: int = MAX_IDLE,
+        idle: IdleStore | None = None,
     ) -> DriverPool:
         return cls(
-            kube, cluster.deploy_driver, cluster.remove_driver, domain=domain, max_idle=max_idle
+            kube,
+            cluster.deploy_driver,
+            cluster.remove_driver,
+            domain=domain,
+            max_idle=max_idle,
+            idle=idle,
         )
 
     def acquire(self, fields: Mapping[str, Any]) -> tuple[Driver, bool]:
         """A driver deployed from ``fields`` (its own name and suffix added): an idle one
         if there is one, else a new one. Also says whether it was reused."""
         key = pool_key(fields)
-        idle = self._idle.get(key)
-        while idle:
-            pooled = idle.pop()
-            self._order.remove(pooled)
+        while (pooled := self._idle.take(key)) is not None:
             try:
                 self._change_in_place(pooled, fields)
             except NotReusable as why:
@@ -177,7 +173,7 @@ class DriverPool:
         if spec.snapshots is None:
             baseline = observe(self._kube, driver)
             labels = csidriver_labels(self._kube, spec.name) if baseline.csidriver else None
-            self._lent[id(driver)] = _Pooled(driver, key, baseline, spec, labels or {})
+            self._lent[id(driver)] = PooledDriver(driver, key, baseline, spec, labels or {})
         return driver, False
 
     def release(self, driver: Driver, *, test_failed: bool) -> None:
@@ -195,12 +191,8 @@ class DriverPool:
         except NotReusable as why:
             self._discard(driver, why)
             return
-        self._idle.setdefault(pooled.key, []).append(pooled)
-        self._order.append(pooled)
-        while len(self._order) > self._max_idle:
-            oldest = self._order.pop(0)
-            self._idle[oldest.key].remove(oldest)
-            self._remove(oldest.driver)
+        for evicted in self._idle.put(pooled):
+            self._remove(evicted.driver)
 
     def _discard(self, driver: Driver, why: NotReusable) -> None:
         self.stats.not_reused[str(why).split(":")[0]] += 1
@@ -208,15 +200,14 @@ class DriverPool:
         self._remove(driver)
 
     def close(self) -> None:
-        """Remove every idle driver (at the end of the session)."""
-        for pooled in self._order:
+        """Remove every idle driver this process is the last to hold (at the end of the
+        session)."""
+        for pooled in self._idle.close():
             self._remove(pooled.driver)
-        self._order.clear()
-        self._idle.clear()
 
     # -- the reset ---------------------------------------------------------------------
 
-    def _reset(self, driver: Driver, pooled: _Pooled) -> None:
+    def _reset(self, driver: Driver, pooled: PooledDriver) -> None:
         problem = driver.failed_component()
         if problem is not None:
             raise NotReusable(f"a component stopped: {problem}")
@@ -233,7 +224,7 @@ class DriverPool:
         driver.adopt_spec(deployed)
         self._wait_cluster_view(driver, pooled.baseline)
 
-    def _change_in_place(self, pooled: _Pooled, fields: Mapping[str, Any]) -> None:
+    def _change_in_place(self, pooled: PooledDriver, fields: Mapping[str, Any]) -> None:
         """Give an idle driver the ``IN_PLACE`` fields of ``fields`` (pool_in_place.py),
         wait until the cluster shows them, or raise NotReusable."""
         driver = pooled.driver

@@ -10,7 +10,10 @@ the controller, so they share the one cluster."""
 from __future__ import annotations
 
 import secrets
+import shutil
+import tempfile
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,8 +35,12 @@ from csi_harness._internal.shared_session import end_session, worker_cluster
 _SESSION_CLUSTER = pytest.StashKey[AbstractContextManager[Cluster]]()
 _SESSION_TOKEN = pytest.StashKey[str]()
 _NAME_LEASE = pytest.StashKey[NameLease]()
+_POOL_DIR = pytest.StashKey[Path]()
 SESSION_INPUT = "csi_harness_session"
 NAME_INPUT = "csi_harness_cluster_name"
+POOL_INPUT = "csi_harness_pool_dir"
+"""Where the session's workers keep their idle drivers, for each other
+(``idle_drivers.SharedIdleDrivers``); made by the controller, removed after them."""
 BRINGS_UP = ("local", "kind")
 """The providers whose session brings up a cluster of its own (and leases its name)."""
 CLUSTER_WIDE = scheduling.CLUSTER_WIDE
@@ -98,6 +105,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if workers:
         # The controller runs no test: its workers share the cluster (pytest_unconfigure).
         config.stash[_SESSION_TOKEN] = secrets.token_hex(8)
+        config.stash[_POOL_DIR] = Path(tempfile.mkdtemp(prefix="csi-harness-pool-"))
 
 
 def _lease_cluster_name(config: pytest.Config) -> None:
@@ -149,6 +157,7 @@ def pytest_configure_node(node: Any) -> None:
     """pytest-xdist's hook, in the controller: tell each worker the session's token
     and the cluster name it leased."""
     node.workerinput[SESSION_INPUT] = node.config.stash[_SESSION_TOKEN]
+    node.workerinput[POOL_INPUT] = str(node.config.stash[_POOL_DIR])
     name = node.config.stash.get(SESSION_NAME, None)
     if name is not None:
         node.workerinput[NAME_INPUT] = name
@@ -159,6 +168,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """The controller of workers tears down the cluster one of them brought up for
     this session (unless --csi-keep-cluster); then the session lets go of its name."""
     try:
+        pool_dir = config.stash.get(_POOL_DIR, None)
+        if pool_dir is not None:  # the last worker removed the drivers it held
+            shutil.rmtree(pool_dir, ignore_errors=True)
         token = config.stash.get(_SESSION_TOKEN, None)
         if token is None:
             return

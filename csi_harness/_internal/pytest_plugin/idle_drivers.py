@@ -1,0 +1,173 @@
+"""Where a driver pool keeps its reset, idle drivers: in its own process
+(``IdleDrivers``), or in a directory that every pytest-xdist worker of the session
+shares (``SharedIdleDrivers``), so that a worker takes the driver another worker reset
+instead of deploying one more of the same.
+
+With per-process pools, each of six workers deployed its own driver of a family the
+moment it met the family's first test, and dropped it two families later
+(session 34: 23 to 25 of the 64 mission tests on kind deployed a driver, and most of
+the CPU of a run follows the drivers deployed). A shared directory lets the drivers
+follow the tests instead of the workers.
+
+The directory holds one JSON file per idle driver (what the pool knows of it and the
+cluster's ``DriverHandover`` state), named so that names sort by when it went idle; a
+lock file serialises every change. The processes that use it are counted (``users``),
+and it keeps ``max_idle`` drivers for each: a worker that ends leaves its share to the
+others and takes away only what no longer fits, so the removals at the end of a
+session are spread over the workers as they end, as they were with a pool each.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.providers.base import Driver, DriverHandover
+from csi_harness._internal.pytest_plugin.driver_view import ClusterView
+
+
+@dataclass
+class PooledDriver:
+    """A poolable driver: its pool key, the spec it was deployed from, how the cluster
+    showed it then, and its CSIDriver's labels then (``put_back_csidriver``)."""
+
+    driver: Driver
+    key: str
+    baseline: ClusterView
+    deployed: DriverDeployment
+    csidriver_labels: Mapping[str, str] = field(default_factory=dict)
+
+
+class IdleDrivers:
+    """This process's idle drivers, at most ``max_idle``; the least recently returned
+    goes beyond that."""
+
+    def __init__(self, max_idle: int) -> None:
+        self._max_idle = max_idle
+        self._order: list[PooledDriver] = []
+        """Least recently returned first."""
+
+    def take(self, key: str) -> PooledDriver | None:
+        """The most recently returned idle driver of ``key``, no longer idle."""
+        for pooled in reversed(self._order):
+            if pooled.key == key:
+                self._order.remove(pooled)
+                return pooled
+        return None
+
+    def put(self, pooled: PooledDriver) -> list[PooledDriver]:
+        """Keep ``pooled`` idle; the drivers that no longer fit, for the caller to remove."""
+        self._order.append(pooled)
+        evicted = self._order[: max(0, len(self._order) - self._max_idle)]
+        del self._order[: len(evicted)]
+        return evicted
+
+    def close(self) -> list[PooledDriver]:
+        """Every idle driver, for the caller to remove at the end of the session."""
+        left, self._order = self._order, []
+        return left
+
+
+LOCK = ".lock"
+USERS = ".users"
+
+
+class SharedIdleDrivers:
+    """The idle drivers of every process that opens ``directory``, at most ``max_idle``
+    for each process still using it; the drivers are handed between processes through
+    ``cluster`` (``DriverHandover``)."""
+
+    def __init__(self, directory: Path, max_idle: int, cluster: DriverHandover) -> None:
+        self._directory = directory
+        self._max_idle = max_idle
+        self._cluster = cluster
+        directory.mkdir(parents=True, exist_ok=True)
+        with self._locked():
+            self._add_user(1)
+
+    def take(self, key: str) -> PooledDriver | None:
+        with self._locked():
+            for entry in reversed(self._entries()):
+                state = json.loads(entry.read_text())
+                if state["key"] == key:
+                    entry.unlink()
+                    return self._adopt(state)
+        return None
+
+    def put(self, pooled: PooledDriver) -> list[PooledDriver]:
+        state = {
+            "key": pooled.key,
+            "driver": self._cluster.handover(pooled.driver),
+            "baseline": pooled.baseline.to_json(),
+            "deployed": pooled.deployed.model_dump(mode="json"),
+            "csidriver_labels": dict(pooled.csidriver_labels),
+        }
+        name = f"{time.time_ns():020d}-{os.getpid()}-{pooled.deployed.name}.json"
+        with self._locked():
+            temporary = self._directory / f".{name}"
+            temporary.write_text(json.dumps(state))
+            temporary.rename(self._directory / name)
+            evicted = self._beyond(self._add_user(0))
+        return [self._adopt(state) for state in evicted]
+
+    def close(self) -> list[PooledDriver]:
+        """This process stops using the directory: the idle drivers that no longer fit
+        (all of them for the last process), for it to remove."""
+        with self._locked():
+            evicted = self._beyond(self._add_user(-1))
+        return [self._adopt(state) for state in evicted]
+
+    def _beyond(self, users: int) -> list[dict[str, Any]]:
+        """Take out the least recently returned drivers beyond ``max_idle`` per user."""
+        entries = self._entries()
+        return [
+            self._pop(entry) for entry in entries[: max(0, len(entries) - self._max_idle * users)]
+        ]
+
+    def _entries(self) -> list[Path]:
+        """The idle drivers' files, least recently returned first."""
+        return sorted(self._directory.glob("[0-9]*.json"))
+
+    @staticmethod
+    def _pop(entry: Path) -> dict[str, Any]:
+        state: dict[str, Any] = json.loads(entry.read_text())
+        entry.unlink()
+        return state
+
+    def _adopt(self, state: Mapping[str, Any]) -> PooledDriver:
+        return PooledDriver(
+            self._cluster.adopt_driver(state["driver"]),
+            str(state["key"]),
+            ClusterView.from_json(state["baseline"]),
+            DriverDeployment.model_validate(state["deployed"]),
+            dict(state["csidriver_labels"]),
+        )
+
+    def _add_user(self, change: int) -> int:
+        """The processes using the directory, after adding ``change`` (0: just read)."""
+        users = self._directory / USERS
+        count = int(users.read_text() or 0) if users.exists() else 0
+        count += change
+        users.write_text(str(count))
+        return count
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        with open(self._directory / LOCK, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+IdleStore = IdleDrivers | SharedIdleDrivers
+"""What a ``DriverPool`` keeps its idle drivers in."""
