@@ -187,7 +187,8 @@ def test_a_pooled_driver_takes_another_node_limit_in_place_and_gives_it_back(
     waits for the CSINodes to show it. After the test the reset restores the deployed
     limit, the instances register again, and the pool waits for the deployed view."""
     entry = {"name": "d", "nodeID": "n1", "allocatable": {"count": 32}}
-    deployed_view = ClusterView(None, {}, {"n1": entry}, {}, {})
+    csidriver = {"attachRequired": False, "storageCapacity": True}
+    deployed_view = ClusterView(csidriver, {}, {"n1": entry}, {}, {})
     waited: list[ClusterView] = []
     deployed: list[FakeDriver] = []
 
@@ -197,7 +198,9 @@ def test_a_pooled_driver_takes_another_node_limit_in_place_and_gives_it_back(
         return deployed[-1]
 
     monkeypatch.setattr(pooled_drivers, "observe", lambda kube, driver: deployed_view)
-    made = DriverPool(FakeKube(), deploy, lambda driver: None, domain="csi-mock")  # type: ignore[arg-type]
+    made = DriverPool(
+        FakeKube(live=dict(csidriver)), deploy, lambda driver: None, domain="csi-mock"
+    )  # type: ignore[arg-type]
     monkeypatch.setattr(made, "_wait_volumes_gone", lambda driver: None)
     monkeypatch.setattr(made, "_reset_instance", lambda driver, instance: None)
     monkeypatch.setattr(made, "_wait_cluster_view", lambda driver, view: waited.append(view))
@@ -476,3 +479,12 @@ def test_a_csidriver_as_deployed_is_not_written_again(monkeypatch: pytest.Monkey
     kube = put_back_after(monkeypatch, lambda kube: None)
 
     assert kube.writes == []
+
+
+def test_a_deployment_whose_csidriver_was_not_seen_is_not_put_back() -> None:
+    """observe() reads an API error as "no CSIDriver": with one deployed, a baseline
+    without it cannot be trusted, and putting it back would delete the real one."""
+    kube = FakeKube(live={"attachRequired": True})
+    with pytest.raises(NotReusable, match="was not seen after the deployment"):
+        pool_in_place.put_back_csidriver(kube, DriverDeployment(), None, {})  # type: ignore[arg-type]
+    assert kube.writes == [] and kube.live == {"attachRequired": True}

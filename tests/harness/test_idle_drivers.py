@@ -11,6 +11,7 @@ from typing import Any
 
 from csi_harness._internal.deploy.incluster import InClusterDriver
 from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.kube.nodes import ClusterNode
 from csi_harness._internal.providers.base import DriverHandover
 from csi_harness._internal.pytest_plugin.driver_view import ClusterView
 from csi_harness._internal.pytest_plugin.idle_drivers import (
@@ -54,6 +55,11 @@ def pooled(name: str, key: str = "k") -> PooledDriver:
     return PooledDriver(HandedDriver({"name": name}), key, VIEW, spec, {"l": name})
 
 
+def store(directory: Path, max_idle: int, cluster: HandingCluster, user: int) -> SharedIdleDrivers:
+    """A store as the process ``user`` opens it (every user counts as running)."""
+    return SharedIdleDrivers(directory, max_idle, cluster, user=user, running=lambda pid: True)
+
+
 def names(drivers: list[PooledDriver]) -> list[str]:
     return [d.driver.name for d in drivers]  # type: ignore[attr-defined]
 
@@ -73,8 +79,8 @@ def test_a_driver_one_process_returns_another_takes_with_what_the_pool_knew(
     tmp_path: Path,
 ) -> None:
     cluster = HandingCluster()
-    one = SharedIdleDrivers(tmp_path, 4, cluster)
-    other = SharedIdleDrivers(tmp_path, 4, cluster)
+    one = store(tmp_path, 4, cluster, 1)
+    other = store(tmp_path, 4, cluster, 2)
     given = pooled("a")
 
     assert one.put(given) == []
@@ -90,7 +96,7 @@ def test_the_shared_store_keeps_max_idle_per_process_and_returns_the_oldest_to_r
     tmp_path: Path,
 ) -> None:
     cluster = HandingCluster()
-    one, other = SharedIdleDrivers(tmp_path, 1, cluster), SharedIdleDrivers(tmp_path, 1, cluster)
+    one, other = store(tmp_path, 1, cluster, 1), store(tmp_path, 1, cluster, 2)
     assert one.put(pooled("a")) == [] and other.put(pooled("b")) == []
 
     evicted = one.put(pooled("c"))
@@ -103,13 +109,30 @@ def test_a_process_that_ends_takes_away_what_no_longer_fits_and_the_last_all(
     tmp_path: Path,
 ) -> None:
     cluster = HandingCluster()
-    one, other = SharedIdleDrivers(tmp_path, 1, cluster), SharedIdleDrivers(tmp_path, 1, cluster)
+    one, other = store(tmp_path, 1, cluster, 1), store(tmp_path, 1, cluster, 2)
     one.put(pooled("a"))
     other.put(pooled("b"))
 
     assert names(one.close()) == ["a"]
     assert names(other.close()) == ["b"]
     assert list(tmp_path.glob("*.json")) == []
+
+
+def test_a_process_that_died_without_closing_leaves_its_share_to_the_last_one(
+    tmp_path: Path,
+) -> None:
+    cluster = HandingCluster()
+    running = {1, 2}
+
+    def opened(user: int) -> SharedIdleDrivers:
+        return SharedIdleDrivers(tmp_path, 1, cluster, user=user, running=running.__contains__)
+
+    one, other = opened(1), opened(2)
+    one.put(pooled("a"))
+    other.put(pooled("b"))
+    running.discard(2)  # killed: it never closes
+
+    assert names(one.close()) == ["a", "b"]
 
 
 def test_a_cluster_view_survives_json() -> None:
@@ -122,7 +145,7 @@ def test_an_in_cluster_driver_taken_over_has_the_deployments_token_and_restarts(
     def made(spec: DriverDeployment) -> InClusterDriver:
         return InClusterDriver(
             spec,
-            nodes=[],
+            nodes=[ClusterNode("n1", "zone-a", True)],
             kube=None,  # type: ignore[arg-type]
             kubeconfig=tmp_path / "kubeconfig",
             kubectl="kubectl",
@@ -135,6 +158,7 @@ def test_an_in_cluster_driver_taken_over_has_the_deployments_token_and_restarts(
     deployed = made(spec)
     deployed._restarts_when_ready = {"pod/csi-attacher": 2}
     state = json.loads(json.dumps(deployed.handover()))
+    assert state["nodes"] == [["n1", "zone-a", True]]  # adopting asks the cluster nothing
 
     adopted = made(spec)
     adopted.take_over(state)

@@ -314,10 +314,11 @@ class InClusterDriver:
 
     def handover(self) -> dict[str, object]:
         """What ``take_over`` needs in another process (JSON-able): the spec as it is
-        now, the generation and admin token the pods were made with, and the restart
-        counts at readiness."""
+        now, the nodes it was deployed on, the generation and admin token the pods were
+        made with, and the restart counts at readiness."""
         return {
             "spec": self._spec.model_dump(mode="json"),
+            "nodes": [[n.name, n.zone, n.runs_pods] for n in self._nodes],
             "generation": self.generation,
             "admin_token": self.admin_token,
             "restarts_when_ready": dict(self._restarts_when_ready),

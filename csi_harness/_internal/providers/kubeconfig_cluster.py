@@ -107,11 +107,13 @@ class KubeconfigCluster:
         self.driver.deploy()
         return self.driver
 
-    def _new_driver(self, spec: DriverDeployment) -> InClusterDriver:
+    def _new_driver(
+        self, spec: DriverDeployment, nodes: Sequence[ClusterNode] | None = None
+    ) -> InClusterDriver:
         self._generation += 1
         return InClusterDriver(
             spec,
-            nodes=self.nodes(),
+            nodes=self.nodes() if nodes is None else nodes,
             kube=self.kube,
             kubeconfig=self.kubeconfig,
             kubectl=self.kubectl,
@@ -203,9 +205,11 @@ class KubeconfigCluster:
             raise TypeError(f"{driver!r} was not deployed by this cluster")
         return driver.handover()
 
-    def adopt_driver(self, state: Mapping[str, object]) -> InClusterDriver:
-        """``DriverHandover``: a driver another process deployed on this cluster."""
-        driver = self._new_driver(DriverDeployment.model_validate(state["spec"]))
+    def adopt_driver(self, state: Mapping[str, Any]) -> InClusterDriver:
+        """``DriverHandover``: a driver another process deployed on this cluster, on the
+        nodes it was deployed on (no API call: nothing here can fail on a busy cluster)."""
+        nodes = [ClusterNode(str(name), zone, bool(pods)) for name, zone, pods in state["nodes"]]
+        driver = self._new_driver(DriverDeployment.model_validate(state["spec"]), nodes)
         driver.take_over(state)
         return driver
 

@@ -183,10 +183,10 @@ def driver(
     """A driver for every test as if deployed for it: nothing a previous test changed
     (knobs, faults, pools, volumes) carries over. Where the cluster runs drivers side
     by side, it has a name, StorageClasses, namespace and topology keys of its own:
-    a reset one from the pool when an earlier test of this process used the same
-    fields and left nothing behind (``driver_pool``), else a new one; a
-    ``fresh_driver`` test always gets a new one. Elsewhere it replaces the previous
-    test's driver."""
+    a reset one from the pool when an earlier test (of this process, or of any worker
+    where the workers share idle drivers) used the same fields and left nothing
+    behind (``driver_pool``), else a new one; a ``fresh_driver`` test always gets a
+    new one. Elsewhere it replaces the previous test's driver."""
     marker = request.node.get_closest_marker("driver")
     fields: dict[str, Any] = cluster.default_driver.model_dump()
     fields.update(marker.kwargs if marker else {})

@@ -11,8 +11,9 @@ follow the tests instead of the workers.
 
 The directory holds one JSON file per idle driver (what the pool knows of it and the
 cluster's ``DriverHandover`` state), named so that names sort by when it went idle; a
-lock file serialises every change. The processes that use it are counted (``users``),
-and it keeps ``max_idle`` drivers for each: a worker that ends leaves its share to the
+lock file serialises every change. Each process that uses it leaves a file named after
+its PID (``.user-PID``), and it keeps ``max_idle`` drivers for each of them still
+running (one that died without closing does not count): a worker that ends leaves its share to the
 others and takes away only what no longer fits, so the removals at the end of a
 session are spread over the workers as they end, as they were with a pool each.
 """
@@ -24,7 +25,7 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,7 +78,17 @@ class IdleDrivers:
 
 
 LOCK = ".lock"
-USERS = ".users"
+USER = ".user-"
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class SharedIdleDrivers:
@@ -85,21 +96,32 @@ class SharedIdleDrivers:
     for each process still using it; the drivers are handed between processes through
     ``cluster`` (``DriverHandover``)."""
 
-    def __init__(self, directory: Path, max_idle: int, cluster: DriverHandover) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        max_idle: int,
+        cluster: DriverHandover,
+        *,
+        user: int | None = None,
+        running: Callable[[int], bool] = _running,
+    ) -> None:
         self._directory = directory
         self._max_idle = max_idle
         self._cluster = cluster
+        self._user = os.getpid() if user is None else user
+        self._running = running
         directory.mkdir(parents=True, exist_ok=True)
         with self._locked():
-            self._add_user(1)
+            (directory / f"{USER}{self._user}").touch()
 
     def take(self, key: str) -> PooledDriver | None:
         with self._locked():
             for entry in reversed(self._entries()):
                 state = json.loads(entry.read_text())
                 if state["key"] == key:
+                    adopted = self._adopt(state)
                     entry.unlink()
-                    return self._adopt(state)
+                    return adopted
         return None
 
     def put(self, pooled: PooledDriver) -> list[PooledDriver]:
@@ -115,14 +137,15 @@ class SharedIdleDrivers:
             temporary = self._directory / f".{name}"
             temporary.write_text(json.dumps(state))
             temporary.rename(self._directory / name)
-            evicted = self._beyond(self._add_user(0))
+            evicted = self._beyond(self._users())
         return [self._adopt(state) for state in evicted]
 
     def close(self) -> list[PooledDriver]:
         """This process stops using the directory: the idle drivers that no longer fit
         (all of them for the last process), for it to remove."""
         with self._locked():
-            evicted = self._beyond(self._add_user(-1))
+            (self._directory / f"{USER}{self._user}").unlink(missing_ok=True)
+            evicted = self._beyond(self._users())
         return [self._adopt(state) for state in evicted]
 
     def _beyond(self, users: int) -> list[dict[str, Any]]:
@@ -151,12 +174,14 @@ class SharedIdleDrivers:
             dict(state["csidriver_labels"]),
         )
 
-    def _add_user(self, change: int) -> int:
-        """The processes using the directory, after adding ``change`` (0: just read)."""
-        users = self._directory / USERS
-        count = int(users.read_text() or 0) if users.exists() else 0
-        count += change
-        users.write_text(str(count))
+    def _users(self) -> int:
+        """The processes using the directory that are still running."""
+        count = 0
+        for user in self._directory.glob(f"{USER}*"):
+            if self._running(int(user.name.removeprefix(USER))):
+                count += 1
+            else:
+                user.unlink(missing_ok=True)
         return count
 
     @contextlib.contextmanager

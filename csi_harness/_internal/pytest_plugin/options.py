@@ -70,7 +70,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=_idle_count,
         default=MAX_IDLE,
         metavar="N",
-        help=f"reset drivers each pytest process keeps for later tests (default {MAX_IDLE}); "
+        help=f"reset drivers each pytest process keeps for later tests (default {MAX_IDLE}; "
+        "on kind and existing clusters the xdist workers share them, N for each); "
         "more reuses more on a cluster with room for the idle drivers' pods",
     )
 

@@ -119,6 +119,9 @@ def put_back_csidriver(
     no volume left (the reset checked), a replaced object leaves the cluster as a new
     deployment would. Nothing is written when the live object already is as deployed."""
     name = deployed.name
+    if spec is None and deployed.csidriver:
+        # observe() reads an API error as "no CSIDriver": a put-back would delete it.
+        raise NotReusable(f"CSIDriver {name} was not seen after the deployment")
     try:
         live = kube.get(CSIDriver, name)
         live_spec: Mapping[str, Any] | None = live.spec.to_dict() if live.spec else {}

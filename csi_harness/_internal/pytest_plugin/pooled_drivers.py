@@ -1,5 +1,7 @@
-"""Drivers kept between the tests of one pytest process, so that a test whose driver
-is the same as an earlier one's gets that one reset instead of a new deployment.
+"""Drivers kept between tests (of one pytest process, or of every pytest-xdist worker of
+the session where the cluster hands drivers over: ``idle_drivers``), so that a test
+whose driver is the same as an earlier one's gets that one reset instead of a new
+deployment.
 
 A driver goes back to the pool after its test only if nothing of the test is left:
   - the test passed, and no component of the driver was stopped or has died;
@@ -101,7 +103,8 @@ class PoolStats:
 
 
 class DriverPool:
-    """The idle drivers of one pytest process, by ``pool_key``.
+    """Drivers handed from test to test by ``pool_key``; the idle ones are kept in
+    ``idle`` (this process's, or the session's workers' shared store).
 
     ``deploy`` deploys a driver from a spec (beside the others) and ``remove`` removes
     one: the cluster's own, or a test's stand-ins."""
