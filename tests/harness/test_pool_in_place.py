@@ -1,0 +1,264 @@
+"""What the driver pool changes of a driver in place and puts back after its test
+(csi_harness/_internal/pytest_plugin/pool_in_place.py): a node limit on every node
+instance, the CSIDriver's storageCapacity patched, and a CSIDriver the test replaced,
+deleted or made, made again as deployed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from lightkube.core.exceptions import ApiError
+
+from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.pytest_plugin import pool_in_place, pooled_drivers
+from csi_harness._internal.pytest_plugin.driver_view import ClusterView
+from csi_harness._internal.pytest_plugin.pool_in_place import NotReusable, with_node_limit
+from csi_harness._internal.pytest_plugin.pooled_drivers import DriverPool
+from csi_mock.admin import AdminError
+from tests.harness.test_driver_pool import FakeDriver, NodeAdmin
+
+
+def test_a_node_limit_shows_as_the_kubelet_writes_it() -> None:
+    entry = {"name": "d", "nodeID": "n1", "topologyKeys": ["k"], "allocatable": {"count": 32}}
+    view = ClusterView(None, {}, {"n1": entry}, {}, {})
+
+    assert with_node_limit(view, 2).csinode_entries == {
+        "n1": {**entry, "allocatable": {"count": 2}}
+    }
+    assert with_node_limit(view, 0).csinode_entries == {
+        "n1": {"name": "d", "nodeID": "n1", "topologyKeys": ["k"]}
+    }
+
+
+class LimitRefusingAdmin(NodeAdmin):
+    def set_limits(self, *, max_volumes_per_node: int) -> None:
+        raise AdminError(400, f"max_volumes_per_node: {max_volumes_per_node} is not allowed")
+
+
+def test_a_node_refusing_the_limit_makes_the_driver_not_reusable_and_stops_there() -> None:
+    driver = FakeDriver(DriverDeployment(), nodes=[SimpleNamespace(name=n) for n in "abc"])
+    admins = {"a": NodeAdmin([]), "b": LimitRefusingAdmin([]), "c": NodeAdmin([])}
+    driver.admin = admins.__getitem__  # type: ignore[method-assign]
+
+    with pytest.raises(NotReusable, match=r"^limit refused on b: max_volumes_per_node: 7 is"):
+        pool_in_place.set_node_limit(driver, 7)  # type: ignore[arg-type]
+    assert (admins["a"].calls, admins["c"].calls) == (["limit 7"], [])
+
+
+def _csidriver(spec: dict[str, Any], labels: dict[str, str]) -> Any:
+    return SimpleNamespace(
+        metadata=SimpleNamespace(labels=labels), spec=SimpleNamespace(to_dict=lambda: spec)
+    )
+
+
+@dataclass
+class FakeKube:
+    """The API server's side of one CSIDriver: the merge patches asked for and the spec
+    it answers with (storageCapacity defaults to false, as in storage/v1); what was
+    written (``writes``) and the live object (``live``: None for none, a 404)."""
+
+    patches: list[dict[str, Any]] = field(default_factory=list)
+    live: dict[str, Any] | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    writes: list[str] = field(default_factory=list)
+
+    def patch(self, resource: Any, name: str, patch: dict[str, Any], **kw: Any) -> Any:
+        self.patches.append(patch)
+        self.get(resource, name)
+        spec = {"attachRequired": False, **(self.live or {}), **patch["spec"]}
+        spec["storageCapacity"] = bool(spec["storageCapacity"])
+        self.live = spec
+        return _csidriver(spec, self.labels)
+
+    def get(self, resource: Any, name: str) -> Any:
+        if self.live is None:
+            raise ApiError(status=SimpleNamespace(code=404, message="not found"))  # type: ignore[arg-type]
+        return _csidriver(self.live, self.labels)
+
+    def delete(self, resource: Any, name: str) -> None:
+        self.writes.append("delete")
+        self.live = None
+
+    def create(self, obj: Any) -> None:
+        self.writes.append("create")
+        self.live, self.labels = dict(obj.spec.to_dict()), dict(obj.metadata.labels)
+
+
+def test_a_pooled_driver_takes_another_node_limit_in_place_and_gives_it_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The limit is set on every node instance, which then registers again; the pool
+    waits for the CSINodes to show it. After the test the reset restores the deployed
+    limit, the instances register again, and the pool waits for the deployed view."""
+    entry = {"name": "d", "nodeID": "n1", "allocatable": {"count": 32}}
+    csidriver = {"attachRequired": False, "storageCapacity": True}
+    deployed_view = ClusterView(csidriver, {}, {"n1": entry}, {}, {})
+    waited: list[ClusterView] = []
+    deployed: list[FakeDriver] = []
+
+    def deploy(spec: DriverDeployment) -> FakeDriver:
+        nodes = [SimpleNamespace(name="n1"), SimpleNamespace(name="n2")]
+        deployed.append(FakeDriver(spec, nodes=nodes))
+        return deployed[-1]
+
+    monkeypatch.setattr(pooled_drivers, "observe", lambda kube, driver: deployed_view)
+    made = DriverPool(
+        FakeKube(live=dict(csidriver)), deploy, lambda driver: None, domain="csi-mock"
+    )  # type: ignore[arg-type]
+    monkeypatch.setattr(made, "_wait_volumes_gone", lambda driver: None)
+    monkeypatch.setattr(made, "_reset_instance", lambda driver, instance: None)
+    monkeypatch.setattr(made, "_wait_cluster_view", lambda driver, view: waited.append(view))
+    monkeypatch.setattr(FakeDriver, "failed_component", lambda self: None, raising=False)
+    monkeypatch.setattr(FakeDriver, "instances", lambda self: ["n1", "n2"], raising=False)
+    base = DriverDeployment().model_dump()
+
+    first, _ = made.acquire(base)
+    made.release(first, test_failed=False)
+    assert first.calls == {} and waited == [deployed_view]
+
+    again, reused = made.acquire({**base, "max_volumes_per_node": 1})
+
+    assert reused and again is first and again.spec.max_volumes_per_node == 1
+    assert again.spec.name == first.spec.name
+    assert first.calls == {"n1": ["limit 1", "renew"], "n2": ["limit 1", "renew"]}
+    assert waited[-1] == with_node_limit(deployed_view, 1)
+    assert made.stats.changed_in_place == 1
+
+    made.release(again, test_failed=False)
+
+    assert again.spec.max_volumes_per_node == 32
+    assert first.calls["n1"] == ["limit 1", "renew", "renew"]
+    assert waited[-1] == deployed_view
+
+
+def test_a_pooled_driver_takes_another_storage_capacity_in_place_and_gives_it_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The CSIDriver's storageCapacity is patched to what the test asked for (unset:
+    removed, so the API server's default), and the pool waits for the CSIDriver as
+    the API server answered; after the test it is patched back and the pool waits for
+    the deployed view. No node instance is asked anything."""
+    deployed_view = ClusterView({"attachRequired": False, "storageCapacity": True}, {}, {}, {}, {})
+    waited: list[ClusterView] = []
+    kube = FakeKube(live=dict(deployed_view.csidriver or {}))
+    made = DriverPool(kube, FakeDriver, lambda driver: None, domain="csi-mock")  # type: ignore[arg-type]
+    monkeypatch.setattr(pooled_drivers, "observe", lambda kube, driver: deployed_view)
+    monkeypatch.setattr(made, "_wait_volumes_gone", lambda driver: None)
+    monkeypatch.setattr(made, "_reset_instance", lambda driver, instance: None)
+    monkeypatch.setattr(made, "_wait_cluster_view", lambda driver, view: waited.append(view))
+    monkeypatch.setattr(FakeDriver, "failed_component", lambda self: None, raising=False)
+    monkeypatch.setattr(FakeDriver, "instances", lambda self: [], raising=False)
+    base = DriverDeployment().model_dump()
+    first, _ = made.acquire(base)
+    made.release(first, test_failed=False)
+
+    again, reused = made.acquire({**base, "storage_capacity": None})
+
+    assert reused and again is first and again.spec.storage_capacity is None
+    assert kube.patches[-1] == {"spec": {"storageCapacity": None}}
+    assert waited[-1].csidriver == {"attachRequired": False, "storageCapacity": False}
+    assert waited[-1].csinode_entries == deployed_view.csinode_entries
+    assert made.stats.changed_in_place == 1 and again.calls == {}
+
+    made.release(again, test_failed=False)
+
+    assert again.spec.storage_capacity is True
+    assert kube.patches[-1] == {"spec": {"storageCapacity": True}}
+    assert waited[-1] == deployed_view
+
+
+def test_the_reset_puts_back_a_storage_capacity_the_test_changed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A test that turns its CSIDriver's storageCapacity off itself (as the scheduler
+    requeue test does) leaves a driver the reset patches back to the deployed value:
+    a patch, not a new object."""
+
+    def turn_off(kube: FakeKube) -> None:
+        kube.live = {"attachRequired": True, "storageCapacity": False}
+
+    kube = put_back_after(monkeypatch, turn_off)
+
+    assert kube.patches == [{"spec": {"storageCapacity": True}}]
+    assert kube.live == {"attachRequired": True, "storageCapacity": True}
+    assert kube.writes == []
+
+
+def test_a_driver_without_a_csidriver_object_has_none_to_patch() -> None:
+    without = DriverDeployment(csidriver=False)
+
+    assert not pool_in_place.csidriver_differs(
+        without, without.model_copy(update={"storage_capacity": False})
+    )
+    assert pool_in_place.csidriver_differs(
+        DriverDeployment(), DriverDeployment(storage_capacity=False)
+    )
+
+
+def put_back_after(monkeypatch: pytest.MonkeyPatch, change: Any) -> FakeKube:
+    """A pooled driver whose test did ``change`` to its CSIDriver (a FakeKube), then
+    its reset: the FakeKube as the reset left it."""
+    deployed = {"attachRequired": True, "storageCapacity": True}
+    kube = FakeKube(live=dict(deployed), labels={"app.kubernetes.io/instance": "d"})
+    made = DriverPool(kube, FakeDriver, lambda driver: None, domain="csi-mock")  # type: ignore[arg-type]
+    monkeypatch.setattr(
+        pooled_drivers, "observe", lambda kube, driver: ClusterView(deployed, {}, {}, {}, {})
+    )
+    monkeypatch.setattr(made, "_wait_volumes_gone", lambda driver: None)
+    monkeypatch.setattr(made, "_reset_instance", lambda driver, instance: None)
+    monkeypatch.setattr(made, "_wait_cluster_view", lambda driver, view: None)
+    monkeypatch.setattr(FakeDriver, "failed_component", lambda self: None, raising=False)
+    monkeypatch.setattr(FakeDriver, "instances", lambda self: [], raising=False)
+    driver, _ = made.acquire(DriverDeployment().model_dump())
+    kube.writes.clear()
+    change(kube)
+    made.release(driver, test_failed=False)
+    assert made.stats.not_reused == {} and made.stats.resets == 1
+    return kube
+
+
+def test_the_reset_makes_again_a_csidriver_the_test_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """attachRequired cannot be patched: a test that flips it deletes the CSIDriver
+    and makes another. The reset makes the deployed one again, labels and all, so the
+    driver is pooled instead of removed."""
+
+    def flip(kube: FakeKube) -> None:
+        kube.live, kube.labels = {"attachRequired": False, "storageCapacity": True}, {}
+
+    kube = put_back_after(monkeypatch, flip)
+
+    assert kube.live == {"attachRequired": True, "storageCapacity": True}
+    assert kube.labels == {"app.kubernetes.io/instance": "d"}
+    assert kube.writes == ["delete", "create"]
+
+
+def test_the_reset_makes_again_a_csidriver_the_test_deleted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def delete(kube: FakeKube) -> None:
+        kube.live = None
+
+    kube = put_back_after(monkeypatch, delete)
+
+    assert kube.live == {"attachRequired": True, "storageCapacity": True}
+    assert kube.writes == ["create"]
+
+
+def test_a_csidriver_as_deployed_is_not_written_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    kube = put_back_after(monkeypatch, lambda kube: None)
+
+    assert kube.writes == []
+
+
+def test_a_deployment_whose_csidriver_was_not_seen_is_not_put_back() -> None:
+    """observe() reads an API error as "no CSIDriver": with one deployed, a baseline
+    without it cannot be trusted, and putting it back would delete the real one."""
+    kube = FakeKube(live={"attachRequired": True})
+    with pytest.raises(NotReusable, match="was not seen after the deployment"):
+        pool_in_place.put_back_csidriver(kube, DriverDeployment(), None, {})  # type: ignore[arg-type]
+    assert kube.writes == [] and kube.live == {"attachRequired": True}
