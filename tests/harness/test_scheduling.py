@@ -20,7 +20,12 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from csi_harness._internal.pytest_plugin import scheduling
-from csi_harness._internal.pytest_plugin.scheduling import group_by, spread_slow_first
+from csi_harness._internal.pytest_plugin.driver_families import driver_family, driver_group
+from csi_harness._internal.pytest_plugin.scheduling import (
+    CollectedPlan,
+    group_by,
+    spread_slow_first,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -140,7 +145,7 @@ def test_with_a_max_chunk_the_first_batches_are_that_small() -> None:
 # -- the pytest-xdist internals AloneScheduling relies on ------------------------------
 
 
-def test_pyproject_pins_the_xdist_releases_whose_internals_alone_scheduling_uses() -> None:
+def test_pyproject_pins_the_xdist_releases_whose_internals_planned_scheduling_uses() -> None:
     dev = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"][
         "dev"
     ]
@@ -179,14 +184,18 @@ class FakeLog:
         return self
 
 
-def scheduled(workers: int, alone: list[str], tests: int = 24) -> list[FakeWorker]:
-    """Every test run through ``alone_scheduling`` over xdist's own ``LoadScheduling``,
-    each worker finishing the tests it holds in turn, as xdist's controller would."""
+def scheduled(
+    workers: int, alone: list[str], tests: int = 24, plan: CollectedPlan | None = None
+) -> list[FakeWorker]:
+    """Every test run through ``planned_scheduling`` over xdist's own ``LoadScheduling``
+    (with ``alone`` and the families and ranks of ``plan``), each worker finishing the
+    tests it holds in turn, as xdist's controller would."""
+    collected = CollectedPlan(alone=alone, tests=plan.tests if plan else {})
     config = SimpleNamespace(
         getvalue=lambda name: [f"{workers}*popen"] if name == "tx" else None,
         getoption=lambda name: None,
     )
-    scheduler = scheduling.alone_scheduling(config, FakeLog(), lambda: alone)  # type: ignore[arg-type]
+    scheduler = scheduling.planned_scheduling(config, FakeLog(), lambda: collected)  # type: ignore[arg-type]
     nodes = [FakeWorker(f"gw{i}") for i in range(workers)]
     collection = [f"test_x.py::test_{i}" for i in range(tests)]
     for node in nodes:
@@ -261,8 +270,8 @@ def test_tests_that_can_take_the_same_pooled_driver_go_side_by_side() -> None:
         marked("limit-2", max_volumes_per_node=1),
     ]
     grouped = group_by(
-        group_by(items, scheduling.driver_group),  # type: ignore[arg-type]
-        scheduling.driver_family,  # type: ignore[arg-type]
+        group_by(items, driver_group),
+        driver_family,
     )
     assert [item.name for item in grouped] == [
         "default-1",
@@ -273,3 +282,20 @@ def test_tests_that_can_take_the_same_pooled_driver_go_side_by_side() -> None:
         "attach-1",
         "attach-limit",
     ]
+
+
+def test_over_xdists_load_scheduling_a_familys_tests_go_to_one_worker() -> None:
+    # Twelve families of two tests each: each family's second test follows its first on
+    # the worker that holds it, and no other worker starts it at the same time.
+    tests = {f"test_x.py::test_{i}": (f"family-{i // 2}", 1) for i in range(24)}
+    nodes = scheduled(workers=6, alone=[], plan=CollectedPlan(alone=[], tests=tests))
+    worker_of = {index: node.gateway.id for node in nodes for index in node.sent}
+    assert sorted(worker_of) == list(range(24))
+    assert all(worker_of[2 * pair] == worker_of[2 * pair + 1] for pair in range(12))
+
+
+def test_a_plan_written_by_a_worker_reads_back_whole(tmp_path: Path) -> None:
+    plan = CollectedPlan(alone=["t.py::long"], tests={"t.py::a": ("f1", 1), "t.py::b": (None, 0)})
+    plan.write(tmp_path, "gw0")
+    assert CollectedPlan.read(tmp_path) == plan
+    assert CollectedPlan.read(tmp_path / "nothing-written") == CollectedPlan(alone=[], tests={})

@@ -1,28 +1,32 @@
 """Which worker runs which test, with pytest-xdist (``-n N``, ``--dist load``).
 
-Two rules on top of xdist's load scheduling, both about tests that take much longer
-than the others:
+Three rules on top of xdist's load scheduling, about tests that take much longer than
+the others and about the drivers the tests share:
 
 * the test order (``pytest_collection_modifyitems``, in every worker alike): ``slow``
   tests first, one at the head of each worker's first batch (``spread_slow_first``),
   then the others, then the ``cluster_wide`` ones; within each, the tests that can
   take the same pooled driver side by side (``driver_family``), and among them those
-  that ask for the same fields (``driver_group``), so that one worker's driver pool
-  can hand each the driver of the one before;
+  that ask for the same fields (``driver_group``);
 * a test marked ``alone`` gets a worker that runs nothing else until it ends
-  (``AloneScheduling``, in the controller). An xdist worker starts a test only once
+  (``PlannedScheduling``, in the controller). An xdist worker starts a test only once
   it holds the next one too, so whatever test it is handed with a 2-minute test waits
   those 2 minutes. The worker of an ``alone`` test is handed that test and one from
   the end of the order (one that would start late anyway); after them it takes tests
   like any other worker, so the workers of tests that only wait out a Kubernetes
-  timer share the rest once the timer ran out.
+  timer share the rest once the timer ran out;
+* a worker is handed tests of the driver families it holds before those of families
+  other workers hold (``driver_families.pick_next``), so that a family's tests follow
+  one another and each takes the driver of the one before from the shared pool,
+  rather than two of them starting at once and each deploying a driver.
 
 The controller collects no tests, so it cannot read markers: each worker writes the
-node ids of its ``alone`` tests to a directory the controller made for the session
-(``ALONE_INPUT``), and the scheduler reads them once every worker has collected.
+node ids of its ``alone`` tests, and each test's family and rank, to a directory the
+controller made for the session (``PLAN_INPUT``), and the scheduler reads them once
+every worker has collected.
 
 pytest-xdist has no supported way to give a test a worker of its own, so
-``AloneScheduling`` subclasses its ``LoadScheduling`` and uses attributes xdist does
+``PlannedScheduling`` subclasses its ``LoadScheduling`` and uses attributes xdist does
 not promise to keep. It does so only with the releases in ``XDIST_VERSIONS``, the
 range pyproject.toml's dev extra pins and tests/harness/test_scheduling.py checks the
 internals of; with any other, ``alone`` tests are scheduled as ``slow`` ones by xdist's
@@ -35,7 +39,8 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -43,9 +48,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
-from pydantic import ValidationError
 
-from csi_harness._internal.pytest_plugin.pooled_drivers import pool_key
+from csi_harness._internal.pytest_plugin.driver_families import (
+    LAST_RANK,
+    SHARED_RANK,
+    SLOW_RANK,
+    driver_family,
+    driver_group,
+    pick_next,
+    pooled_family,
+)
 
 if TYPE_CHECKING:
     from xdist.scheduler import LoadScheduling
@@ -53,7 +65,7 @@ if TYPE_CHECKING:
 ALONE = "alone"
 SLOW = "slow"
 CLUSTER_WIDE = "cluster_wide"
-ALONE_INPUT = "csi_harness_alone_dir"
+PLAN_INPUT = "csi_harness_plan_dir"
 MIN_SHARED_WORKERS = 3
 """Workers left for all the other tests: with fewer, ``alone`` is not honoured (its
 tests count as ``slow``). On kind's two cores three workers share the tests best
@@ -63,13 +75,17 @@ Kubernetes timer: ``-n 6`` gives them a worker each and leaves three for the res
 of three), and each of their workers takes tests again once its test ends."""
 
 XDIST_VERSIONS = SpecifierSet(">=3.6,<3.9")
-"""The pytest-xdist releases whose ``LoadScheduling`` internals ``AloneScheduling``
+"""The pytest-xdist releases whose ``LoadScheduling`` internals ``PlannedScheduling``
 relies on (its attributes ``node2collection``, ``node2pending``, ``pending``,
 ``collection``, ``maxschedchunk`` and its methods ``_check_nodes_have_same_collection``
 and ``_send_tests``). Raise the bound only with tests/harness/test_scheduling.py green
 on the new release."""
 
-_ALONE_DIR = pytest.StashKey[Path]()
+WINDOW_PER_WORKER = 2
+"""How far ahead in the order ``pick_next`` looks for a test of another family: two
+tests per worker (a family of more runs on several workers at once)."""
+
+_PLAN_DIR = pytest.StashKey[Path]()
 
 T = TypeVar("T")
 
@@ -92,11 +108,11 @@ def pytest_configure(config: pytest.Config) -> None:
                 stacklevel=2,
             )
             return
-        config.stash[_ALONE_DIR] = Path(tempfile.mkdtemp(prefix="csi-harness-alone-"))
+        config.stash[_PLAN_DIR] = Path(tempfile.mkdtemp(prefix="csi-harness-plan-"))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    directory = config.stash.get(_ALONE_DIR, None)
+    directory = config.stash.get(_PLAN_DIR, None)
     if directory is not None:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -104,57 +120,65 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist's hook, in the controller: where the worker says its alone tests."""
-    directory = node.config.stash.get(_ALONE_DIR, None)
+    directory = node.config.stash.get(_PLAN_DIR, None)
     if directory is not None:
-        node.workerinput[ALONE_INPUT] = str(directory)
+        node.workerinput[PLAN_INPUT] = str(directory)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """After ``-m``/``-k`` have deselected (trylast: the batches xdist makes are of
     the items that are left): the order of the module docstring, and, in a worker,
-    the node ids of the ``alone`` tests written for the controller. Each group keeps
-    collection order; every worker sorts alike, as pytest-xdist requires."""
+    the plan written for the controller (``alone`` tests, each test's family and
+    rank). Each group keeps collection order; every worker sorts alike, as
+    pytest-xdist requires."""
     workerinput = getattr(config, "workerinput", None)
     if workerinput is None:
         return
-    alone = [item.nodeid for item in items if item.get_closest_marker(ALONE) is not None]
-    if ALONE_INPUT in workerinput:
-        _write_alone(Path(workerinput[ALONE_INPUT]), str(workerinput["workerid"]), alone)
-
-    def rank(item: pytest.Item) -> int:
-        if item.get_closest_marker(CLUSTER_WIDE) is not None:
-            return 2
-        marked = item.get_closest_marker(SLOW) or item.get_closest_marker(ALONE)
-        return 0 if marked is not None else 1
-
     max_chunk = config.getoption("maxschedchunk", None)
     grouped = group_by(group_by(items, driver_group), driver_family)
-    items[:] = spread_slow_first(grouped, rank, int(workerinput["workercount"]), max_chunk)
+    items[:] = spread_slow_first(grouped, order_rank, int(workerinput["workercount"]), max_chunk)
+    if PLAN_INPUT in workerinput:
+        plan = CollectedPlan(
+            alone=[item.nodeid for item in items if item.get_closest_marker(ALONE) is not None],
+            tests={item.nodeid: (pooled_family(item), order_rank(item)) for item in items},
+        )
+        plan.write(Path(workerinput[PLAN_INPUT]), str(workerinput["workerid"]))
 
 
-def driver_group(item: pytest.Item) -> str:
-    """What decides which pooled driver a test can take: the fields of its ``driver``
-    marker (a ``fresh_driver`` test takes none)."""
-    if item.get_closest_marker("fresh_driver") is not None:
-        return "fresh"
-    marker = item.get_closest_marker("driver")
-    return json.dumps(dict(marker.kwargs) if marker else {}, sort_keys=True, default=str)
+def order_rank(item: pytest.Item) -> int:
+    """Where ``item`` goes in the order: ``slow`` and ``alone`` tests first,
+    ``cluster_wide`` ones last."""
+    if item.get_closest_marker(CLUSTER_WIDE) is not None:
+        return LAST_RANK
+    marked = item.get_closest_marker(SLOW) or item.get_closest_marker(ALONE)
+    return SLOW_RANK if marked is not None else SHARED_RANK
 
 
-def driver_family(item: pytest.Item) -> str:
-    """Which pooled drivers a test can take, changed in place where it asks for other
-    ``IN_PLACE`` fields (a node limit, storageCapacity): the ``pool_key`` of its
-    ``driver`` marker's fields. Grouped by family after ``driver_group``, a family's
-    tests are side by side and, within it, those asking for equal fields."""
-    group = driver_group(item)
-    if group == "fresh":
-        return group
-    marker = item.get_closest_marker("driver")
-    try:
-        return pool_key(dict(marker.kwargs) if marker else {})
-    except ValidationError:
-        return group  # the test fails on its driver; ordered by its fields alone
+@dataclass(frozen=True)
+class CollectedPlan:
+    """What a worker tells the controller of the tests it collected: the node ids of
+    the ``alone`` ones, and each test's driver family (``pooled_family``) and rank."""
+
+    alone: list[str]
+    tests: Mapping[str, tuple[str | None, int]]
+
+    def write(self, directory: Path, worker: str) -> None:
+        partial = directory / f".{worker}.json"
+        partial.write_text(json.dumps({"alone": self.alone, "tests": dict(self.tests)}))
+        os.replace(partial, directory / f"{worker}.json")
+
+    @classmethod
+    def read(cls, directory: Path) -> CollectedPlan:
+        """The plan the workers wrote (they all collect alike; the first says); empty
+        when none did."""
+        for path in sorted(directory.glob("*.json")):
+            data = json.loads(path.read_text())
+            tests = {
+                str(nodeid): (family, int(rank)) for nodeid, (family, rank) in data["tests"].items()
+            }
+            return cls(alone=[str(nodeid) for nodeid in data["alone"]], tests=tests)
+        return cls(alone=[], tests={})
 
 
 def group_by(items: Sequence[T], key: Callable[[T], str]) -> list[T]:
@@ -191,30 +215,16 @@ def spread_slow_first(
     return ordered + slow + others + last
 
 
-def _write_alone(directory: Path, worker: str, nodeids: list[str]) -> None:
-    partial = directory / f".{worker}.json"
-    partial.write_text(json.dumps(nodeids))
-    os.replace(partial, directory / f"{worker}.json")
-
-
-def read_alone(directory: Path) -> list[str]:
-    """The alone tests the workers wrote (they all collect alike; the first says)."""
-    for path in sorted(directory.glob("*.json")):
-        nodeids = json.loads(path.read_text())
-        return [str(nodeid) for nodeid in nodeids]
-    return []
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadScheduling | None:
     """With ``--dist load`` (what ``-n`` means), xdist's load scheduling with ``alone``
     tests on workers of their own; other modes, and xdist releases outside
     ``XDIST_VERSIONS``, are xdist's own."""
-    stashed = config.stash.get(_ALONE_DIR, None)
+    stashed = config.stash.get(_PLAN_DIR, None)
     if stashed is None:
         return None
     directory: Path = stashed
-    return alone_scheduling(config, log, lambda: read_alone(directory))
+    return planned_scheduling(config, log, lambda: CollectedPlan.read(directory))
 
 
 def xdist_version() -> Version:
@@ -222,28 +232,36 @@ def xdist_version() -> Version:
     return Version(metadata.version("pytest-xdist"))
 
 
-def alone_scheduling(
-    config: pytest.Config, log: Any, alone_tests: Callable[[], list[str]]
+def planned_scheduling(
+    config: pytest.Config, log: Any, collected: Callable[[], CollectedPlan]
 ) -> LoadScheduling:
-    """xdist's ``LoadScheduling`` where the tests ``alone_tests()`` names (read once
-    every worker has collected) each get a worker that starts nothing else before they end."""
+    """xdist's ``LoadScheduling`` with the workers' plan (``collected()``, read once
+    every worker has collected): each ``alone`` test gets a worker that starts nothing
+    else before it ends, and each worker is handed tests by ``pick_next``."""
     from xdist.scheduler import LoadScheduling
 
-    class AloneScheduling(LoadScheduling):  # type: ignore[misc]
+    class PlannedScheduling(LoadScheduling):  # type: ignore[misc]
         """Before the first batches, each ``alone`` test goes to a worker of its own
         with the last test of the order behind it; the rest is LoadScheduling's, and
-        that worker joins it when the two are done."""
+        that worker joins it when the two are done. What LoadScheduling sends a worker
+        is chosen by ``pick_next``."""
 
         collection: list[str] | None
         maxschedchunk: int | None
+        families: list[str | None] | None = None
+        ranks: Sequence[int] = ()
 
         def schedule(self) -> None:
             if self.collection is not None or not self._check_nodes_have_same_collection():
                 super().schedule()
                 return
             collection = next(iter(self.node2collection.values()))
-            ids = alone_tests()
-            alone = [collection.index(nodeid) for nodeid in ids if nodeid in collection]
+            plan = collected()
+            if plan.tests:
+                known = [plan.tests.get(nodeid, (None, SHARED_RANK)) for nodeid in collection]
+                self.families = [family for family, _ in known]
+                self.ranks = [rank for _, rank in known]
+            alone = [collection.index(nodeid) for nodeid in plan.alone if nodeid in collection]
             shared = self.nodes[len(alone) :]
             if not alone or len(shared) < MIN_SHARED_WORKERS:
                 super().schedule()
@@ -267,7 +285,33 @@ def alone_scheduling(
                 for node in shared:
                     node.shutdown()
 
-    return AloneScheduling(config, log)
+        def _send_tests(self, node: Any, num: int) -> None:
+            if self.families is None:
+                super()._send_tests(node, num)
+                return
+            families = self.families
+            elsewhere = {
+                families[index]
+                for other, held in self.node2pending.items()
+                if other is not node
+                for index in held
+            }
+            picked = pick_next(
+                self.pending,
+                num,
+                held=self.node2pending[node],
+                elsewhere={family for family in elsewhere if family is not None},
+                families=families,
+                ranks=self.ranks,
+                window=WINDOW_PER_WORKER * len(self.nodes),
+            )
+            for index in picked:
+                self.pending.remove(index)
+            if picked:
+                self.node2pending[node].extend(picked)
+                node.send_runtest_some(picked)
+
+    return PlannedScheduling(config, log)
 
 
 def _load_scheduling(config: pytest.Config) -> bool:

@@ -1,0 +1,96 @@
+"""Which tests can take one pooled driver (a family), and which tests an xdist worker is
+handed next so that a family's tests follow one another instead of running at once.
+
+The workers share their idle drivers (``idle_drivers``), so a test takes the driver of
+the family's test before it only if that test has ended: two tests of one family that
+start together deploy two drivers. ``pick_next`` hands a worker, among the next tests
+in the order, first one of a family it already holds (it runs them one after the other),
+then one of a family no other worker holds, and only then the next test whatever its
+family. It looks only ``window`` tests ahead, so a family larger than that still spreads
+over several workers, and the order's ranks (``slow`` first, ``cluster_wide`` last) hold.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from csi_harness._internal.pytest_plugin.pooled_drivers import pool_key
+
+SLOW_RANK, SHARED_RANK, LAST_RANK = 0, 1, 2
+"""Where a test goes in the order: ``slow`` ones first, ``cluster_wide`` ones last."""
+
+
+def driver_group(item: Any) -> str:
+    """What decides which pooled driver a test can take: the fields of its ``driver``
+    marker (a ``fresh_driver`` test takes none)."""
+    if item.get_closest_marker("fresh_driver") is not None:
+        return "fresh"
+    marker = item.get_closest_marker("driver")
+    return json.dumps(dict(marker.kwargs) if marker else {}, sort_keys=True, default=str)
+
+
+def driver_family(item: Any) -> str:
+    """Which pooled drivers a test can take, changed in place where it asks for other
+    ``IN_PLACE`` fields (a node limit, storageCapacity): the ``pool_key`` of its
+    ``driver`` marker's fields. Grouped by family after ``driver_group``, a family's
+    tests are side by side and, within it, those asking for equal fields."""
+    group = driver_group(item)
+    if group == "fresh":
+        return group
+    marker = item.get_closest_marker("driver")
+    try:
+        return pool_key(dict(marker.kwargs) if marker else {})
+    except ValidationError:
+        return group  # the test fails on its driver; ordered by its fields alone
+
+
+def pooled_family(item: Any) -> str | None:
+    """A short name of the family of pooled drivers the test takes, or None when it
+    takes none (it asks for no ``driver``, or for a fresh one)."""
+    if "driver" not in getattr(item, "fixturenames", ()):
+        return None
+    family = driver_family(item)
+    if family == "fresh":
+        return None
+    return hashlib.sha256(family.encode()).hexdigest()[:16]
+
+
+def pick_next(
+    pending: Sequence[int],
+    count: int,
+    held: Sequence[int],
+    elsewhere: Collection[str],
+    families: Sequence[str | None],
+    ranks: Sequence[int],
+    window: int,
+) -> list[int]:
+    """Up to ``count`` of ``pending`` (test indexes, in order) for a worker that holds
+    ``held``, while the other workers hold tests of the families ``elsewhere``. Each
+    pick is, among the first ``window`` tests left: the first of a family the worker
+    holds or was just handed; else the first whose family no other worker holds; else
+    the first test left. A ``slow`` test is not handed behind one of its family (it
+    would wait for it on that worker), and ``cluster_wide`` tests are passed over until
+    only they are left."""
+    left = list(pending)
+    picked: list[int] = []
+    while left and len(picked) < count:
+        last_only = all(ranks[index] == LAST_RANK for index in left)
+        ahead = [index for index in left[:window] if last_only or ranks[index] != LAST_RANK]
+        mine = {families[index] for index in (*held, *picked)} - {None}
+        # A slow test of a family the worker holds would wait for it there: it goes
+        # to another worker once that family is free.
+        ahead = [i for i in ahead if not (ranks[i] == SLOW_RANK and families[i] in mine)]
+        choice = next((i for i in ahead if families[i] in mine), None)
+        if choice is None:
+            choice = next(
+                (i for i in ahead if families[i] is None or families[i] not in elsewhere),
+                left[0],
+            )
+        left.remove(choice)
+        picked.append(choice)
+    return picked
