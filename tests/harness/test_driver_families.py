@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from types import SimpleNamespace
 
 from csi_harness._internal.pytest_plugin.driver_families import (
@@ -23,12 +24,13 @@ def pick(
     window: int = 8,
     pending: list[int] | None = None,
 ) -> list[int]:
-    """``pick_next`` over one letter per test (its family; ``.`` none), ranks one digit
-    per test (default all shared), pending all tests not ``held``."""
+    """``pick_next`` over one letter per test (its family; ``.`` none), ``elsewhere`` a
+    letter per other worker holding that family, ranks one digit per test (default all
+    shared), pending all tests not ``held``."""
     by_index = [None if letter == "." else letter for letter in families]
     rank_of = [int(digit) for digit in ranks] if ranks else [SHARED_RANK] * len(families)
     left = pending if pending is not None else [i for i in range(len(families)) if i not in held]
-    return pick_next(left, count, held, set(elsewhere), by_index, rank_of, window)
+    return pick_next(left, count, held, Counter(elsewhere), by_index, rank_of, window)
 
 
 def test_a_worker_is_handed_the_next_test_of_the_family_it_holds() -> None:
@@ -50,6 +52,13 @@ def test_a_test_of_no_pooled_family_is_never_passed_over() -> None:
 def test_when_every_test_in_sight_is_held_elsewhere_the_first_is_handed() -> None:
     # A family larger than the window spreads over several workers.
     assert pick("aaaaab", elsewhere="a", window=4) == [0]
+
+
+def test_when_every_family_in_sight_is_held_the_one_with_most_tests_per_holder_is_handed() -> None:
+    # One more driver of b serves five tests; one more of a, one.
+    assert pick("abbbbb", elsewhere="ab", window=3) == [1]
+    # Three tests each, but a is held by two workers and b by one.
+    assert pick("aaabbb", elsewhere="aab", window=6) == [3]
 
 
 def test_a_slow_test_of_the_held_family_is_not_handed_behind_it() -> None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Collection, Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -64,18 +65,20 @@ def pick_next(
     pending: Sequence[int],
     count: int,
     held: Sequence[int],
-    elsewhere: Collection[str],
+    elsewhere: Mapping[str, int],
     families: Sequence[str | None],
     ranks: Sequence[int],
     window: int,
 ) -> list[int]:
     """Up to ``count`` of ``pending`` (test indexes, in order) for a worker that holds
-    ``held``, while the other workers hold tests of the families ``elsewhere``. Each
-    pick is, among the first ``window`` tests left: the first of a family the worker
-    holds or was just handed; else the first whose family no other worker holds; else
-    the first test left. A ``slow`` test is not handed behind one of its family (it
-    would wait for it on that worker), and ``cluster_wide`` tests are passed over until
-    only they are left."""
+    ``held``, while the other workers hold tests of the families ``elsewhere`` (how
+    many workers hold each). Each pick is, among the first ``window`` tests left: the
+    first of a family the worker holds or was just handed; else the first whose family
+    no other worker holds; else the first of the family with the most tests left for
+    each worker that holds it (one more driver of a large family will serve many tests,
+    one of a small family few). A ``slow`` test is not handed behind one of its family
+    (it would wait for it on that worker), and ``cluster_wide`` tests are passed over
+    until only they are left."""
     left = list(pending)
     picked: list[int] = []
     while left and len(picked) < count:
@@ -89,8 +92,16 @@ def pick_next(
         if choice is None:
             choice = next(
                 (i for i in ahead if families[i] is None or families[i] not in elsewhere),
-                left[0],
+                None,
             )
+        if choice is None and ahead:
+            tests_left = Counter(families[index] for index in left)
+            choice = max(
+                ahead,
+                key=lambda i: tests_left[families[i]] / (1 + elsewhere.get(families[i] or "", 0)),
+            )
+        if choice is None:
+            choice = left[0]
         left.remove(choice)
         picked.append(choice)
     return picked

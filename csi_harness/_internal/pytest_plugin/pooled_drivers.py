@@ -140,17 +140,9 @@ class DriverPool:
         kube: Client,
         *,
         domain: str,
-        max_idle: int = MAX_IDLE,
         idle: IdleStore | None = None,
     ) -> DriverPool:
-        return cls(
-            kube,
-            cluster.deploy_driver,
-            cluster.remove_driver,
-            domain=domain,
-            max_idle=max_idle,
-            idle=idle,
-        )
+        return cls(kube, cluster.deploy_driver, cluster.remove_driver, domain=domain, idle=idle)
 
     def acquire(self, fields: Mapping[str, Any]) -> tuple[Driver, bool]:
         """A driver deployed from ``fields`` (its own name and suffix added): an idle one

@@ -39,6 +39,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -290,17 +291,18 @@ def planned_scheduling(
                 super()._send_tests(node, num)
                 return
             families = self.families
-            elsewhere = {
-                families[index]
+            elsewhere = Counter(
+                family
                 for other, held in self.node2pending.items()
                 if other is not node
-                for index in held
-            }
+                for family in {families[index] for index in held}
+                if family is not None
+            )
             picked = pick_next(
                 self.pending,
                 num,
                 held=self.node2pending[node],
-                elsewhere={family for family in elsewhere if family is not None},
+                elsewhere=elsewhere,
                 families=families,
                 ranks=self.ranks,
                 window=WINDOW_PER_WORKER * len(self.nodes),
