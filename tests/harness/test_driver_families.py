@@ -34,7 +34,12 @@ def pick(
 
 
 def test_a_worker_is_handed_the_next_test_of_the_family_it_holds() -> None:
-    assert pick("aabbcc", held=(2,), pending=[0, 1, 3, 4, 5]) == [3]
+    assert pick("aabbcc", held=(2,), elsewhere="a", pending=[1, 3, 4, 5]) == [3]
+
+
+def test_a_family_the_worker_holds_does_not_go_before_a_free_one() -> None:
+    # Or the workers of the largest family would leave the small ones for the end.
+    assert pick("abbb", held=(1,), pending=[0, 2, 3]) == [0]
 
 
 def test_tests_of_a_family_another_worker_holds_are_passed_over() -> None:

@@ -299,3 +299,23 @@ def test_a_plan_written_by_a_worker_reads_back_whole(tmp_path: Path) -> None:
     plan.write(tmp_path, "gw0")
     assert CollectedPlan.read(tmp_path) == plan
     assert CollectedPlan.read(tmp_path / "nothing-written") == CollectedPlan(alone=[], tests={})
+
+
+def test_smaller_driver_families_go_first_and_the_largest_last() -> None:
+    items = [
+        marked("default-1"),
+        marked("attach-1", attach_required=True),
+        marked("default-2"),
+        marked("zone", zone_pool_size="10Gi", node_pool_size=None),
+        marked("limit-1", max_volumes_per_node=1),
+        marked("attach-2", attach_required=True),
+    ]
+    grouped = group_by(group_by(items, driver_group), driver_family, smallest_first=True)  # type: ignore[arg-type]
+    assert [item.name for item in grouped] == [
+        "zone",
+        "attach-1",
+        "attach-2",
+        "default-1",
+        "default-2",
+        "limit-1",
+    ]

@@ -3,10 +3,10 @@ handed next so that a family's tests follow one another instead of running at on
 
 The workers share their idle drivers (``idle_drivers``), so a test takes the driver of
 the family's test before it only if that test has ended: two tests of one family that
-start together deploy two drivers. ``pick_next`` hands a worker, among the next tests
-in the order, first one of a family it already holds (it runs them one after the other),
-then one of a family no other worker holds, and only then the next test whatever its
-family. It looks only ``window`` tests ahead, so a family larger than that still spreads
+start together deploy two drivers. ``pick_next`` hands a worker the next test in the
+order whose family no other worker holds (one it holds itself runs there after the one
+before), and only when there is none, a test of the family that most needs one more
+driver. It looks only ``window`` tests ahead, so a family larger than that still spreads
 over several workers, and the order's ranks (``slow`` first, ``cluster_wide`` last) hold.
 """
 
@@ -73,12 +73,14 @@ def pick_next(
     """Up to ``count`` of ``pending`` (test indexes, in order) for a worker that holds
     ``held``, while the other workers hold tests of the families ``elsewhere`` (how
     many workers hold each). Each pick is, among the first ``window`` tests left: the
-    first of a family the worker holds or was just handed; else the first whose family
-    no other worker holds; else the first of the family with the most tests left for
-    each worker that holds it (one more driver of a large family will serve many tests,
-    one of a small family few). A ``slow`` test is not handed behind one of its family
-    (it would wait for it on that worker), and ``cluster_wide`` tests are passed over
-    until only they are left."""
+    first of no family, of a family the worker holds or was just handed, or of one no
+    other worker holds; else the first of the family with the most tests left for each
+    worker that holds it (one more driver of a large family will serve many tests, one
+    of a small family few). The order decides among the families a worker may take: one
+    it holds is not preferred, or the workers of the largest family would keep to it
+    and leave the small ones, each a driver to deploy, for the end. A ``slow`` test is
+    not handed behind one of its family (it would wait for it on that worker), and
+    ``cluster_wide`` tests are passed over until only they are left."""
     left = list(pending)
     picked: list[int] = []
     while left and len(picked) < count:
@@ -88,12 +90,10 @@ def pick_next(
         # A slow test of a family the worker holds would wait for it there: it goes
         # to another worker once that family is free.
         ahead = [i for i in ahead if not (ranks[i] == SLOW_RANK and families[i] in mine)]
-        choice = next((i for i in ahead if families[i] in mine), None)
-        if choice is None:
-            choice = next(
-                (i for i in ahead if families[i] is None or families[i] not in elsewhere),
-                None,
-            )
+        choice = next(
+            (i for i in ahead if families[i] in mine or families[i] not in elsewhere),
+            None,
+        )
         if choice is None and ahead:
             tests_left = Counter(families[index] for index in left)
             choice = max(

@@ -6,8 +6,8 @@ the others and about the drivers the tests share:
 * the test order (``pytest_collection_modifyitems``, in every worker alike): ``slow``
   tests first, one at the head of each worker's first batch (``spread_slow_first``),
   then the others, then the ``cluster_wide`` ones; within each, the tests that can
-  take the same pooled driver side by side (``driver_family``), and among them those
-  that ask for the same fields (``driver_group``);
+  take the same pooled driver side by side (``driver_family``), smaller families
+  first, and among them those that ask for the same fields (``driver_group``);
 * a test marked ``alone`` gets a worker that runs nothing else until it ends
   (``PlannedScheduling``, in the controller). An xdist worker starts a test only once
   it holds the next one too, so whatever test it is handed with a 2-minute test waits
@@ -137,7 +137,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if workerinput is None:
         return
     max_chunk = config.getoption("maxschedchunk", None)
-    grouped = group_by(group_by(items, driver_group), driver_family)
+    grouped = group_by(group_by(items, driver_group), driver_family, smallest_first=True)
     items[:] = spread_slow_first(grouped, order_rank, int(workerinput["workercount"]), max_chunk)
     if PLAN_INPUT in workerinput:
         plan = CollectedPlan(
@@ -182,15 +182,21 @@ class CollectedPlan:
         return cls(alone=[], tests={})
 
 
-def group_by(items: Sequence[T], key: Callable[[T], str]) -> list[T]:
+def group_by(
+    items: Sequence[T], key: Callable[[T], str], *, smallest_first: bool = False
+) -> list[T]:
     """``items`` with those of equal ``key`` side by side, groups in the order of their
-    first item, each group in its order. pytest-xdist hands a worker consecutive tests,
-    so tests that ask for the same driver tend to run on one worker, one after the
-    other, where the driver pool hands the next one the driver of the one before."""
+    first item (``smallest_first``: of their size, then of their first item), each group
+    in its order. pytest-xdist hands a worker consecutive tests, so tests that ask for
+    the same driver tend to run on one worker, one after the other, where the driver
+    pool hands the next one the driver of the one before. Small driver families first:
+    each deploys a driver of its own, and a run ends soonest on tests that take a driver
+    already there, which the largest family has."""
     groups: dict[str, list[T]] = {}
     for item in items:
         groups.setdefault(key(item), []).append(item)
-    return [item for group in groups.values() for item in group]
+    ordered = sorted(groups.values(), key=len) if smallest_first else list(groups.values())
+    return [item for group in ordered for item in group]
 
 
 def spread_slow_first(
