@@ -110,9 +110,25 @@ def open_provider(options: ClusterOptions, *, progress: Progress = silent) -> Cl
     if options.provider == "kind":
         return _kind_provider(options, images, progress)
     kubeconfig = options.kubeconfig
-    if kubeconfig and not (kubeconfig.resolve().parent / STATE_FILE).exists():
+    if kubeconfig and not _attaches_local(options):
         return _existing_provider(options, kubeconfig, images, progress)
     return _attached_local_provider(options, progress)
+
+
+def drivers_handed_over(options: ClusterOptions) -> bool:
+    """Whether the cluster ``options`` open runs its drivers as pods that any process
+    of the session can take over (``DriverHandover``): kind and existing clusters; not
+    the local provider's, whose drivers are a process's children, nor an existing one
+    that is a local cluster (``open_provider`` attaches to it)."""
+    if options.provider == "kind":
+        return True
+    return options.provider == "existing" and not _attaches_local(options)
+
+
+def _attaches_local(options: ClusterOptions) -> bool:
+    """``--csi-cluster existing`` without a kubeconfig, or with a local cluster's."""
+    kubeconfig = options.kubeconfig
+    return kubeconfig is None or (kubeconfig.resolve().parent / STATE_FILE).exists()
 
 
 def _gates(text: str) -> dict[str, bool]:

@@ -6,8 +6,8 @@ the others and about the drivers the tests share:
 * the test order (``pytest_collection_modifyitems``, in every worker alike): ``slow``
   tests first, one at the head of each worker's first batch (``spread_slow_first``),
   then the others, then the ``cluster_wide`` ones; within each, the tests that can
-  take the same pooled driver side by side (``driver_family``), smaller families
-  first, and among them those that ask for the same fields (``driver_group``);
+  take the same pooled driver side by side (``driver_family``), and among them those
+  that ask for the same fields (``driver_group``);
 * a test marked ``alone`` gets a worker that runs nothing else until it ends
   (``PlannedScheduling``, in the controller). An xdist worker starts a test only once
   it holds the next one too, so whatever test it is handed with a 2-minute test waits
@@ -15,10 +15,12 @@ the others and about the drivers the tests share:
   the end of the order (one that would start late anyway); after them it takes tests
   like any other worker, so the workers of tests that only wait out a Kubernetes
   timer share the rest once the timer ran out;
-* a worker is handed tests of the driver families it holds before those of families
-  other workers hold (``driver_families.pick_next``), so that a family's tests follow
-  one another and each takes the driver of the one before from the shared pool,
-  rather than two of them starting at once and each deploying a driver.
+* where the workers share their idle drivers (kind, existing clusters), a worker is
+  handed a test of a family no other worker holds before one of a family another
+  worker holds (``driver_families.pick_next``), so that a family's tests follow one
+  another and each takes the driver of the one before from the shared pool, rather
+  than two of them starting at once and each deploying a driver; and the smaller
+  families go first in the order.
 
 The controller collects no tests, so it cannot read markers: each worker writes the
 node ids of its ``alone`` tests, and each test's family and rank, to a directory the
@@ -50,6 +52,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from csi_harness._internal.providers.factory import drivers_handed_over
 from csi_harness._internal.pytest_plugin.driver_families import (
     LAST_RANK,
     SHARED_RANK,
@@ -59,6 +62,7 @@ from csi_harness._internal.pytest_plugin.driver_families import (
     pick_next,
     pooled_family,
 )
+from csi_harness._internal.pytest_plugin.providers import cluster_options
 
 if TYPE_CHECKING:
     from xdist.scheduler import LoadScheduling
@@ -137,12 +141,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if workerinput is None:
         return
     max_chunk = config.getoption("maxschedchunk", None)
-    grouped = group_by(group_by(items, driver_group), driver_family, smallest_first=True)
+    # Only where the workers share their idle drivers does it matter which worker takes
+    # a family's next test; elsewhere each worker's pool is its own, and the order is
+    # the one that hands a worker consecutive tests of a family.
+    shared = drivers_handed_over(cluster_options(config))
+    grouped = group_by(group_by(items, driver_group), driver_family, smallest_first=shared)
     items[:] = spread_slow_first(grouped, order_rank, int(workerinput["workercount"]), max_chunk)
     if PLAN_INPUT in workerinput:
         plan = CollectedPlan(
             alone=[item.nodeid for item in items if item.get_closest_marker(ALONE) is not None],
-            tests={item.nodeid: (pooled_family(item), order_rank(item)) for item in items},
+            tests={item.nodeid: (pooled_family(item), order_rank(item)) for item in items}
+            if shared
+            else {},
         )
         plan.write(Path(workerinput[PLAN_INPUT]), str(workerinput["workerid"]))
 

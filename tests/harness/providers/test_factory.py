@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from csi_harness._internal.core.run_state import STATE_FILE
 from csi_harness._internal.providers.factory import (
     ClusterOptionError,
     ClusterOptions,
+    drivers_handed_over,
     open_provider,
     session_images,
 )
@@ -56,3 +58,20 @@ def test_an_existing_cluster_that_pulls_needs_csi_mocks_image(tmp_path: Path) ->
     error = option_error(ClusterOptions(provider="existing", kubeconfig=kubeconfig))
     assert error.option == "driver_image"
     assert "csi-harness images push --registry" in error.message
+
+
+def test_drivers_are_handed_between_processes_on_kind_and_existing_clusters_only(
+    tmp_path: Path,
+) -> None:
+    existing = tmp_path / "existing" / "kubeconfig"
+    local = tmp_path / "local" / "kubeconfig"
+    for kubeconfig in (existing, local):
+        kubeconfig.parent.mkdir()
+        kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
+    (local.parent / STATE_FILE).write_text("{}")
+    assert drivers_handed_over(ClusterOptions(provider="kind"))
+    assert drivers_handed_over(ClusterOptions(provider="existing", kubeconfig=existing))
+    assert not drivers_handed_over(ClusterOptions())
+    # Attached to the local cluster beside its kubeconfig, or to the running one.
+    assert not drivers_handed_over(ClusterOptions(provider="existing", kubeconfig=local))
+    assert not drivers_handed_over(ClusterOptions(provider="existing"))
