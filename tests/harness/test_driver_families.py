@@ -46,8 +46,18 @@ def test_tests_of_a_family_another_worker_holds_are_passed_over() -> None:
     assert pick("aabbcc", elsewhere="a", pending=[1, 2, 3, 4, 5]) == [2]
 
 
-def test_a_worker_handed_several_tests_gets_a_family_run_whole() -> None:
-    assert pick("aaabbc", count=3, elsewhere="b") == [0, 1, 2]
+def test_a_worker_handed_several_tests_gets_none_of_a_family_held_elsewhere() -> None:
+    assert pick("abaab", count=3, elsewhere="b") == [0, 2, 3]
+
+
+def test_a_slow_test_is_handed_even_if_its_family_is_held_elsewhere() -> None:
+    ranks = f"{SLOW_RANK}{SHARED_RANK}{SHARED_RANK}"
+    assert pick("aab", elsewhere="a", ranks=ranks) == [0]
+
+
+def test_last_tests_do_not_fill_the_window() -> None:
+    ranks = f"{LAST_RANK}{LAST_RANK}{LAST_RANK}{SHARED_RANK}"
+    assert pick("aaab", ranks=ranks, window=2) == [3]
 
 
 def test_a_test_of_no_pooled_family_is_never_passed_over() -> None:

@@ -296,9 +296,30 @@ def test_over_xdists_load_scheduling_a_familys_tests_go_to_one_worker() -> None:
 
 def test_a_plan_written_by_a_worker_reads_back_whole(tmp_path: Path) -> None:
     plan = CollectedPlan(alone=["t.py::long"], tests={"t.py::a": ("f1", 1), "t.py::b": (None, 0)})
-    plan.write(tmp_path, "gw0")
+    # A worker killed while writing leaves its partial file, or a broken one.
+    (tmp_path / ".gw0.partial").write_text('{"alone": [')
+    (tmp_path / "gw0.json").write_text('{"alone": [')
+    plan.write(tmp_path, "gw1")
     assert CollectedPlan.read(tmp_path) == plan
     assert CollectedPlan.read(tmp_path / "nothing-written") == CollectedPlan(alone=[], tests={})
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"--csi-cluster": "kind"}, True),
+        ({"--csi-cluster": "kind", "--csi-no-driver-pool": True}, False),
+        ({"--csi-cluster": "kind", "--csi-driver-pool-idle": 0}, False),
+        ({"--csi-cluster": "local"}, False),
+    ],
+)
+def test_tests_are_handed_by_family_only_where_drivers_are_shared_and_pooled(
+    options: dict[str, object], expected: bool
+) -> None:
+    config = SimpleNamespace(
+        getoption=lambda name, default=None: options.get(name, default), stash=pytest.Stash()
+    )
+    assert scheduling.by_family(config) is expected  # type: ignore[arg-type]
 
 
 def test_smaller_driver_families_go_first_and_the_largest_last() -> None:
@@ -310,7 +331,7 @@ def test_smaller_driver_families_go_first_and_the_largest_last() -> None:
         marked("limit-1", max_volumes_per_node=1),
         marked("attach-2", attach_required=True),
     ]
-    grouped = group_by(group_by(items, driver_group), driver_family, smallest_first=True)  # type: ignore[arg-type]
+    grouped = group_by(group_by(items, driver_group), driver_family, smallest_first=True)
     assert [item.name for item in grouped] == [
         "zone",
         "attach-1",

@@ -79,19 +79,31 @@ def pick_next(
     of a small family few). The order decides among the families a worker may take: one
     it holds is not preferred, or the workers of the largest family would keep to it
     and leave the small ones, each a driver to deploy, for the end. A ``slow`` test is
-    not handed behind one of its family (it would wait for it on that worker), and
-    ``cluster_wide`` tests are passed over until only they are left."""
+    handed even if its family is held elsewhere (it would end the run if it started
+    late), but not behind one of its family (it would wait for it on that worker);
+    ``cluster_wide`` tests are passed over until only they are left. A worker holds the
+    tests it runs and those queued behind them, which take their family's driver next."""
     left = list(pending)
     picked: list[int] = []
     while left and len(picked) < count:
         last_only = all(ranks[index] == LAST_RANK for index in left)
-        ahead = [index for index in left[:window] if last_only or ranks[index] != LAST_RANK]
         mine = {families[index] for index in (*held, *picked)} - {None}
         # A slow test of a family the worker holds would wait for it there: it goes
         # to another worker once that family is free.
-        ahead = [i for i in ahead if not (ranks[i] == SLOW_RANK and families[i] in mine)]
+        ahead = [
+            i
+            for i in left
+            if (last_only or ranks[i] != LAST_RANK)
+            and not (ranks[i] == SLOW_RANK and families[i] in mine)
+        ][:window]
+        # A slow test starts at once even if its family is held elsewhere (one more
+        # deployment): started late, it would end the run.
         choice = next(
-            (i for i in ahead if families[i] in mine or families[i] not in elsewhere),
+            (
+                i
+                for i in ahead
+                if ranks[i] == SLOW_RANK or families[i] in mine or families[i] not in elsewhere
+            ),
             None,
         )
         if choice is None and ahead:

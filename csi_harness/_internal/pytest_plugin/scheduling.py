@@ -71,6 +71,7 @@ ALONE = "alone"
 SLOW = "slow"
 CLUSTER_WIDE = "cluster_wide"
 PLAN_INPUT = "csi_harness_plan_dir"
+FAMILIES_INPUT = "csi_harness_by_family"
 MIN_SHARED_WORKERS = 3
 """Workers left for all the other tests: with fewer, ``alone`` is not honoured (its
 tests count as ``slow``). On kind's two cores three workers share the tests best
@@ -124,10 +125,23 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """pytest-xdist's hook, in the controller: where the worker says its alone tests."""
+    """pytest-xdist's hook, in the controller: where the worker writes its plan, and
+    whether the workers hand tests by driver family (decided once, here, so that every
+    worker orders its tests alike, as xdist requires)."""
     directory = node.config.stash.get(_PLAN_DIR, None)
     if directory is not None:
         node.workerinput[PLAN_INPUT] = str(directory)
+    node.workerinput[FAMILIES_INPUT] = by_family(node.config)
+
+
+def by_family(config: pytest.Config) -> bool:
+    """Whether tests are handed by driver family: only where the workers share their
+    idle drivers (kind, existing clusters) and the driver pool is on."""
+    if config.getoption("--csi-no-driver-pool", False):
+        return False
+    if not config.getoption("--csi-driver-pool-idle", 1):
+        return False
+    return drivers_handed_over(cluster_options(config))
 
 
 @pytest.hookimpl(trylast=True)
@@ -144,7 +158,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # Only where the workers share their idle drivers does it matter which worker takes
     # a family's next test; elsewhere each worker's pool is its own, and the order is
     # the one that hands a worker consecutive tests of a family.
-    shared = drivers_handed_over(cluster_options(config))
+    shared = bool(workerinput.get(FAMILIES_INPUT, False))
     grouped = group_by(group_by(items, driver_group), driver_family, smallest_first=shared)
     items[:] = spread_slow_first(grouped, order_rank, int(workerinput["workercount"]), max_chunk)
     if PLAN_INPUT in workerinput:
@@ -175,7 +189,7 @@ class CollectedPlan:
     tests: Mapping[str, tuple[str | None, int]]
 
     def write(self, directory: Path, worker: str) -> None:
-        partial = directory / f".{worker}.json"
+        partial = directory / f".{worker}.partial"
         partial.write_text(json.dumps({"alone": self.alone, "tests": dict(self.tests)}))
         os.replace(partial, directory / f"{worker}.json")
 
@@ -183,8 +197,11 @@ class CollectedPlan:
     def read(cls, directory: Path) -> CollectedPlan:
         """The plan the workers wrote (they all collect alike; the first says); empty
         when none did."""
-        for path in sorted(directory.glob("*.json")):
-            data = json.loads(path.read_text())
+        for path in sorted(directory.glob("gw*.json")):
+            try:
+                data = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
             tests = {
                 str(nodeid): (family, int(rank)) for nodeid, (family, rank) in data["tests"].items()
             }
