@@ -252,7 +252,8 @@ def spread_slow_first(
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadScheduling | None:
     """With ``--dist load`` (what ``-n`` means), xdist's load scheduling with ``alone``
-    tests on workers of their own; other modes, and xdist releases outside
+    tests on workers of their own and, where the workers share their drivers, tests
+    handed by driver family; other modes, and xdist releases outside
     ``XDIST_VERSIONS``, are xdist's own."""
     stashed = config.stash.get(_PLAN_DIR, None)
     if stashed is None:
