@@ -172,7 +172,7 @@ def node_limits(kube: Client, driver: Driver) -> dict[str, int | None]:
 
 
 @pytest.mark.scenario(FEATURE, "a pooled driver takes another node limit in place and back")
-def test_a_pooled_driver_takes_another_node_limit_in_place_and_gives_it_back(
+def test_a_pooled_driver_takes_another_node_limit_in_place_keeps_it_idle_and_gives_it_back(
     pool: DriverPool, cluster: Cluster, kube: Client
 ) -> None:
     fields = fields_of(cluster)
@@ -192,13 +192,22 @@ def test_a_pooled_driver_takes_another_node_limit_in_place_and_gives_it_back(
         assert node_admin.health().registration.registered is True  # type: ignore[union-attr]
 
     pool.release(limited, test_failed=False)
+    # Idle, it keeps the limit (each change is a registration with every kubelet): the
+    # next test that asks for it gets the driver as it is, on instances and CSINodes.
+    assert set(node_limits(kube, limited).values()) == {1}
+    same, reused = pool.acquire({**fields, "max_volumes_per_node": 1})
+    assert reused and same is first and pool.stats.changed_in_place == 1, pool.stats
+    with same.admin(node) as node_admin:
+        assert node_admin.limits().max_volumes_per_node == 1
+    pool.release(same, test_failed=False)
+
     again, reused = pool.acquire(fields)
 
     assert reused and again is first, pool.stats
     assert again.spec.max_volumes_per_node == deployed_limit
     assert set(node_limits(kube, again).values()) == {deployed_limit}
     assert observe(kube, again) == baseline
-    assert pool.stats.changed_in_place == 1 and pool.stats.deployed == 1
+    assert pool.stats.changed_in_place == 2 and pool.stats.deployed == 1
     pool.release(again, test_failed=False)
 
 

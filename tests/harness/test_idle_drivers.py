@@ -50,9 +50,10 @@ class HandingCluster:
         return HandedDriver(dict(state))
 
 
-def pooled(name: str, key: str = "k") -> PooledDriver:
+def pooled(name: str, key: str = "k", limit: int = 32) -> PooledDriver:
     spec = DriverDeployment(name=f"{name}.csi-mock", suffix=f"-{name}")
-    return PooledDriver(HandedDriver({"name": name}), key, VIEW, spec, {"l": name})
+    left_with = {"max_volumes_per_node": limit}
+    return PooledDriver(HandedDriver({"name": name}), key, VIEW, spec, {"l": name}, left_with)
 
 
 def store(directory: Path, max_idle: int, cluster: HandingCluster, user: int) -> SharedIdleDrivers:
@@ -75,6 +76,22 @@ def test_in_process_the_latest_of_a_key_is_taken_and_the_oldest_goes_when_full()
     assert names(idle.close()) == ["b"] and idle.close() == []
 
 
+def test_a_driver_left_with_the_in_place_fields_asked_for_is_taken_first(tmp_path: Path) -> None:
+    """Changing a node limit is a registration with every kubelet: of a key's idle
+    drivers, one already left with the limit asked for goes first, else the latest."""
+    for idle in (IdleDrivers(max_idle=4), store(tmp_path, 4, HandingCluster(), 1)):
+        for name, limit in (("a", 1), ("b", 32), ("c", 32)):
+            idle.put(pooled(name, limit=limit))
+
+        taken = [
+            idle.take("k", {"max_volumes_per_node": limit}).driver.name  # type: ignore[union-attr, attr-defined]
+            for limit in (1, 1, 32)
+        ]
+
+        assert taken == ["a", "c", "b"]
+        assert idle.take("k", {"max_volumes_per_node": 1}) is None
+
+
 def test_a_driver_one_process_returns_another_takes_with_what_the_pool_knew(
     tmp_path: Path,
 ) -> None:
@@ -89,6 +106,7 @@ def test_a_driver_one_process_returns_another_takes_with_what_the_pool_knew(
     assert taken is not None and taken.driver.name == "a"  # type: ignore[attr-defined]
     assert (taken.key, taken.baseline, taken.deployed) == ("k", VIEW, given.deployed)
     assert taken.csidriver_labels == {"l": "a"}
+    assert taken.left_with == {"max_volumes_per_node": 32}
     assert one.take("k") is None and other.take("other key") is None
 
 

@@ -87,51 +87,109 @@ class FakeKube:
         self.live, self.labels = dict(obj.spec.to_dict()), dict(obj.metadata.labels)
 
 
-def test_a_pooled_driver_takes_another_node_limit_in_place_and_gives_it_back(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The limit is set on every node instance, which then registers again; the pool
-    waits for the CSINodes to show it. After the test the reset restores the deployed
-    limit, the instances register again, and the pool waits for the deployed view."""
-    entry = {"name": "d", "nodeID": "n1", "allocatable": {"count": 32}}
-    csidriver = {"attachRequired": False, "storageCapacity": True}
-    deployed_view = ClusterView(csidriver, {}, {"n1": entry}, {}, {})
+@dataclass
+class Kubelets:
+    """What the CSINodes show of the driver: the deployed entries, or another limit
+    after a registration (``registered``)."""
+
+    deployed: ClusterView
+    registered: int | None = None
+
+    def entries(self, kube: object, driver: object) -> Any:
+        if self.registered is None:
+            return self.deployed.csinode_entries
+        return with_node_limit(self.deployed, self.registered).csinode_entries
+
+
+def limit_pool(
+    monkeypatch: pytest.MonkeyPatch, kubelets: Kubelets
+) -> tuple[DriverPool, list[ClusterView]]:
+    """A pool of fake drivers on two nodes whose CSINodes show what ``kubelets`` says;
+    the views its waits were for, in order."""
     waited: list[ClusterView] = []
-    deployed: list[FakeDriver] = []
 
     def deploy(spec: DriverDeployment) -> FakeDriver:
-        nodes = [SimpleNamespace(name="n1"), SimpleNamespace(name="n2")]
-        deployed.append(FakeDriver(spec, nodes=nodes))
-        return deployed[-1]
+        return FakeDriver(spec, nodes=[SimpleNamespace(name="n1"), SimpleNamespace(name="n2")])
 
-    monkeypatch.setattr(pooled_drivers, "observe", lambda kube, driver: deployed_view)
+    csidriver = kubelets.deployed.csidriver
+    monkeypatch.setattr(pooled_drivers, "observe", lambda kube, driver: kubelets.deployed)
+    monkeypatch.setattr(pooled_drivers, "csinode_entries", kubelets.entries)
     made = DriverPool(
-        FakeKube(live=dict(csidriver)), deploy, lambda driver: None, domain="csi-mock"
+        FakeKube(live=dict(csidriver or {})), deploy, lambda driver: None, domain="csi-mock"
     )  # type: ignore[arg-type]
     monkeypatch.setattr(made, "_wait_volumes_gone", lambda driver: None)
     monkeypatch.setattr(made, "_reset_instance", lambda driver, instance: None)
     monkeypatch.setattr(made, "_wait_cluster_view", lambda driver, view: waited.append(view))
     monkeypatch.setattr(FakeDriver, "failed_component", lambda self: None, raising=False)
     monkeypatch.setattr(FakeDriver, "instances", lambda self: ["n1", "n2"], raising=False)
-    base = DriverDeployment().model_dump()
+    return made, waited
 
+
+DEPLOYED_VIEW = ClusterView(
+    {"attachRequired": False, "storageCapacity": True},
+    {},
+    {"n1": {"name": "d", "nodeID": "n1", "allocatable": {"count": 32}}},
+    {},
+    {},
+)
+
+
+def test_a_pooled_driver_takes_another_node_limit_in_place_and_keeps_it_while_idle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The limit is set on every node instance, which then registers again; the pool
+    waits for the CSINodes to show it. After the test the reset gives the instances the
+    test's limit again (a reset gives them the deployed one) without registering: the
+    next test that asks for the same limit gets the driver unchanged, one that asks for
+    another has it changed then."""
+    kubelets = Kubelets(DEPLOYED_VIEW)
+    made, waited = limit_pool(monkeypatch, kubelets)
+    base = DriverDeployment().model_dump()
     first, _ = made.acquire(base)
     made.release(first, test_failed=False)
-    assert first.calls == {} and waited == [deployed_view]
+    assert first.calls == {} and waited == [DEPLOYED_VIEW]
 
     again, reused = made.acquire({**base, "max_volumes_per_node": 1})
 
     assert reused and again is first and again.spec.max_volumes_per_node == 1
     assert again.spec.name == first.spec.name
     assert first.calls == {"n1": ["limit 1", "renew"], "n2": ["limit 1", "renew"]}
-    assert waited[-1] == with_node_limit(deployed_view, 1)
+    assert waited[-1] == with_node_limit(DEPLOYED_VIEW, 1)
     assert made.stats.changed_in_place == 1
+    kubelets.registered = 1
 
     made.release(again, test_failed=False)
 
-    assert again.spec.max_volumes_per_node == 32
-    assert first.calls["n1"] == ["limit 1", "renew", "renew"]
-    assert waited[-1] == deployed_view
+    assert again.spec.max_volumes_per_node == 1
+    assert first.calls["n1"] == ["limit 1", "renew", "limit 1"]
+    assert waited[-1] == with_node_limit(DEPLOYED_VIEW, 1)
+
+    same, reused = made.acquire({**base, "max_volumes_per_node": 1})
+    assert reused and same is first and made.stats.changed_in_place == 1
+    assert first.calls["n1"] == ["limit 1", "renew", "limit 1"]
+    made.release(same, test_failed=False)
+
+    back, reused = made.acquire(base)
+    assert reused and back is first and back.spec.max_volumes_per_node == 32
+    assert first.calls["n2"] == ["limit 1", "renew", "limit 1", "limit 1", "limit 32", "renew"]
+    assert waited[-1] == DEPLOYED_VIEW
+
+
+def test_a_limit_the_test_registered_itself_is_registered_again_after_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A test may change an instance's limit and have it registered (the kubelet
+    refresh case); the reset gives the instances the limit back, and as the CSINodes
+    still show the test's, they register again before the pool waits for them."""
+    kubelets = Kubelets(DEPLOYED_VIEW)
+    made, waited = limit_pool(monkeypatch, kubelets)
+    driver, _ = made.acquire(DriverDeployment().model_dump())
+    kubelets.registered = 7
+
+    made.release(driver, test_failed=False)
+
+    assert driver.calls == {"n1": ["renew"], "n2": ["renew"]}
+    assert waited == [DEPLOYED_VIEW] and made.stats.not_reused == {}
 
 
 def test_a_pooled_driver_takes_another_storage_capacity_in_place_and_gives_it_back(
@@ -146,6 +204,7 @@ def test_a_pooled_driver_takes_another_storage_capacity_in_place_and_gives_it_ba
     kube = FakeKube(live=dict(deployed_view.csidriver or {}))
     made = DriverPool(kube, FakeDriver, lambda driver: None, domain="csi-mock")  # type: ignore[arg-type]
     monkeypatch.setattr(pooled_drivers, "observe", lambda kube, driver: deployed_view)
+    monkeypatch.setattr(pooled_drivers, "csinode_entries", lambda kube, driver: {})
     monkeypatch.setattr(made, "_wait_volumes_gone", lambda driver: None)
     monkeypatch.setattr(made, "_reset_instance", lambda driver, instance: None)
     monkeypatch.setattr(made, "_wait_cluster_view", lambda driver, view: waited.append(view))
@@ -207,6 +266,7 @@ def put_back_after(monkeypatch: pytest.MonkeyPatch, change: Any) -> FakeKube:
     monkeypatch.setattr(
         pooled_drivers, "observe", lambda kube, driver: ClusterView(deployed, {}, {}, {}, {})
     )
+    monkeypatch.setattr(pooled_drivers, "csinode_entries", lambda kube, driver: {})
     monkeypatch.setattr(made, "_wait_volumes_gone", lambda driver: None)
     monkeypatch.setattr(made, "_reset_instance", lambda driver, instance: None)
     monkeypatch.setattr(made, "_wait_cluster_view", lambda driver, view: None)

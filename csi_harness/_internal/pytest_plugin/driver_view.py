@@ -84,13 +84,7 @@ def observe(kube: Client, driver: Driver) -> ClusterView:
             continue
         live.pop("metadata", None)
         classes[name] = live
-    entries = {
-        str(csinode.metadata.name): entry
-        for csinode in kube.list(CSINodeResource)
-        if csinode.metadata and str(csinode.metadata.name) in nodes
-        for entry in csinode_drivers(csinode)
-        if entry.get("name") == spec.name
-    }
+    entries = csinode_entries(kube, driver)
     keys = (spec.node_topology_key, spec.zone_topology_key)
     labels = {
         str(node.metadata.name): {
@@ -113,3 +107,15 @@ def observe(kube: Client, driver: Driver) -> ClusterView:
         if obj.storageClassName in classes
     }
     return ClusterView(csidriver, classes, entries, labels, capacity)
+
+
+def csinode_entries(kube: Client, driver: Driver) -> dict[str, Mapping[str, Any]]:
+    """The driver's entry in the CSINode of each of its nodes that has one, by node."""
+    nodes = {node.name for node in driver.nodes}
+    return {
+        str(csinode.metadata.name): entry
+        for csinode in kube.list(CSINodeResource)
+        if csinode.metadata and str(csinode.metadata.name) in nodes
+        for entry in csinode_drivers(csinode)
+        if entry.get("name") == driver.spec.name
+    }

@@ -25,26 +25,38 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.providers.base import Driver, DriverHandover
 from csi_harness._internal.pytest_plugin.driver_view import ClusterView
 
+T = TypeVar("T")
+
 
 @dataclass
 class PooledDriver:
     """A poolable driver: its pool key, the spec it was deployed from, how the cluster
-    showed it then, and its CSIDriver's labels then (``put_back_csidriver``)."""
+    showed it then, its CSIDriver's labels then (``put_back_csidriver``) and the
+    ``IN_PLACE`` fields it was left with after its last test (``in_place_fields``)."""
 
     driver: Driver
     key: str
     baseline: ClusterView
     deployed: DriverDeployment
     csidriver_labels: Mapping[str, str] = field(default_factory=dict)
+    left_with: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _choose(candidates: Sequence[T], left_with: Callable[[T], object], prefer: object) -> T | None:
+    """Of ``candidates`` (least recently returned first), the most recently returned one
+    left with ``prefer``, else the most recently returned one."""
+    if not candidates:
+        return None
+    return next((c for c in reversed(candidates) if left_with(c) == prefer), candidates[-1])
 
 
 class IdleDrivers:
@@ -56,13 +68,17 @@ class IdleDrivers:
         self._order: list[PooledDriver] = []
         """Least recently returned first."""
 
-    def take(self, key: str) -> PooledDriver | None:
-        """The most recently returned idle driver of ``key``, no longer idle."""
-        for pooled in reversed(self._order):
-            if pooled.key == key:
-                self._order.remove(pooled)
-                return pooled
-        return None
+    def take(self, key: str, prefer: Mapping[str, Any] | None = None) -> PooledDriver | None:
+        """The most recently returned idle driver of ``key`` (of those left with the
+        in-place fields ``prefer``, if any), no longer idle."""
+        chosen = _choose(
+            [pooled for pooled in self._order if pooled.key == key],
+            lambda pooled: pooled.left_with,
+            prefer,
+        )
+        if chosen is not None:
+            self._order.remove(chosen)
+        return chosen
 
     def put(self, pooled: PooledDriver) -> list[PooledDriver]:
         """Keep ``pooled`` idle; the drivers that no longer fit, for the caller to remove."""
@@ -114,15 +130,20 @@ class SharedIdleDrivers:
         with self._locked():
             (directory / f"{USER}{self._user}").touch()
 
-    def take(self, key: str) -> PooledDriver | None:
+    def take(self, key: str, prefer: Mapping[str, Any] | None = None) -> PooledDriver | None:
         with self._locked():
-            for entry in reversed(self._entries()):
-                state = json.loads(entry.read_text())
-                if state["key"] == key:
-                    adopted = self._adopt(state)
-                    entry.unlink()
-                    return adopted
-        return None
+            states = [(entry, json.loads(entry.read_text())) for entry in self._entries()]
+            chosen = _choose(
+                [(entry, state) for entry, state in states if state["key"] == key],
+                lambda candidate: candidate[1].get("left_with", {}),
+                prefer,
+            )
+            if chosen is None:
+                return None
+            entry, state = chosen
+            adopted = self._adopt(state)
+            entry.unlink()
+            return adopted
 
     def put(self, pooled: PooledDriver) -> list[PooledDriver]:
         state = {
@@ -131,6 +152,7 @@ class SharedIdleDrivers:
             "baseline": pooled.baseline.to_json(),
             "deployed": pooled.deployed.model_dump(mode="json"),
             "csidriver_labels": dict(pooled.csidriver_labels),
+            "left_with": dict(pooled.left_with),
         }
         name = f"{time.time_ns():020d}-{os.getpid()}-{pooled.deployed.name}.json"
         with self._locked():
@@ -172,6 +194,7 @@ class SharedIdleDrivers:
             ClusterView.from_json(state["baseline"]),
             DriverDeployment.model_validate(state["deployed"]),
             dict(state["csidriver_labels"]),
+            dict(state.get("left_with", {})),
         )
 
     def _users(self) -> int:

@@ -3,7 +3,9 @@ for that do not make it need a driver of its own (``IN_PLACE``).
 
 - ``max_volumes_per_node``: set on every node instance (``PATCH /v1/limits``); the
   instance then registers with the kubelet again (``POST /v1/registration/renew``),
-  which asks NodeGetInfo again and rewrites the CSINode entry.
+  which asks NodeGetInfo again and rewrites the CSINode entry. A registration takes
+  seconds on a loaded node, so a driver keeps the limit its test had while it is idle
+  and changes it only for a test that asks for another.
 - ``CSIDRIVER_IN_PLACE``: fields that only shape the CSIDriver object and that the API
   server lets change (it refuses a change of ``attachRequired`` or
   ``volumeLifecycleModes``); they are patched to what the wanted spec makes.
@@ -40,6 +42,12 @@ CSIDRIVER_IN_PLACE: Mapping[str, str] = {"storage_capacity": "storageCapacity"}
 deployment's field and the CSIDriver spec's."""
 IN_PLACE = frozenset({"max_volumes_per_node", *CSIDRIVER_IN_PLACE})
 """Every field a pooled driver can be changed to in place."""
+
+
+def in_place_fields(spec: DriverDeployment) -> dict[str, Any]:
+    """The ``IN_PLACE`` fields of ``spec``: what an idle driver is left with, compared
+    with what the next test asks for."""
+    return {name: getattr(spec, name) for name in sorted(IN_PLACE)}
 
 
 class NotReusable(Exception):

@@ -24,11 +24,14 @@ Drivers are pooled by their deployment without name, suffix and the fields that 
 change in place (``IN_PLACE``, pool_in_place.py), so a test only ever gets a driver
 deployed from exactly the fields it asked for, or one changed in place to them and shown
 so by the cluster: a node limit set on every node instance and registered with the
-kubelets again, CSIDriver fields patched; the pool waits until the cluster
-shows the change and the driver's capacity is published as before. After the test, the
-reset puts the deployed fields back, and the driver is pooled only once the cluster
-shows it as deployed. Drivers with snapshots are not pooled (their
-VolumeSnapshotContents and classes are outside these checks).
+kubelets again, CSIDriver fields patched; the pool waits until the cluster shows the
+change and the driver's capacity is published as before. After the test, the reset
+puts the deployed fields back, and the driver is pooled only once the cluster shows it
+as deployed, with one exception: the node limit stays as the test had it until a test
+asks for another (each change is a registration with every kubelet), and a test is
+handed an idle driver left with the limit it asks for when there is one. Drivers with
+snapshots are not pooled (their VolumeSnapshotContents and classes are outside these
+checks).
 """
 
 from __future__ import annotations
@@ -50,13 +53,19 @@ from lightkube.resources.storage_v1 import VolumeAttachment
 from csi_harness._internal.core.waiting import WaitTimeout, wait_for
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.providers.base import Cluster, Driver
-from csi_harness._internal.pytest_plugin.driver_view import LASTING, ClusterView, observe
+from csi_harness._internal.pytest_plugin.driver_view import (
+    LASTING,
+    ClusterView,
+    csinode_entries,
+    observe,
+)
 from csi_harness._internal.pytest_plugin.idle_drivers import IdleDrivers, IdleStore, PooledDriver
 from csi_harness._internal.pytest_plugin.pool_in_place import (
     IN_PLACE,
     NotReusable,
     csidriver_differs,
     csidriver_labels,
+    in_place_fields,
     patch_csidriver,
     put_back_csidriver,
     register_again,
@@ -148,7 +157,8 @@ class DriverPool:
         """A driver deployed from ``fields`` (its own name and suffix added): an idle one
         if there is one, else a new one. Also says whether it was reused."""
         key = pool_key(fields)
-        while (pooled := self._idle.take(key)) is not None:
+        prefer = in_place_fields(DriverDeployment.model_validate(dict(fields)))
+        while (pooled := self._idle.take(key, prefer)) is not None:
             try:
                 self._change_in_place(pooled, fields)
             except NotReusable as why:
@@ -186,6 +196,7 @@ class DriverPool:
         except NotReusable as why:
             self._discard(driver, why)
             return
+        pooled.left_with = in_place_fields(driver.spec)
         for evicted in self._idle.put(pooled):
             self._remove(evicted.driver)
 
@@ -209,15 +220,22 @@ class DriverPool:
         self._wait_volumes_gone(driver)
         for instance in driver.instances():
             self._reset_instance(driver, instance)
+        # The node limit stays as the test asked for it (pool_in_place.py): set again on
+        # the instances the reset gave the deployed one, and registered again only where
+        # the kubelets were told another (a test that changed an instance's limit and
+        # registered it itself).
+        limit = driver.spec.max_volumes_per_node
         deployed = pooled.deployed
-        if driver.spec.max_volumes_per_node != deployed.max_volumes_per_node:
-            # The reset put the deployed limit back; the kubelets learn it anew.
+        if limit != deployed.max_volumes_per_node:
+            set_node_limit(driver, limit)
+        expected = with_node_limit(pooled.baseline, limit)
+        if csinode_entries(self._kube, driver) != expected.csinode_entries:
             register_again(driver)
         # Back to the deployed CSIDriver, whether the pool changed it for the test or the
         # test did: patched, or made again if the test replaced, deleted or made it.
         put_back_csidriver(self._kube, deployed, pooled.baseline.csidriver, pooled.csidriver_labels)
-        driver.adopt_spec(deployed)
-        self._wait_cluster_view(driver, pooled.baseline)
+        driver.adopt_spec(deployed.model_copy(update={"max_volumes_per_node": limit}))
+        self._wait_cluster_view(driver, expected)
 
     def _change_in_place(self, pooled: PooledDriver, fields: Mapping[str, Any]) -> None:
         """Give an idle driver the ``IN_PLACE`` fields of ``fields`` (pool_in_place.py),
