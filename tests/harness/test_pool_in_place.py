@@ -175,6 +175,29 @@ def test_a_pooled_driver_takes_another_node_limit_in_place_and_keeps_it_while_id
     assert waited[-1] == DEPLOYED_VIEW
 
 
+def test_a_driver_left_with_a_limit_is_expected_with_it_when_another_field_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A driver deployed with the default limit, left with 1 by its last test, handed
+    to a test that asks for 1 and another storageCapacity: only the CSIDriver is
+    patched, and the CSINodes are expected to show 1, not the deployed limit."""
+    kubelets = Kubelets(DEPLOYED_VIEW)
+    made, waited = limit_pool(monkeypatch, kubelets)
+    base = DriverDeployment().model_dump()
+    driver, _ = made.acquire(base)
+    made.release(driver, test_failed=False)
+    made.acquire({**base, "max_volumes_per_node": 1})
+    kubelets.registered = 1
+    made.release(driver, test_failed=False)
+    calls = list(driver.calls["n1"])
+
+    again, reused = made.acquire({**base, "max_volumes_per_node": 1, "storage_capacity": None})
+
+    assert reused and again is driver and driver.calls["n1"] == calls
+    assert waited[-1].csinode_entries == with_node_limit(DEPLOYED_VIEW, 1).csinode_entries
+    assert waited[-1].csidriver == {"attachRequired": False, "storageCapacity": False}
+
+
 def test_a_limit_the_test_registered_itself_is_registered_again_after_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -246,11 +246,11 @@ class DriverPool:
         )
         if wanted == driver.spec:
             return
-        expected = pooled.baseline
+        # The limit the driver was left with, or the one the test wants.
+        expected = with_node_limit(pooled.baseline, wanted.max_volumes_per_node)
         if wanted.max_volumes_per_node != driver.spec.max_volumes_per_node:
             set_node_limit(driver, wanted.max_volumes_per_node)
             register_again(driver)
-            expected = with_node_limit(expected, wanted.max_volumes_per_node)
         if csidriver_differs(wanted, driver.spec):
             live = patch_csidriver(self._kube, wanted)
             expected = dataclasses.replace(expected, csidriver=live)
