@@ -6,13 +6,16 @@ from __future__ import annotations
 from collections import Counter
 from types import SimpleNamespace
 
+from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.pytest_plugin.driver_families import (
     LAST_RANK,
     SHARED_RANK,
     SLOW_RANK,
+    count_pooled_tests,
     pick_next,
     pooled_family,
 )
+from csi_harness._internal.pytest_plugin.pooled_drivers import pool_key
 
 
 def pick(
@@ -107,3 +110,19 @@ def test_tests_that_can_take_one_pooled_driver_have_one_family() -> None:
 def test_a_test_without_a_pooled_driver_has_no_family() -> None:
     assert pooled_family(item(("kube",))) is None
     assert pooled_family(item(("driver",), fresh_driver={})) is None
+
+
+def test_tests_are_counted_by_the_pool_key_the_driver_fixture_gives_them() -> None:
+    default = DriverDeployment().model_dump()
+    items = [
+        item(("driver",)),
+        item(("driver",), driver={"max_volumes_per_node": 1}),
+        item(("driver",), driver={"attach_required": True}),
+        item(("driver",), fresh_driver={}),
+        item(("kube",)),
+        item(("driver",), driver={"max_volumes_per_node": "many"}),
+    ]
+
+    counts = count_pooled_tests(items, default)
+
+    assert counts == {pool_key(default): 2, pool_key({**default, "attach_required": True}): 1}

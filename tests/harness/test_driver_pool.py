@@ -79,6 +79,10 @@ def test_a_view_difference_names_the_part_and_both_values() -> None:
 
 @pytest.fixture
 def pool(monkeypatch: pytest.MonkeyPatch) -> tuple[DriverPool, list[FakeDriver]]:
+    return fake_pool(monkeypatch)
+
+
+def fake_pool(monkeypatch: pytest.MonkeyPatch) -> tuple[DriverPool, list[FakeDriver]]:
     """A pool whose deployments are fakes and whose resets always succeed."""
     deployed: list[FakeDriver] = []
 

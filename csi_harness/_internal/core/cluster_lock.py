@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from csi_harness._internal.core.file_lock import locked
 
 
 class ClusterLock:
@@ -35,14 +36,14 @@ class ClusterLock:
 
     @contextlib.contextmanager
     def shared(self) -> Iterator[None]:
-        with _locked(self.turnstile, fcntl.LOCK_EX):
+        with locked(self.turnstile, fcntl.LOCK_EX):
             pass
-        with _locked(self.path, fcntl.LOCK_SH):
+        with locked(self.path, fcntl.LOCK_SH):
             yield
 
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
-        with _locked(self.turnstile, fcntl.LOCK_EX), _locked(self.path, fcntl.LOCK_EX):
+        with locked(self.turnstile, fcntl.LOCK_EX), locked(self.path, fcntl.LOCK_EX):
             yield
 
 
@@ -53,13 +54,3 @@ def lock_path(key: str) -> Path:
     directory = Path(tempfile.gettempdir()) / "csi-harness-locks"
     directory.mkdir(parents=True, exist_ok=True)
     return directory / f"{safe}.lock"
-
-
-@contextlib.contextmanager
-def _locked(path: Path, mode: int) -> Iterator[None]:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-    try:
-        fcntl.flock(fd, mode)
-        yield
-    finally:
-        os.close(fd)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -59,6 +59,22 @@ def pooled_family(item: Any) -> str | None:
     if family == "fresh":
         return None
     return hashlib.sha256(family.encode()).hexdigest()[:16]
+
+
+def count_pooled_tests(items: Iterable[Any], default: Mapping[str, Any]) -> Counter[str]:
+    """How many of ``items`` take a pooled driver of each ``pool_key``: the ``driver``
+    fixture's fields (``default``, the cluster's default driver, with the marker's
+    over it), for the tests that take a pooled one."""
+    counts: Counter[str] = Counter()
+    for item in items:
+        if pooled_family(item) is None:
+            continue
+        marker = item.get_closest_marker("driver")
+        try:
+            counts[pool_key({**default, **(marker.kwargs if marker else {})})] += 1
+        except ValidationError:
+            continue  # the test fails on its driver before it takes one
+    return counts
 
 
 def pick_next(

@@ -32,6 +32,8 @@ from csi_harness._internal.providers.base import (
     FeatureGates,
     Unsupported,
 )
+from csi_harness._internal.pytest_plugin.driver_families import count_pooled_tests
+from csi_harness._internal.pytest_plugin.family_progress import FamilyProgress
 from csi_harness._internal.pytest_plugin.idle_drivers import (
     IdleDrivers,
     IdleStore,
@@ -150,22 +152,29 @@ def access_mode(
 
 @pytest.fixture(scope="session")
 def driver_pool(
-    pytestconfig: pytest.Config, cluster: Cluster, kube: Client
+    request: pytest.FixtureRequest, pytestconfig: pytest.Config, cluster: Cluster, kube: Client
 ) -> Iterator[DriverPool | None]:
     """This process's driver pool (``driver_pool``), where drivers run side by side and
     ``--csi-no-driver-pool`` is not given: at most ``--csi-driver-pool-idle`` idle
     drivers per process, kept where every pytest-xdist worker of the session can take
-    them when the cluster hands drivers over (``idle_drivers``); the last process
-    removes what is idle at the end of the session."""
+    them when the cluster hands drivers over (``idle_drivers``), where a driver whose
+    family has no test left to take it is removed at once (``family_progress``); the
+    last process removes what is idle at the end of the session."""
     if not cluster.concurrent_drivers or pytestconfig.getoption("--csi-no-driver-pool"):
         yield None
         return
     max_idle = pytestconfig.getoption("--csi-driver-pool-idle")
     workerinput: dict[str, Any] = getattr(pytestconfig, "workerinput", {})
     idle: IdleStore = IdleDrivers(max_idle)
+    progress = None
     if POOL_INPUT in workerinput and isinstance(cluster, DriverHandover):
-        idle = SharedIdleDrivers(Path(workerinput[POOL_INPUT]), max_idle, cluster)
-    pool = DriverPool.for_cluster(cluster, kube, domain=TEST_DRIVER_DOMAIN, idle=idle)
+        shared = Path(workerinput[POOL_INPUT])
+        idle = SharedIdleDrivers(shared, max_idle, cluster)
+        totals = count_pooled_tests(request.session.items, cluster.default_driver.model_dump())
+        progress = FamilyProgress(totals, shared)
+    pool = DriverPool.for_cluster(
+        cluster, kube, domain=TEST_DRIVER_DOMAIN, idle=idle, progress=progress
+    )
     try:
         yield pool
     finally:

@@ -21,15 +21,15 @@ session are spread over the workers as they end, as they were with a pool each.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from csi_harness._internal.core.file_lock import locked
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.providers.base import Driver, DriverHandover
 from csi_harness._internal.pytest_plugin.driver_view import ClusterView
@@ -207,14 +207,8 @@ class SharedIdleDrivers:
                 user.unlink(missing_ok=True)
         return count
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        with open(self._directory / LOCK, "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+    def _locked(self) -> contextlib.AbstractContextManager[None]:
+        return locked(self._directory / LOCK)
 
 
 IdleStore = IdleDrivers | SharedIdleDrivers

@@ -59,6 +59,7 @@ from csi_harness._internal.pytest_plugin.driver_view import (
     csinode_entries,
     observe,
 )
+from csi_harness._internal.pytest_plugin.family_progress import FamilyProgress
 from csi_harness._internal.pytest_plugin.idle_drivers import IdleDrivers, IdleStore, PooledDriver
 from csi_harness._internal.pytest_plugin.pool_in_place import (
     IN_PLACE,
@@ -127,6 +128,7 @@ class DriverPool:
         domain: str,
         max_idle: int = MAX_IDLE,
         idle: IdleStore | None = None,
+        progress: FamilyProgress | None = None,
         settle_seconds: float = SETTLE_SECONDS,
         view_seconds: float = VIEW_SECONDS,
     ) -> None:
@@ -136,6 +138,9 @@ class DriverPool:
         self._domain = domain
         self._idle: IdleStore = idle if idle is not None else IdleDrivers(max_idle)
         """Where the idle drivers are (``max_idle`` is its size when not given)."""
+        self._progress = progress
+        """How many tests of each family have yet to take a driver (None: unknown, so
+        some may): a driver whose family has none left is removed, not kept idle."""
         self._settle = settle_seconds
         self._view_seconds = view_seconds
         self._lent: dict[int, PooledDriver] = {}
@@ -150,13 +155,23 @@ class DriverPool:
         *,
         domain: str,
         idle: IdleStore | None = None,
+        progress: FamilyProgress | None = None,
     ) -> DriverPool:
-        return cls(kube, cluster.deploy_driver, cluster.remove_driver, domain=domain, idle=idle)
+        return cls(
+            kube,
+            cluster.deploy_driver,
+            cluster.remove_driver,
+            domain=domain,
+            idle=idle,
+            progress=progress,
+        )
 
     def acquire(self, fields: Mapping[str, Any]) -> tuple[Driver, bool]:
         """A driver deployed from ``fields`` (its own name and suffix added): an idle one
         if there is one, else a new one. Also says whether it was reused."""
         key = pool_key(fields)
+        if self._progress is not None:
+            self._progress.start(key)
         prefer = in_place_fields(DriverDeployment.model_validate(dict(fields)))
         while (pooled := self._idle.take(key, prefer)) is not None:
             try:
@@ -189,6 +204,8 @@ class DriverPool:
                 raise NotReusable("not pooled (snapshots)")
             if test_failed:
                 raise NotReusable("its test failed")
+            if self._progress is not None and self._progress.left(pooled.key) == 0:
+                raise NotReusable("no test of its family left to take it")
             started = time.monotonic()
             self._reset(driver, pooled)
             self.stats.reset_seconds += time.monotonic() - started

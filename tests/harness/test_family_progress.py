@@ -1,0 +1,61 @@
+"""How many tests of each family have yet to take a driver, as the session's workers
+count them together (``family_progress``), and what the pool does with a driver whose
+family has none left."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.pytest_plugin.family_progress import FamilyProgress
+from csi_harness._internal.pytest_plugin.pooled_drivers import pool_key
+from tests.harness.test_driver_pool import fake_pool
+
+
+def test_workers_count_the_tests_of_a_family_that_took_a_driver_together(
+    tmp_path: Path,
+) -> None:
+    one = FamilyProgress({"a": 2, "b": 1}, tmp_path)
+    other = FamilyProgress({"a": 2, "b": 1}, tmp_path)
+
+    one.start("a")
+    assert (one.left("a"), other.left("a"), other.left("b")) == (1, 1, 1)
+    other.start("a")
+    other.start("a")  # a test the collection did not count (a rerun)
+    assert (one.left("a"), other.left("b")) == (0, 1)
+
+
+def test_a_family_no_collected_test_has_is_never_done(tmp_path: Path) -> None:
+    progress = FamilyProgress({}, tmp_path)
+    progress.start("a")
+
+    assert progress.left("a") == 1
+
+
+def test_a_driver_whose_family_has_no_test_left_is_removed_not_kept_idle(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    made, _ = fake_pool(monkeypatch)
+    fields = DriverDeployment().model_dump()
+    made._progress = FamilyProgress({pool_key(fields): 2}, tmp_path)
+
+    first, _ = made.acquire(fields)
+    made.release(first, test_failed=False)
+    second, reused = made.acquire(fields)
+    made.release(second, test_failed=False)
+
+    assert reused and second is first and first.removed
+    assert made.stats.not_reused == {"no test of its family left to take it": 1}
+
+
+@pytest.mark.parametrize("failed", [False, True])
+def test_without_a_count_every_driver_may_be_kept(
+    monkeypatch: pytest.MonkeyPatch, failed: bool
+) -> None:
+    made, _ = fake_pool(monkeypatch)
+    driver, _ = made.acquire(DriverDeployment().model_dump())
+    made.release(driver, test_failed=failed)
+
+    assert driver.removed is failed
