@@ -201,10 +201,6 @@ def test_a_pod_refused_for_max_volume_count_is_scheduled_when_the_slot_holder_go
     assert uid_of(kube, "waiter", namespace) == refused
 
 
-@pytest.mark.slow
-# 25-30 s on kind (an attach, a detach held for HOLD, then the detach and the requeue):
-# started with the last tests, it alone ran on for 15-30 s after them in two of four
-# runs of the mission set on kind (docs/benchmarks.md, session 37).
 @pytest.mark.driver(max_volumes_per_node=1, attach_required=True)
 @pytest.mark.scenario(
     FEATURE, "with attach required, the freed slot counts only once the VolumeAttachment is gone"
