@@ -113,7 +113,7 @@ def test_a_test_without_a_pooled_driver_has_no_family() -> None:
 
 
 def test_tests_are_counted_by_the_pool_key_the_driver_fixture_gives_them() -> None:
-    default = DriverDeployment().model_dump()
+    default = DriverDeployment(node_pool_size="5Gi").model_dump()  # a cluster's own default
     items = [
         item(("driver",)),
         item(("driver",), driver={"max_volumes_per_node": 1}),

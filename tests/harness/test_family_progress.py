@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from csi_harness._internal.deploy.spec import DriverDeployment
+from csi_harness._internal.pytest_plugin import family_progress
 from csi_harness._internal.pytest_plugin.family_progress import FamilyProgress
 from csi_harness._internal.pytest_plugin.pooled_drivers import pool_key
 from tests.harness.test_driver_pool import fake_pool
@@ -23,7 +24,6 @@ def test_workers_count_the_tests_of_a_family_that_took_a_driver_together(
     one.start("a")
     assert (one.left("a"), other.left("a"), other.left("b")) == (1, 1, 1)
     other.start("a")
-    other.start("a")  # a test the collection did not count (a rerun)
     assert (one.left("a"), other.left("b")) == (0, 1)
 
 
@@ -59,3 +59,32 @@ def test_without_a_count_every_driver_may_be_kept(
     made.release(driver, test_failed=failed)
 
     assert driver.removed is failed
+
+
+def test_counts_a_killed_worker_left_unreadable_are_read_as_none(tmp_path: Path) -> None:
+    """Then every family has tests left, and drivers are kept idle as without counts."""
+    progress = FamilyProgress({"a": 1}, tmp_path)
+    (tmp_path / family_progress.STARTED).write_text('{"a": ')
+
+    assert progress.left("a") == 1
+    progress.start("a")
+    assert progress.left("a") == 0
+
+
+def test_the_idle_drivers_of_a_family_with_no_test_left_go_with_the_last(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    made, _ = fake_pool(monkeypatch)
+    fields = DriverDeployment().model_dump()
+    made._progress = FamilyProgress({pool_key(fields): 3}, tmp_path)
+    one, _ = made.acquire(fields)
+    two, _ = made.acquire(fields)
+    made.release(one, test_failed=False)  # both idle: a test is left
+    made.release(two, test_failed=False)
+    last, reused = made.acquire(fields)
+    assert reused and last is two and not one.removed
+
+    made.release(last, test_failed=False)
+
+    assert one.removed and two.removed
+    assert made.stats.not_reused == {"no test of its family left to take it": 2}

@@ -1,10 +1,11 @@
 """What the driver pool changes of a driver in place and puts back after its test
 (csi_harness/_internal/pytest_plugin/pool_in_place.py): a node limit on every node
-instance, the CSIDriver's storageCapacity patched, and a CSIDriver the test replaced,
-deleted or made, made again as deployed."""
+instance (kept while the driver is idle), the CSIDriver's storageCapacity patched, and
+a CSIDriver the test replaced, deleted or made, made again as deployed."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -345,3 +346,57 @@ def test_a_deployment_whose_csidriver_was_not_seen_is_not_put_back() -> None:
     with pytest.raises(NotReusable, match="was not seen after the deployment"):
         pool_in_place.put_back_csidriver(kube, DriverDeployment(), None, {})  # type: ignore[arg-type]
     assert kube.writes == [] and kube.live == {"attachRequired": True}
+
+
+def test_a_deployment_whose_instances_report_another_limit_is_expected_as_deployed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A spec's ``overrides`` may give the node instances a start-up limit other than
+    ``max_volumes_per_node``: with the deployed limit asked for again, the pool expects
+    the CSINodes as they were after the deployment, not the spec's count."""
+    reported = dataclasses.replace(
+        DEPLOYED_VIEW, csinode_entries=with_node_limit(DEPLOYED_VIEW, 5).csinode_entries
+    )
+    made, waited = limit_pool(monkeypatch, Kubelets(reported))
+    base = DriverDeployment().model_dump()
+    driver, _ = made.acquire(base)
+    made.release(driver, test_failed=False)
+    made.acquire({**base, "storage_capacity": None})
+
+    assert waited[0] == reported and waited[1].csinode_entries == reported.csinode_entries
+    assert driver.calls == {} and made.stats.not_reused == {}
+
+
+def test_csinodes_the_api_server_does_not_show_make_the_instances_register_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made, waited = limit_pool(monkeypatch, Kubelets(DEPLOYED_VIEW))
+
+    def refused(kube: object, driver: object) -> Any:
+        raise ApiError(status=SimpleNamespace(code=503, message="busy"))  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pooled_drivers, "csinode_entries", refused)
+    driver, _ = made.acquire(DriverDeployment().model_dump())
+
+    made.release(driver, test_failed=False)
+
+    assert driver.calls == {"n1": ["renew"], "n2": ["renew"]}
+    assert waited == [DEPLOYED_VIEW] and made.stats.resets == 1
+
+
+def test_a_test_is_handed_the_idle_driver_left_with_its_limit_whatever_else_it_asks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reset puts storageCapacity back and keeps the limit: of two idle drivers, the
+    one left with the limit asked for is handed on, though it went idle first."""
+    kubelets = Kubelets(DEPLOYED_VIEW)
+    made, _ = limit_pool(monkeypatch, kubelets)
+    base = DriverDeployment().model_dump()
+    limited, _ = made.acquire({**base, "max_volumes_per_node": 1})
+    other, _ = made.acquire(base)
+    made.release(limited, test_failed=False)
+    made.release(other, test_failed=False)
+
+    taken, reused = made.acquire({**base, "max_volumes_per_node": 1, "storage_capacity": None})
+
+    assert reused and taken is limited and made.stats.changed_in_place == 1

@@ -9,13 +9,16 @@ pool until pushed out by others or removed by the last worker at the end of the
 session. Every worker collects the same tests, so each counts the same totals; the
 tests that have taken a driver are counted in a file the workers share, under a lock.
 A test skipped before it takes a driver never counts as started, which only keeps its
-family's drivers idle as before.
+family's drivers idle as before; a test run twice (a plugin that reruns failures)
+counts twice, so its family's drivers may go before its last test, which then deploys
+one. Either way a test gets the driver it asks for; only what it costs differs.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -40,7 +43,9 @@ class FamilyProgress:
         with self._locked():
             started = self._read()
             started[key] += 1
-            (self._directory / STARTED).write_text(json.dumps(started))
+            partial = self._directory / f".{STARTED}.partial"
+            partial.write_text(json.dumps(started))
+            os.replace(partial, self._directory / STARTED)
 
     def left(self, key: str) -> int:
         """How many tests of ``key`` have yet to take a driver (a key no collected test
@@ -51,9 +56,11 @@ class FamilyProgress:
             return max(0, self._totals[key] - self._read()[key])
 
     def _read(self) -> Counter[str]:
+        """The counts so far; none when there are none or they cannot be read (then
+        every family has tests left, and drivers are kept idle as without counts)."""
         try:
             return Counter(json.loads((self._directory / STARTED).read_text()))
-        except FileNotFoundError:
+        except (OSError, ValueError, TypeError):
             return Counter()
 
     def _locked(self) -> contextlib.AbstractContextManager[None]:

@@ -41,7 +41,7 @@ T = TypeVar("T")
 class PooledDriver:
     """A poolable driver: its pool key, the spec it was deployed from, how the cluster
     showed it then, its CSIDriver's labels then (``put_back_csidriver``) and the
-    ``IN_PLACE`` fields it was left with after its last test (``in_place_fields``)."""
+    fields it keeps from its last test (``pool_in_place.kept_while_idle``)."""
 
     driver: Driver
     key: str

@@ -17,7 +17,8 @@ for that do not make it need a driver of its own (``IN_PLACE``).
 
 Each change says what the cluster shows once it has taken effect (a ``ClusterView``):
 the pool waits for that before it hands the driver out and, after the test has had the
-deployed fields put back, before it pools the driver again.
+deployed fields put back (the node limit aside, ``KEPT_WHILE_IDLE``), before it pools
+the driver again.
 """
 
 from __future__ import annotations
@@ -44,10 +45,14 @@ IN_PLACE = frozenset({"max_volumes_per_node", *CSIDRIVER_IN_PLACE})
 """Every field a pooled driver can be changed to in place."""
 
 
-def in_place_fields(spec: DriverDeployment) -> dict[str, Any]:
-    """The ``IN_PLACE`` fields of ``spec``: what an idle driver is left with, compared
-    with what the next test asks for."""
-    return {name: getattr(spec, name) for name in sorted(IN_PLACE)}
+KEPT_WHILE_IDLE = frozenset({"max_volumes_per_node"})
+"""The ``IN_PLACE`` fields a reset leaves as the test had them (the others it puts back)."""
+
+
+def kept_while_idle(spec: DriverDeployment) -> dict[str, Any]:
+    """The fields of ``spec`` an idle driver keeps from its test (``KEPT_WHILE_IDLE``),
+    as JSON values: compared with what the next test asks for."""
+    return spec.model_dump(mode="json", include=set(KEPT_WHILE_IDLE))
 
 
 class NotReusable(Exception):

@@ -13,7 +13,8 @@ A driver goes back to the pool after its test only if nothing of the test is lef
     its pod and PV are gone);
   - what the cluster shows of the driver is again what it showed right after the
     deployment: its CSIDriver, its StorageClasses, its CSINode entries (node ID,
-    topology keys, allocatable count), the nodes' topology labels and the
+    topology keys, allocatable count: that of the node limit the driver keeps from its
+    test, below), the nodes' topology labels and the
     CSIStorageCapacity objects of its StorageClasses in any namespace: the ones it
     published (waited for: external-provisioner polls) and none that a test made. A
     CSIDriver the test replaced (``attachRequired`` cannot be patched), deleted or made
@@ -46,7 +47,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx2
 from lightkube import Client
+from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import PersistentVolume
 from lightkube.resources.storage_v1 import VolumeAttachment
 
@@ -66,7 +69,7 @@ from csi_harness._internal.pytest_plugin.pool_in_place import (
     NotReusable,
     csidriver_differs,
     csidriver_labels,
-    in_place_fields,
+    kept_while_idle,
     patch_csidriver,
     put_back_csidriver,
     register_again,
@@ -172,7 +175,7 @@ class DriverPool:
         key = pool_key(fields)
         if self._progress is not None:
             self._progress.start(key)
-        prefer = in_place_fields(DriverDeployment.model_validate(dict(fields)))
+        prefer = kept_while_idle(DriverDeployment.model_validate(dict(fields)))
         while (pooled := self._idle.take(key, prefer)) is not None:
             try:
                 self._change_in_place(pooled, fields)
@@ -205,6 +208,9 @@ class DriverPool:
             if test_failed:
                 raise NotReusable("its test failed")
             if self._progress is not None and self._progress.left(pooled.key) == 0:
+                # The family's other idle drivers too: no test will take them either.
+                while (idle := self._idle.take(pooled.key)) is not None:
+                    self._discard(idle.driver, NotReusable("no test of its family left to take it"))
                 raise NotReusable("no test of its family left to take it")
             started = time.monotonic()
             self._reset(driver, pooled)
@@ -213,7 +219,7 @@ class DriverPool:
         except NotReusable as why:
             self._discard(driver, why)
             return
-        pooled.left_with = in_place_fields(driver.spec)
+        pooled.left_with = kept_while_idle(driver.spec)
         for evicted in self._idle.put(pooled):
             self._remove(evicted.driver)
 
@@ -245,8 +251,8 @@ class DriverPool:
         deployed = pooled.deployed
         if limit != deployed.max_volumes_per_node:
             set_node_limit(driver, limit)
-        expected = with_node_limit(pooled.baseline, limit)
-        if csinode_entries(self._kube, driver) != expected.csinode_entries:
+        expected = _with_limit(pooled, limit)
+        if self._csinode_entries(driver) != expected.csinode_entries:
             register_again(driver)
         # Back to the deployed CSIDriver, whether the pool changed it for the test or the
         # test did: patched, or made again if the test replaced, deleted or made it.
@@ -264,7 +270,7 @@ class DriverPool:
         if wanted == driver.spec:
             return
         # The limit the driver was left with, or the one the test wants.
-        expected = with_node_limit(pooled.baseline, wanted.max_volumes_per_node)
+        expected = _with_limit(pooled, wanted.max_volumes_per_node)
         if wanted.max_volumes_per_node != driver.spec.max_volumes_per_node:
             set_node_limit(driver, wanted.max_volumes_per_node)
             register_again(driver)
@@ -274,6 +280,15 @@ class DriverPool:
         driver.adopt_spec(wanted)
         self._wait_cluster_view(driver, expected)
         self.stats.changed_in_place += 1
+
+    def _csinode_entries(self, driver: Driver) -> Mapping[str, Any] | None:
+        """The driver's CSINode entries, or None when the API server did not answer
+        (then the instances register again, and the view wait decides)."""
+        try:
+            return csinode_entries(self._kube, driver)
+        except (ApiError, httpx2.HTTPError) as error:
+            log.info("CSINodes of %s not read: %s", driver.spec.name, error)
+            return None
 
     def _reset_instance(self, driver: Driver, instance: str) -> None:
         """Reset one csi-mock instance. A node's kubelet may unstage a volume after its
@@ -318,7 +333,8 @@ class DriverPool:
             raise NotReusable(f"volumes left: {left}") from None
 
     def _wait_cluster_view(self, driver: Driver, baseline: ClusterView) -> None:
-        """Until the cluster shows the driver as after its deployment: at most
+        """Until the cluster shows the driver as ``baseline`` (as after its deployment,
+        with the node limit it has now): at most
         ``view_seconds`` or three capacity polls, whichever is longer (its capacity is
         the part that takes time). A difference that
         nothing puts back (``LASTING``: a StorageClass the test changed, a CSIDriver
@@ -335,7 +351,8 @@ class DriverPool:
 
         try:
             lasting = wait_for(
-                f"{driver.spec.name} to look as deployed",
+                f"{driver.spec.name} to look as deployed"
+                f" (node limit {driver.spec.max_volumes_per_node})",
                 probe,
                 timeout=max(self._view_seconds, 3 * poll),
                 interval=0.5,
@@ -344,6 +361,15 @@ class DriverPool:
             raise NotReusable(f"changed in the cluster: {error}") from None
         if lasting:
             raise NotReusable(f"changed in the cluster for good: {lasting}")
+
+
+def _with_limit(pooled: PooledDriver, limit: int) -> ClusterView:
+    """What the cluster shows of the pooled driver with the node limit ``limit``: as
+    deployed for the deployed limit (whatever the instances reported then, e.g. a limit
+    of the spec's ``overrides``), else every CSINode with ``limit``."""
+    if limit == pooled.deployed.max_volumes_per_node:
+        return pooled.baseline
+    return with_node_limit(pooled.baseline, limit)
 
 
 def log_pool_stats(stats: PoolStats) -> None:
