@@ -11,7 +11,7 @@ import pytest
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.pytest_plugin import family_progress
 from csi_harness._internal.pytest_plugin.family_progress import FamilyProgress
-from csi_harness._internal.pytest_plugin.pooled_drivers import pool_key
+from csi_harness._internal.pytest_plugin.pooled_drivers import DriverPool, pool_key
 from tests.harness.test_driver_pool import fake_pool
 
 
@@ -34,16 +34,24 @@ def test_a_family_no_collected_test_has_is_never_done(tmp_path: Path) -> None:
     assert progress.left("a") == 1
 
 
+FIELDS = DriverDeployment().model_dump()
+
+
+def counted_pool(monkeypatch: pytest.MonkeyPatch, directory: Path, tests: int) -> DriverPool:
+    """A pool of fake drivers whose family of default drivers has ``tests`` tests."""
+    made, _ = fake_pool(monkeypatch)
+    made._progress = FamilyProgress({pool_key(FIELDS): tests}, directory)
+    return made
+
+
 def test_a_driver_whose_family_has_no_test_left_is_removed_not_kept_idle(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    made, _ = fake_pool(monkeypatch)
-    fields = DriverDeployment().model_dump()
-    made._progress = FamilyProgress({pool_key(fields): 2}, tmp_path)
+    made = counted_pool(monkeypatch, tmp_path, 2)
 
-    first, _ = made.acquire(fields)
+    first, _ = made.acquire(FIELDS)
     made.release(first, test_failed=False)
-    second, reused = made.acquire(fields)
+    second, reused = made.acquire(FIELDS)
     made.release(second, test_failed=False)
 
     assert reused and second is first and first.removed
@@ -74,14 +82,12 @@ def test_counts_a_killed_worker_left_unreadable_are_read_as_none(tmp_path: Path)
 def test_the_idle_drivers_of_a_family_with_no_test_left_go_with_the_last(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    made, _ = fake_pool(monkeypatch)
-    fields = DriverDeployment().model_dump()
-    made._progress = FamilyProgress({pool_key(fields): 3}, tmp_path)
-    one, _ = made.acquire(fields)
-    two, _ = made.acquire(fields)
+    made = counted_pool(monkeypatch, tmp_path, 3)
+    one, _ = made.acquire(FIELDS)
+    two, _ = made.acquire(FIELDS)
     made.release(one, test_failed=False)  # both idle: a test is left
     made.release(two, test_failed=False)
-    last, reused = made.acquire(fields)
+    last, reused = made.acquire(FIELDS)
     assert reused and last is two and not one.removed
 
     made.release(last, test_failed=False)

@@ -208,10 +208,11 @@ class DriverPool:
             if test_failed:
                 raise NotReusable("its test failed")
             if self._progress is not None and self._progress.left(pooled.key) == 0:
+                finished = NotReusable("no test of its family left to take it")
                 # The family's other idle drivers too: no test will take them either.
                 while (idle := self._idle.take(pooled.key)) is not None:
-                    self._discard(idle.driver, NotReusable("no test of its family left to take it"))
-                raise NotReusable("no test of its family left to take it")
+                    self._discard(idle.driver, finished)
+                raise finished
             started = time.monotonic()
             self._reset(driver, pooled)
             self.stats.reset_seconds += time.monotonic() - started
