@@ -19,6 +19,7 @@ import pytest
 from csi_harness._internal.core.waiting import socket_probe, wait_for
 from csi_harness._internal.core.zygote import Zygote, ZygoteError, zygote_argv
 from csi_mock.proto import csi_pb2, csi_pb2_grpc
+from csi_mock.testing import probe_ready
 from csi_mock.zygote import RequestError, parse_request
 
 
@@ -46,7 +47,9 @@ def test_a_forked_instance_serves_csi_in_a_session_of_its_own(
     argv = ["serve", f"--endpoint=unix://{endpoint}", f"--statedir={tmp_path / 'state'}"]
     pid = zygote.spawn([*argv, "--nodeid=forked-1"], log)
     try:
-        wait_for("the instance's socket", lambda: socket_probe(endpoint), timeout=30)
+        # The socket opens before the state has loaded; until then every call but
+        # Probe answers UNAVAILABLE, so wait for Probe to say ready.
+        wait_for("the instance to be ready", lambda: probe_ready(endpoint), timeout=30)
         with grpc.insecure_channel(f"unix://{endpoint}") as channel:
             info = csi_pb2_grpc.NodeStub(channel).NodeGetInfo(
                 csi_pb2.NodeGetInfoRequest(), timeout=10
