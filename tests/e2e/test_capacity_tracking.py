@@ -322,7 +322,6 @@ def test_capacity_is_ignored_when_the_csidriver_does_not_ask_for_it(
     )
 
 
-@pytest.mark.driver(capacity_poll_interval="1s")
 @pytest.mark.upstream("csi_storage_capacity.go", "exhausted, late binding, with topology")
 @pytest.mark.scenario(
     FEATURE, "stale capacity: RESOURCE_EXHAUSTED, selected-node dropped, rescheduled"

@@ -7,7 +7,9 @@ taken back, and given out again to the same fields; the next "test" then provisi
 and runs a pod on it as on a new driver. A driver whose StorageClass got a
 CSIStorageCapacity from a test is not given out again. A driver asked for with another
 node limit is changed to it in place, and the cluster's CSINodes show it, then back;
-one asked for with another CSIDriver storageCapacity gets it patched, then back.
+one asked for with another attach limit has its controller refuse attachments beyond
+it, then not; one asked for with another CSIDriver storageCapacity gets it patched,
+then back.
 """
 
 from __future__ import annotations
@@ -208,6 +210,34 @@ def test_a_pooled_driver_takes_another_node_limit_in_place_keeps_it_idle_and_giv
     assert set(node_limits(kube, again).values()) == {deployed_limit}
     assert observe(kube, again) == baseline
     assert pool.stats.changed_in_place == 2 and pool.stats.deployed == 1
+    pool.release(again, test_failed=False)
+
+
+@pytest.mark.scenario(FEATURE, "a pooled driver takes another attach limit in place")
+def test_a_pooled_driver_takes_another_attach_limit_in_place_and_gives_it_back(
+    pool: DriverPool, cluster: Cluster, kube: Client
+) -> None:
+    fields = fields_of(cluster)
+    deployed = DriverDeployment.model_validate(fields)
+    first, baseline = idle_in_pool(pool, kube, fields)
+    controller = first.instances()[0]  # the central one, or a node's that runs it
+
+    limited, reused = pool.acquire({**fields, "attach_limit": deployed.attach_limit + 1})
+
+    assert reused and limited is first, pool.stats
+    with limited.admin(controller) as admin:
+        assert admin.limits().attach_limit == deployed.attach_limit + 1
+    pool.release(limited, test_failed=False)
+    again, reused = pool.acquire(fields)
+
+    assert reused and again is first, pool.stats
+    with again.admin(controller) as admin:
+        limits = admin.limits()
+    assert limits.attach_limit == deployed.attach_limit
+    if limits.max_volumes_per_node is not None:  # not moved with it (distributed)
+        assert limits.max_volumes_per_node == deployed.max_volumes_per_node
+    assert observe(kube, again) == baseline
+    assert pool.stats.changed_in_place == 1 and pool.stats.deployed == 1
     pool.release(again, test_failed=False)
 
 

@@ -61,7 +61,6 @@ def uid_of(kube: Client, pod: str, namespace: str) -> str:
     return str(kube.get(Pod, pod, namespace=namespace).metadata.uid)  # type: ignore[union-attr]
 
 
-@pytest.mark.driver(capacity_poll_interval="1s")
 @pytest.mark.scenario(FEATURE, "a pod refused for storage is scheduled once a pool grows")
 def test_a_pod_refused_for_storage_is_scheduled_when_a_pool_grows(
     kube: Client, namespace: str, driver: Driver, admin: AdminClient

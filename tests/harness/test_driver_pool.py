@@ -18,15 +18,19 @@ from csi_harness._internal.pytest_plugin.driver_view import ClusterView
 from csi_harness._internal.pytest_plugin.pool_in_place import NotReusable
 from csi_harness._internal.pytest_plugin.pooled_drivers import DriverPool, pool_key
 from csi_mock.admin import AdminError
+from csi_mock.admin.views import Limits
 
 VIEW = ClusterView(None, {}, {}, {}, {})
 
 
 @dataclass
 class NodeAdmin:
-    """A node instance's admin API: what the pool asked of it, in order."""
+    """An instance's admin API: what the pool asked of it, in order. It runs the node
+    service, and the controller service where ``attach_limit`` is not None."""
 
     calls: list[str]
+    max_volumes_per_node: int | None = 32
+    attach_limit: int | None = None
 
     def __enter__(self) -> NodeAdmin:
         return self
@@ -34,8 +38,18 @@ class NodeAdmin:
     def __exit__(self, *exc: object) -> None:
         pass
 
-    def set_limits(self, *, max_volumes_per_node: int) -> None:
-        self.calls.append(f"limit {max_volumes_per_node}")
+    def limits(self) -> Limits:
+        return Limits(self.max_volumes_per_node, self.attach_limit)
+
+    def set_limits(
+        self, *, max_volumes_per_node: int | None = None, attach_limit: int | None = None
+    ) -> None:
+        if attach_limit is not None:
+            assert self.attach_limit is not None, "no controller service here (409)"
+            self.calls.append(f"attach limit {attach_limit}")
+        if max_volumes_per_node is not None:
+            assert self.max_volumes_per_node is not None, "no node service here (409)"
+            self.calls.append(f"limit {max_volumes_per_node}")
 
     def renew_registration(self) -> None:
         self.calls.append("renew")
@@ -53,7 +67,10 @@ class FakeDriver:
         self.spec = spec
 
     def admin(self, instance: str = "controller") -> NodeAdmin:
-        return NodeAdmin(self.calls.setdefault(instance, []))
+        calls = self.calls.setdefault(instance, [])
+        if instance == "controller":
+            return NodeAdmin(calls, max_volumes_per_node=None, attach_limit=0)
+        return NodeAdmin(calls)
 
 
 def test_drivers_differing_only_in_name_suffix_and_in_place_fields_are_interchangeable() -> None:
@@ -65,7 +82,7 @@ def test_drivers_differing_only_in_name_suffix_and_in_place_fields_are_interchan
     assert pool_key({**base, "storage_capacity": None}) == pool_key(base)
     assert pool_key({**base, "pod_info_on_mount": False}) != pool_key(base)
     assert pool_key({**base, "attach_required": True}) != pool_key(base)
-    assert pool_key({**base, "attach_limit": 1}) != pool_key(base)
+    assert pool_key({**base, "attach_limit": 1}) == pool_key(base)
 
 
 def test_a_view_difference_names_the_part_and_both_values() -> None:

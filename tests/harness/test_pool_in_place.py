@@ -1,6 +1,7 @@
 """What the driver pool changes of a driver in place and puts back after its test
 (csi_harness/_internal/pytest_plugin/pool_in_place.py): a node limit on every node
-instance (kept while the driver is idle), the CSIDriver's storageCapacity patched, and
+instance (kept while the driver is idle), an attach limit on the instances that run the
+controller service, the CSIDriver's storageCapacity patched, and
 a CSIDriver the test replaced, deleted or made, made again as deployed."""
 
 from __future__ import annotations
@@ -47,6 +48,41 @@ def test_a_node_refusing_the_limit_makes_the_driver_not_reusable_and_stops_there
     with pytest.raises(NotReusable, match=r"^limit refused on b: max_volumes_per_node: 7 is"):
         pool_in_place.set_node_limit(driver, 7)  # type: ignore[arg-type]
     assert (admins["a"].calls, admins["c"].calls) == (["limit 7"], [])
+
+
+def test_an_attach_limit_is_set_where_a_controller_runs_keeping_the_node_limit_there() -> None:
+    """Central provisioning: the controller instance alone. Distributed: every node's
+    instance runs a controller too, and is given its node limit in the same patch (the
+    API would otherwise make the node limit follow the attach limit)."""
+    central = FakeDriver(DriverDeployment(), nodes=[SimpleNamespace(name="n1")])
+    central.instances = lambda: ["controller", "n1"]  # type: ignore[attr-defined]
+
+    pool_in_place.set_attach_limit(central, 1)  # type: ignore[arg-type]
+
+    assert central.calls == {"controller": ["attach limit 1"], "n1": []}
+    distributed = FakeDriver(DriverDeployment(), nodes=[SimpleNamespace(name="n1")])
+    admins = {"n1": NodeAdmin([], max_volumes_per_node=5, attach_limit=0)}
+    distributed.admin = admins.__getitem__  # type: ignore[method-assign]
+    distributed.instances = lambda: ["n1"]  # type: ignore[attr-defined]
+
+    pool_in_place.set_attach_limit(distributed, 2)  # type: ignore[arg-type]
+
+    assert admins["n1"].calls == ["attach limit 2", "limit 5"]
+
+
+class AttachLimitRefusingAdmin(NodeAdmin):
+    def set_limits(self, **limits: int | None) -> None:
+        raise AdminError(400, f"attach_limit: {limits['attach_limit']} is not allowed")
+
+
+def test_an_instance_refusing_the_attach_limit_makes_the_driver_not_reusable() -> None:
+    driver = FakeDriver(DriverDeployment())
+    refusing = AttachLimitRefusingAdmin([], max_volumes_per_node=None, attach_limit=0)
+    driver.admin = lambda instance="controller": refusing  # type: ignore[method-assign]
+    driver.instances = lambda: ["controller"]  # type: ignore[attr-defined]
+
+    with pytest.raises(NotReusable, match=r"^attach limit refused on controller: attach_limit"):
+        pool_in_place.set_attach_limit(driver, 1)  # type: ignore[arg-type]
 
 
 def _csidriver(spec: dict[str, Any], labels: dict[str, str]) -> Any:
@@ -174,6 +210,34 @@ def test_a_pooled_driver_takes_another_node_limit_in_place_and_keeps_it_while_id
     assert reused and back is first and back.spec.max_volumes_per_node == 32
     assert first.calls["n2"] == ["limit 1", "renew", "limit 1", "limit 1", "limit 32", "renew"]
     assert waited[-1] == DEPLOYED_VIEW
+
+
+def test_a_pooled_driver_takes_another_attach_limit_in_place_and_is_given_back_as_deployed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The controller instance is given the test's attach limit and nothing else is
+    asked or awaited (the cluster does not show it); after the test the driver's spec
+    is the deployed one again (the instance's reset puts its configured limit back,
+    shown on clusters by tests/e2e/test_driver_pool.py), so the next test asking for
+    the deployed fields gets it unchanged."""
+    made, waited = limit_pool(monkeypatch, Kubelets(DEPLOYED_VIEW))
+    monkeypatch.setattr(FakeDriver, "instances", lambda self: ["controller", "n1", "n2"])
+    base = DriverDeployment().model_dump()
+    first, _ = made.acquire(base)
+    made.release(first, test_failed=False)
+
+    limited, reused = made.acquire({**base, "attach_limit": 1})
+
+    assert reused and limited is first and limited.spec.attach_limit == 1
+    assert first.calls == {"controller": ["attach limit 1"], "n1": [], "n2": []}
+    assert waited[-1] == DEPLOYED_VIEW and made.stats.changed_in_place == 1
+
+    made.release(limited, test_failed=False)
+    assert limited.spec.attach_limit == 0 and waited[-1] == DEPLOYED_VIEW
+
+    again, reused = made.acquire(base)
+    assert reused and again is first and made.stats.changed_in_place == 1
+    assert first.calls["controller"] == ["attach limit 1"]
 
 
 def test_a_driver_left_with_a_limit_is_expected_with_it_when_another_field_changes(

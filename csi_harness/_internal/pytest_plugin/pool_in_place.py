@@ -6,6 +6,10 @@ for that do not make it need a driver of its own (``IN_PLACE``).
   which asks NodeGetInfo again and rewrites the CSINode entry. A registration takes
   seconds on a loaded node, so a driver keeps the limit its test had while it is idle
   and changes it only for a test that asks for another.
+- ``attach_limit``: set on every instance that runs the controller service (``PATCH
+  /v1/limits``), which refuses ControllerPublishVolume beyond it from the answer on.
+  Nothing in the cluster holds it (the attacher asks the driver each time), so there
+  is nothing to wait for; the reset (``POST /v1/reset``) puts the configured one back.
 - ``CSIDRIVER_IN_PLACE``: fields that only shape the CSIDriver object and that the API
   server lets change (it refuses a change of ``attachRequired`` or
   ``volumeLifecycleModes``); they are patched to what the wanted spec makes.
@@ -41,7 +45,7 @@ from csi_mock.admin import AdminClient, AdminError
 CSIDRIVER_IN_PLACE: Mapping[str, str] = {"storage_capacity": "storageCapacity"}
 """CSIDriver fields a pooled driver takes in place (see the module docstring): the
 deployment's field and the CSIDriver spec's."""
-IN_PLACE = frozenset({"max_volumes_per_node", *CSIDRIVER_IN_PLACE})
+IN_PLACE = frozenset({"max_volumes_per_node", "attach_limit", *CSIDRIVER_IN_PLACE})
 """Every field a pooled driver can be changed to in place."""
 
 
@@ -72,6 +76,24 @@ def set_node_limit(driver: Driver, limit: int) -> None:
     _on_every_node(
         driver, "limit refused", lambda admin: admin.set_limits(max_volumes_per_node=limit)
     )
+
+
+def set_attach_limit(driver: Driver, limit: int) -> None:
+    """Every instance that runs the controller service refuses ControllerPublishVolume
+    beyond ``limit`` attachments per node from now on. An instance that runs the node
+    service too (distributed provisioning) is given its own node limit in the same
+    patch, which would otherwise follow the attach limit (hostpathplugin's rule)."""
+    for instance in driver.instances():
+        try:
+            with driver.admin(instance) as admin:
+                limits = admin.limits()
+                if limits.attach_limit is None:
+                    continue  # no controller service here
+                admin.set_limits(
+                    attach_limit=limit, max_volumes_per_node=limits.max_volumes_per_node
+                )
+        except AdminError as error:
+            raise NotReusable(f"attach limit refused on {instance}: {error}") from None
 
 
 def register_again(driver: Driver) -> None:

@@ -73,6 +73,7 @@ from csi_harness._internal.pytest_plugin.pool_in_place import (
     patch_csidriver,
     put_back_csidriver,
     register_again,
+    set_attach_limit,
     set_node_limit,
     with_node_limit,
 )
@@ -275,6 +276,8 @@ class DriverPool:
         if wanted.max_volumes_per_node != driver.spec.max_volumes_per_node:
             set_node_limit(driver, wanted.max_volumes_per_node)
             register_again(driver)
+        if wanted.attach_limit != driver.spec.attach_limit:
+            set_attach_limit(driver, wanted.attach_limit)
         if csidriver_differs(wanted, driver.spec):
             live = patch_csidriver(self._kube, wanted)
             expected = dataclasses.replace(expected, csidriver=live)
