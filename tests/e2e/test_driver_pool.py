@@ -21,6 +21,7 @@ from lightkube import Client
 from lightkube.resources.core_v1 import Namespace, Pod
 from lightkube.resources.storage_v1 import CSIDriver
 
+from csi_harness._internal.deploy.incluster import InClusterDriver
 from csi_harness._internal.deploy.spec import DriverDeployment
 from csi_harness._internal.kube import objects
 from csi_harness._internal.kube.namespaces import empty_namespace
@@ -119,13 +120,14 @@ def test_a_reset_driver_carries_nothing_of_the_test_before_over(
     assert pool.stats.resets == 2 and pool.stats.reused == 1 and pool.stats.deployed == 1
 
 
-@pytest.mark.scenario(FEATURE, "a driver with a stopped sidecar or a failed test is replaced")
+@pytest.mark.scenario(FEATURE, "a driver with a stopped instance or a failed test is replaced")
 def test_a_driver_a_test_broke_or_failed_with_is_replaced(
     pool: DriverPool, cluster: Cluster
 ) -> None:
     fields = fields_of(cluster)
     broken, _ = pool.acquire(fields)
-    broken.stop_component("csi-resizer")
+    # Its csi-mock controller stopped for good: a process gone, or a pod scaled away.
+    broken.stop_component("csi-mock-controller")
     pool.release(broken, test_failed=False)
 
     failed_with, reused = pool.acquire(fields)
@@ -136,6 +138,35 @@ def test_a_driver_a_test_broke_or_failed_with_is_replaced(
     assert not reused and third not in (broken, failed_with)
     assert pool.stats.not_reused == {"a component stopped": 1, "its test failed": 1}
     pool.release(third, test_failed=False)
+
+
+@pytest.mark.scenario(FEATURE, "a sidecar its test paused goes on, and the driver is reused")
+def test_a_sidecar_its_test_paused_goes_on_after_it_and_the_driver_is_handed_on(
+    pool: DriverPool, cluster: Cluster, kube: Client
+) -> None:
+    """In-cluster, ``stop_component`` pauses a sidecar of the controller's pod; the
+    reset lets it go on, and the driver is handed on with the sidecar running, not
+    restarted. Locally it stops the sidecar's process for good: the driver is replaced."""
+    fields = fields_of(cluster)
+    first, baseline = idle_in_pool(pool, kube, fields)
+    again, _ = pool.acquire(fields)
+    again.stop_component("csi-attacher")
+    assert again.failed_component() == "stopped: csi-attacher"
+    pool.release(again, test_failed=False)
+
+    after, reused = pool.acquire(fields)
+
+    if isinstance(first, InClusterDriver):
+        assert reused and after is first, pool.stats
+        assert after.failed_component() is None  # and not restarted
+        with after.admin() as admin:
+            attacher = [n for n in admin.neighbours() if n.name == "csi-attacher"]
+        assert len(attacher) == 1 and attacher[0].pids and not attacher[0].paused, attacher
+        assert observe(kube, after) == baseline
+    else:
+        assert not reused and after is not first
+        assert pool.stats.not_reused == {"a component stopped": 1}
+    pool.release(after, test_failed=False)
 
 
 @pytest.mark.scenario(FEATURE, "a driver with a CSIStorageCapacity a test made is replaced")

@@ -61,6 +61,12 @@ class FakeDriver:
     removed: bool = False
     nodes: list[Any] = field(default_factory=list)
     calls: dict[str, list[str]] = field(default_factory=dict)
+    paused: list[str] = field(default_factory=list)
+    """Sidecars a test paused (``stop_component`` on an in-cluster controller's pod)."""
+
+    def resume_paused(self) -> list[str]:
+        resumed, self.paused = self.paused, []
+        return resumed
 
     def adopt_spec(self, spec: DriverDeployment) -> None:
         assert (spec.name, spec.suffix) == (self.spec.name, self.spec.suffix)

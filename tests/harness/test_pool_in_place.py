@@ -240,6 +240,38 @@ def test_a_pooled_driver_takes_another_attach_limit_in_place_and_is_given_back_a
     assert first.calls["controller"] == ["attach limit 1"]
 
 
+def test_a_sidecar_the_test_paused_goes_on_before_the_reset_waits_for_the_volumes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A paused sidecar (the attacher a skip-attach test pauses) is resumed first, since
+    detaching and deleting the test's volumes may need it, and then runs as deployed:
+    the driver is pooled and handed on. A component whose pod went stays stopped."""
+    made, _ = limit_pool(monkeypatch, Kubelets(DEPLOYED_VIEW))
+    order: list[str] = []
+
+    def failed(self: FakeDriver) -> str | None:
+        return "stopped: " + ", ".join(self.paused) if self.paused else None
+
+    def volumes_gone(driver: FakeDriver) -> None:
+        order.append("volumes gone" if not driver.paused else "volumes wait on a paused sidecar")
+
+    monkeypatch.setattr(FakeDriver, "failed_component", failed)
+    monkeypatch.setattr(made, "_wait_volumes_gone", volumes_gone)
+    base = DriverDeployment().model_dump()
+    driver, _ = made.acquire(base)
+    driver.paused = ["csi-attacher"]
+
+    made.release(driver, test_failed=False)
+
+    assert order == ["volumes gone"] and driver.paused == [] and made.stats.not_reused == {}
+    again, reused = made.acquire(base)
+    assert reused and again is driver
+    monkeypatch.setattr(FakeDriver, "failed_component", lambda self: "stopped: csi-mock-node-n1")
+    made.release(again, test_failed=False)
+    assert made.stats.not_reused == {"a component stopped": 1}
+    assert made.acquire(base)[0] is not driver
+
+
 def test_a_driver_left_with_a_limit_is_expected_with_it_when_another_field_changes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

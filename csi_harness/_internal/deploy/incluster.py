@@ -126,6 +126,8 @@ class InClusterDriver:
         self._access: ApiServerAccess | None = None
         self._stopped: dict[str, str] = {}
         """Stopped component -> its log, read just before it was stopped."""
+        self._paused: set[str] = set()
+        """The stopped components that are paused sidecars (``resume_paused``)."""
         self._restarts_when_ready: dict[str, int] = {}
         """"pod/container" -> its restart count when the deployment became ready: the
         restarts before that (a sidecar that exited while the driver was still
@@ -236,6 +238,7 @@ class InClusterDriver:
             with self.admin(CONTROLLER) as admin:
                 admin.pause_neighbour(found.container)
             self._stopped[component] = log
+            self._paused.add(component)
             return
         # The pod goes: a DaemonSet's on one node, or the controller's with its sidecars.
         going = [
@@ -270,6 +273,17 @@ class InClusterDriver:
             return not left, "; ".join(describe_pod(p) for p in left)
 
         wait_for(f"the pod of {component} to be gone", gone, timeout=self.timeout, interval=0.5)
+
+    def resume_paused(self) -> list[str]:
+        """Let the paused sidecars go on where they stopped (SIGCONT through csi-mock);
+        the components whose pod went stay stopped. The resumed ones, sorted."""
+        resumed = sorted(self._paused)
+        for component in resumed:
+            with self.admin(CONTROLLER) as admin:
+                admin.resume_neighbour(self._component(component).container)
+            self._paused.discard(component)
+            del self._stopped[component]
+        return resumed
 
     def _last_log(self, component: str) -> str:
         try:

@@ -170,6 +170,10 @@ class LocalDriver:
         self._stopped.add(component)
         self.supervisor.stop(self.process(component))
 
+    def resume_paused(self) -> list[str]:
+        """None to resume: a stopped process is gone (``stop_component``)."""
+        return []
+
     def failed_component(self) -> str | None:
         if self._stopped:
             return "stopped: " + ", ".join(sorted(self._stopped))

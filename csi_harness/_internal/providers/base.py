@@ -128,6 +128,12 @@ class Driver(Protocol):
         """Stop one sidecar for the rest of the test (e.g. "csi-attacher")."""
         ...
 
+    def resume_paused(self) -> list[str]:
+        """Let the stopped components that were paused, not removed, go on where they
+        stopped (a sidecar of an in-cluster controller's pod); they are no longer
+        stopped. Which ones (the others stay stopped)."""
+        ...
+
     def failed_component(self) -> str | None:
         """Which components were stopped, exited or restarted since the deployment
         was ready, or None while every one runs as deployed."""

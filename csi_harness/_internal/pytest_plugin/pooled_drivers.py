@@ -239,6 +239,11 @@ class DriverPool:
     # -- the reset ---------------------------------------------------------------------
 
     def _reset(self, driver: Driver, pooled: PooledDriver) -> None:
+        # A sidecar the test paused goes on first: the volumes' deletion and detach
+        # may need it. Paused, it restarted nothing, so it runs as deployed again.
+        resumed = driver.resume_paused()
+        if resumed:
+            log.info("driver %s: resumed %s", driver.spec.name, ", ".join(resumed))
         problem = driver.failed_component()
         if problem is not None:
             raise NotReusable(f"a component stopped: {problem}")
