@@ -50,6 +50,7 @@ from csi_harness._internal.pytest_plugin.fixtures import (
     driver_pool,
     kube,
     namespace,
+    pytest_runtest_teardown,
     required_feature_gates,
 )
 from csi_harness._internal.pytest_plugin.options import pytest_addoption
@@ -70,6 +71,7 @@ __all__ = [
     "pytest_addoption",
     "pytest_configure",
     "pytest_configure_node",
+    "pytest_runtest_teardown",
     "pytest_unconfigure",
     "required_feature_gates",
 ]
