@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from csi_harness._internal.deploy.spec import DriverDeployment
-from csi_harness._internal.pytest_plugin import fixtures, pooled_drivers
+from csi_harness._internal.pytest_plugin import pooled_drivers
 from csi_harness._internal.pytest_plugin.driver_view import ClusterView
 from csi_harness._internal.pytest_plugin.pool_in_place import NotReusable
 from csi_harness._internal.pytest_plugin.pooled_drivers import DriverPool, pool_key
@@ -272,118 +271,3 @@ def test_a_csidriver_the_test_replaced_leaves_the_pool_without_waiting(
     replaced = ClusterView({"attachRequired": True}, {}, {}, {}, {})
     with pytest.raises(NotReusable, match=r"for good: .*'attachRequired': True}, was None"):
         wait_view(monkeypatch, [replaced, VIEW])
-
-
-@dataclass
-class ReturningStore:
-    """An idle store where a driver of another worker is on its way back: it is put
-    after ``polls`` more looks (None: never; it stays marked ``returning``)."""
-
-    coming: Any
-    polls: int | None
-    marks: list[str] = field(default_factory=list)
-    idle: list[Any] = field(default_factory=list)
-
-    def take(self, key: str, prefer: Any = None) -> Any:
-        return self.idle.pop() if self.idle else None
-
-    def coming_back(self, key: str) -> bool:
-        if self.polls is not None:
-            self.polls -= 1
-            if self.polls == 0:
-                self.idle.append(self.coming)
-        return self.coming is not None and not self.idle
-
-    def put(self, pooled: Any) -> list[Any]:
-        self.idle.append(pooled)
-        return []
-
-    def returning(self, key: str, name: str) -> None:
-        self.marks.append(f"returning {name}")
-
-    def returned(self, name: str) -> None:
-        self.marks.append(f"returned {name}")
-
-
-def coming_driver() -> pooled_drivers.PooledDriver:
-    """A pooled driver of another worker's test, on its way back."""
-    spec = DriverDeployment()
-    return pooled_drivers.PooledDriver(FakeDriver(spec), pool_key(spec.model_dump()), VIEW, spec)
-
-
-def returning_pool(
-    monkeypatch: pytest.MonkeyPatch, store: ReturningStore, wait: float
-) -> tuple[DriverPool, list[FakeDriver]]:
-    made, deployed = fake_pool(monkeypatch)
-    made._idle = store  # type: ignore[assignment]
-    made._return_wait = wait
-    monkeypatch.setattr(pooled_drivers, "RETURN_POLL_SECONDS", 0.01)
-    monkeypatch.setattr(made, "_change_in_place", lambda pooled, fields: None)
-    return made, deployed
-
-
-def test_a_test_waits_for_a_driver_of_its_family_on_its_way_back_instead_of_deploying(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    coming = coming_driver()
-    made, deployed = returning_pool(monkeypatch, ReturningStore(coming, polls=3), wait=5)
-
-    driver, reused = made.acquire(DriverDeployment().model_dump())
-
-    assert reused and driver is coming.driver and deployed == []
-    assert made.stats.waited_for_return == 1
-
-
-def test_a_driver_that_does_not_come_back_in_time_is_not_waited_for_longer(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    coming = coming_driver()
-    made, deployed = returning_pool(monkeypatch, ReturningStore(coming, polls=None), wait=0.2)
-    started = time.monotonic()
-
-    driver, reused = made.acquire(DriverDeployment().model_dump())
-
-    assert not reused and driver is deployed[0]
-    assert 0.2 <= time.monotonic() - started < 2
-    assert made.stats.waited_for_return == 0
-
-
-def test_a_driver_is_marked_on_its_way_back_until_it_is_pooled_or_removed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    store = ReturningStore(None, polls=None)
-    made, _ = returning_pool(monkeypatch, store, wait=0)
-    base = DriverDeployment().model_dump()
-    kept, _ = made.acquire(base)
-    failed, _ = made.acquire(base)
-    made.returning(kept)
-    made.release(kept, test_failed=False)
-    made.returning(failed)
-    made.release(failed, test_failed=True)
-    made.returning(kept)  # not lent: nothing to mark
-
-    assert store.marks == [
-        f"returning {kept.spec.name}",
-        f"returned {kept.spec.name}",
-        f"returning {failed.spec.name}",
-        f"returned {failed.spec.name}",
-        f"returned {failed.spec.name}",
-    ]
-    assert failed.removed and not kept.removed
-
-
-def test_a_tests_pooled_driver_is_marked_on_its_way_back_before_its_fixtures_go(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The teardown hook runs before the namespace is emptied and the driver reset,
-    which is where the time of a test's teardown goes."""
-    store = ReturningStore(None, polls=None)
-    made, _ = returning_pool(monkeypatch, store, wait=0)
-    driver, _ = made.acquire(DriverDeployment().model_dump())
-
-    fixtures.pytest_runtest_teardown(SimpleNamespace(funcargs={"driver": driver}))  # type: ignore[arg-type]
-    assert store.marks == []
-    item = SimpleNamespace(funcargs={"driver_pool": made, "driver": driver, "namespace": "t"})
-    fixtures.pytest_runtest_teardown(item)  # type: ignore[arg-type]
-
-    assert store.marks == [f"returning {driver.spec.name}"]

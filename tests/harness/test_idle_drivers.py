@@ -153,39 +153,6 @@ def test_a_process_that_died_without_closing_leaves_its_share_to_the_last_one(
     assert names(one.close()) == ["a", "b"]
 
 
-def test_a_driver_on_its_way_back_is_seen_by_the_other_processes_until_returned(
-    tmp_path: Path,
-) -> None:
-    cluster = HandingCluster()
-    one, other = store(tmp_path, 2, cluster, user=1), store(tmp_path, 2, cluster, user=2)
-    assert not other.coming_back("k1")
-
-    one.returning("k1", "a.csi-mock")
-
-    assert other.coming_back("k1") and not other.coming_back("k2")
-    one.returned("a.csi-mock")
-    assert not other.coming_back("k1")
-    one.returned("a.csi-mock")  # removed already: nothing to do
-
-
-def test_a_driver_on_its_way_back_from_a_process_that_died_is_not_waited_for(
-    tmp_path: Path,
-) -> None:
-    cluster = HandingCluster()
-    dead = SharedIdleDrivers(tmp_path, 2, cluster, user=1, running=lambda pid: True)
-    dead.returning("k1", "a.csi-mock")
-    alive = SharedIdleDrivers(tmp_path, 2, cluster, user=2, running=lambda pid: pid != 1)
-
-    assert not alive.coming_back("k1")
-    assert not list(tmp_path.glob(".returning-*"))
-
-
-def test_in_process_no_driver_is_ever_on_its_way_back() -> None:
-    idle = IdleDrivers(max_idle=2)
-    idle.returning("k1", "a.csi-mock")
-    assert not idle.coming_back("k1")
-
-
 def test_a_cluster_view_survives_json() -> None:
     assert ClusterView.from_json(json.loads(json.dumps(VIEW.to_json()))) == VIEW
 

@@ -50,7 +50,6 @@ from csi_harness._internal.pytest_plugin.fixtures import (
     driver_pool,
     kube,
     namespace,
-    pytest_runtest_teardown,
     required_feature_gates,
 )
 from csi_harness._internal.pytest_plugin.options import pytest_addoption
@@ -71,7 +70,6 @@ __all__ = [
     "pytest_addoption",
     "pytest_configure",
     "pytest_configure_node",
-    "pytest_runtest_teardown",
     "pytest_unconfigure",
     "required_feature_gates",
 ]

@@ -225,16 +225,6 @@ def driver(
             cluster.remove_driver(deployed)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_teardown(item: pytest.Item) -> None:
-    """Before a test's fixtures go (its namespace emptied, then its driver reset): its
-    pooled driver is on its way back (``DriverPool.returning``)."""
-    funcargs: dict[str, Any] = getattr(item, "funcargs", {})
-    pool, driver = funcargs.get("driver_pool"), funcargs.get("driver")
-    if isinstance(pool, DriverPool) and driver is not None:
-        pool.returning(driver)
-
-
 @pytest.fixture
 def admin(driver: Driver) -> Iterator[AdminClient]:
     with driver.admin("controller") as client:

@@ -13,14 +13,9 @@ The directory holds one JSON file per idle driver (what the pool knows of it and
 cluster's ``DriverHandover`` state), named so that names sort by when it went idle; a
 lock file serialises every change. Each process that uses it leaves a file named after
 its PID (``.user-PID``), and it keeps ``max_idle`` drivers for each of them still
-running (one that died without closing does not count): a worker that ends leaves its
-share to the others and takes away only what no longer fits, so the removals at the end
-of a session are spread over the workers as they end, as they were with a pool each.
-
-A driver whose test is being torn down is marked on its way back
-(``.returning-PID-NAME``, holding its pool key) until it is idle or gone: its reset
-takes a few seconds, a new driver on a loaded kind cluster 15-20, so a worker about
-to deploy one of that key waits for it a while instead (``DriverPool.acquire``).
+running (one that died without closing does not count): a worker that ends leaves its share to the
+others and takes away only what no longer fits, so the removals at the end of a
+session are spread over the workers as they end, as they were with a pool each.
 """
 
 from __future__ import annotations
@@ -97,20 +92,9 @@ class IdleDrivers:
         left, self._order = self._order, []
         return left
 
-    def returning(self, key: str, name: str) -> None:
-        """Nothing to tell: this process runs one test at a time, and the driver on its
-        way back is its own test's."""
-
-    def returned(self, name: str) -> None:
-        """Nothing was told (``returning``)."""
-
-    def coming_back(self, key: str) -> bool:
-        return False
-
 
 LOCK = ".lock"
 USER = ".user-"
-RETURNING = ".returning-"
 
 
 def _running(pid: int) -> bool:
@@ -177,29 +161,6 @@ class SharedIdleDrivers:
             temporary.rename(self._directory / name)
             evicted = self._beyond(self._users())
         return [self._adopt(state) for state in evicted]
-
-    def returning(self, key: str, name: str) -> None:
-        """The driver ``name`` of ``key`` is on its way back (its test is being torn
-        down): another process about to deploy one of ``key`` may wait for it
-        (``coming_back``) until ``returned``."""
-        with self._locked():
-            (self._directory / f"{RETURNING}{self._user}-{name}").write_text(key)
-
-    def returned(self, name: str) -> None:
-        """The driver ``name`` is idle again, or gone."""
-        with self._locked():
-            (self._directory / f"{RETURNING}{self._user}-{name}").unlink(missing_ok=True)
-
-    def coming_back(self, key: str) -> bool:
-        """Whether a driver of ``key`` is on its way back from a process still running."""
-        with self._locked():
-            for mark in self._directory.glob(f"{RETURNING}*"):
-                user = int(mark.name.removeprefix(RETURNING).split("-", 1)[0])
-                if not self._running(user):
-                    mark.unlink(missing_ok=True)
-                elif mark.read_text() == key:
-                    return True
-        return False
 
     def close(self) -> list[PooledDriver]:
         """This process stops using the directory: the idle drivers that no longer fit

@@ -85,11 +85,6 @@ log = logging.getLogger("csi_harness.driver_pool")
 MAX_IDLE = 2
 """Idle drivers one pytest process keeps (with a shared store: each of the session's
 workers adds as many); the least recently returned goes beyond that."""
-RETURN_WAIT_SECONDS = 15.0
-"""How long a test waits for a driver of its family on its way back (another worker's
-test being torn down: its namespace emptied, then the reset, a few seconds each) before
-it deploys one (15-20 s on a loaded kind cluster)."""
-RETURN_POLL_SECONDS = 0.5
 SETTLE_SECONDS = 20.0
 """How long a driver's volumes and attachments may take to go after its test."""
 VIEW_SECONDS = 30.0
@@ -117,8 +112,6 @@ class PoolStats:
     resets: int = 0
     changed_in_place: int = 0
     """Reused drivers whose ``IN_PLACE`` fields were changed for their test."""
-    waited_for_return: int = 0
-    """Tests that waited for a driver on its way back (``returning``) and got one."""
     not_reused: Counter[str] = field(default_factory=Counter)
     """Why drivers were removed instead of pooled, by the first words of the reason."""
 
@@ -142,7 +135,6 @@ class DriverPool:
         progress: FamilyProgress | None = None,
         settle_seconds: float = SETTLE_SECONDS,
         view_seconds: float = VIEW_SECONDS,
-        return_wait_seconds: float = RETURN_WAIT_SECONDS,
     ) -> None:
         self._kube = kube
         self._deploy = deploy
@@ -155,7 +147,6 @@ class DriverPool:
         some may): a driver whose family has none left is removed, not kept idle."""
         self._settle = settle_seconds
         self._view_seconds = view_seconds
-        self._return_wait = return_wait_seconds
         self._lent: dict[int, PooledDriver] = {}
         """The poolable drivers handed out, by the id of their driver."""
         self.stats = PoolStats()
@@ -186,21 +177,7 @@ class DriverPool:
         if self._progress is not None:
             self._progress.start(key)
         prefer = kept_while_idle(DriverDeployment.model_validate(dict(fields)))
-        waiting_until = time.monotonic() + self._return_wait
-        waited = False
-        while True:
-            # Asked before the take: a driver is pooled before its mark goes, so with
-            # no mark seen, a take finds what came back.
-            coming_back = time.monotonic() < waiting_until and self._idle.coming_back(key)
-            pooled = self._idle.take(key, prefer)
-            if pooled is None:
-                # None idle, and one of the family on its way back from another
-                # worker's test: its reset is quicker than a deployment.
-                if coming_back:
-                    waited = True
-                    time.sleep(RETURN_POLL_SECONDS)
-                    continue
-                break
+        while (pooled := self._idle.take(key, prefer)) is not None:
             try:
                 self._change_in_place(pooled, fields)
             except NotReusable as why:
@@ -208,7 +185,6 @@ class DriverPool:
                 continue
             self._lent[id(pooled.driver)] = pooled
             self.stats.reused += 1
-            self.stats.waited_for_return += waited
             return pooled.driver, True
         tag = "d" + secrets.token_hex(3)
         spec = DriverDeployment.model_validate(
@@ -224,22 +200,8 @@ class DriverPool:
             self._lent[id(driver)] = PooledDriver(driver, key, baseline, spec, labels or {})
         return driver, False
 
-    def returning(self, driver: Driver) -> None:
-        """The test of ``driver``, handed out by this pool, is being torn down: until
-        ``release`` has kept or removed it, a test of its family elsewhere waits for it
-        (at most ``return_wait_seconds``) rather than deploy one."""
-        pooled = self._lent.get(id(driver))
-        if pooled is not None:
-            self._idle.returning(pooled.key, driver.spec.name)
-
     def release(self, driver: Driver, *, test_failed: bool) -> None:
         """After the test: reset the driver and keep it, or remove it saying why."""
-        try:
-            self._release(driver, test_failed=test_failed)
-        finally:
-            self._idle.returned(driver.spec.name)
-
-    def _release(self, driver: Driver, *, test_failed: bool) -> None:
         pooled = self._lent.pop(id(driver), None)
         try:
             if pooled is None:
@@ -257,7 +219,6 @@ class DriverPool:
             self.stats.reset_seconds += time.monotonic() - started
             self.stats.resets += 1
         except NotReusable as why:
-            self._idle.returned(driver.spec.name)  # no one need wait for its removal
             self._discard(driver, why)
             return
         pooled.left_with = kept_while_idle(driver.spec)
@@ -423,13 +384,12 @@ def _with_limit(pooled: PooledDriver, limit: int) -> ClusterView:
 def log_pool_stats(stats: PoolStats) -> None:
     """One line of what the pool did, in the session's log."""
     log.info(
-        "driver pool: %d deployed in %.1f s, %d reused (%d changed in place, %d waited for "
-        "on the way back), %d resets in %.1f s, not pooled: %s",
+        "driver pool: %d deployed in %.1f s, %d reused (%d changed in place), %d resets in "
+        "%.1f s, not pooled: %s",
         stats.deployed,
         stats.deploy_seconds,
         stats.reused,
         stats.changed_in_place,
-        stats.waited_for_return,
         stats.resets,
         stats.reset_seconds,
         dict(stats.not_reused) or "none",
