@@ -115,8 +115,10 @@ def delete_in_order(kube: Client, namespace: str, pv: str, order: str) -> None:
         kube.delete(PersistentVolume, pv)
         kube.delete(PersistentVolumeClaim, "app", namespace=namespace)
     else:
+        # Read before the claim goes: a Delete PV may be gone by the next call.
+        policy = kube.get(PersistentVolume, pv).spec.persistentVolumeReclaimPolicy  # type: ignore[union-attr]
         kube.delete(PersistentVolumeClaim, "app", namespace=namespace)
-        if kube.get(PersistentVolume, pv).spec.persistentVolumeReclaimPolicy == RETAIN:  # type: ignore[union-attr]
+        if policy == RETAIN:
             wait_released(kube, pv)
             kube.delete(PersistentVolume, pv)
     wait_for(f"PV {pv} gone", lambda: objects.gone(kube, PersistentVolume, pv), timeout=60)
