@@ -247,6 +247,7 @@ class InClusterDriver:
             if c == found or (found.workload_kind == "Deployment" and c.workload == found.workload)
         ]
         logs = {c.name: self._last_log(c.name) for c in going if c.name not in self._stopped}
+        self._paused.difference_update(c.name for c in going)  # gone with the pod
         if found.workload_kind == "Deployment":
             self.kube.patch(
                 Deployment, found.workload, {"spec": {"replicas": 0}}, namespace=self.namespace

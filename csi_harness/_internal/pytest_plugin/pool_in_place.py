@@ -28,7 +28,7 @@ the driver again.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from lightkube import Client
@@ -83,17 +83,13 @@ def set_attach_limit(driver: Driver, limit: int) -> None:
     beyond ``limit`` attachments per node from now on. An instance that runs the node
     service too (distributed provisioning) is given its own node limit in the same
     patch, which would otherwise follow the attach limit (hostpathplugin's rule)."""
-    for instance in driver.instances():
-        try:
-            with driver.admin(instance) as admin:
-                limits = admin.limits()
-                if limits.attach_limit is None:
-                    continue  # no controller service here
-                admin.set_limits(
-                    attach_limit=limit, max_volumes_per_node=limits.max_volumes_per_node
-                )
-        except AdminError as error:
-            raise NotReusable(f"attach limit refused on {instance}: {error}") from None
+
+    def set_where_a_controller_runs(admin: AdminClient) -> None:
+        limits = admin.limits()
+        if limits.attach_limit is not None:  # None: no controller service here
+            admin.set_limits(attach_limit=limit, max_volumes_per_node=limits.max_volumes_per_node)
+
+    _on_each(driver, driver.instances(), "attach limit refused", set_where_a_controller_runs)
 
 
 def register_again(driver: Driver) -> None:
@@ -102,14 +98,24 @@ def register_again(driver: Driver) -> None:
 
 
 def _on_every_node(driver: Driver, refused: str, call: Callable[[AdminClient], object]) -> None:
-    """``call`` on every node instance's admin API; the first refusal makes the driver
-    ``NotReusable`` ("<refused> on <node>: <error>")."""
-    for node in driver.nodes:
+    """``call`` on every node instance's admin API (``_on_each``)."""
+    _on_each(driver, [node.name for node in driver.nodes], refused, call)
+
+
+def _on_each(
+    driver: Driver,
+    instances: Sequence[str],
+    refused: str,
+    call: Callable[[AdminClient], object],
+) -> None:
+    """``call`` on the admin API of each of ``instances``; the first refusal makes the
+    driver ``NotReusable`` ("<refused> on <instance>: <error>")."""
+    for instance in instances:
         try:
-            with driver.admin(node.name) as admin:
+            with driver.admin(instance) as admin:
                 call(admin)
         except AdminError as error:
-            raise NotReusable(f"{refused} on {node.name}: {error}") from None
+            raise NotReusable(f"{refused} on {instance}: {error}") from None
 
 
 def patch_csidriver(kube: Client, spec: DriverDeployment) -> Mapping[str, Any]:

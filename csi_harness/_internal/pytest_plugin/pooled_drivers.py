@@ -241,7 +241,10 @@ class DriverPool:
     def _reset(self, driver: Driver, pooled: PooledDriver) -> None:
         # A sidecar the test paused goes on first: the volumes' deletion and detach
         # may need it. Paused, it restarted nothing, so it runs as deployed again.
-        resumed = driver.resume_paused()
+        try:
+            resumed = driver.resume_paused()
+        except AdminError as error:
+            raise NotReusable(f"a paused sidecar not resumed: {error}") from None
         if resumed:
             log.info("driver %s: resumed %s", driver.spec.name, ", ".join(resumed))
         problem = driver.failed_component()
