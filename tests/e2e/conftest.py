@@ -7,10 +7,12 @@ import contextlib
 import os
 import secrets
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 import pytest
 from lightkube import Client
 
+from csi_harness._internal.kube.capacity_barrier import CapacityBarrier
 from csi_harness._internal.kube.scheduler_config import capacity_scoring_profile
 from csi_harness._internal.kube.waits import wait_pod_running, wait_pod_scheduled
 from csi_harness._internal.providers.base import (
@@ -48,16 +50,32 @@ off: each of those tests must then fail, which shows it cannot pass by a tie-bre
 Shape = tuple[tuple[int, int], ...] | None
 
 
+@dataclass(frozen=True)
+class ScoringScheduler:
+    """One profile of a test's own kube-scheduler: its pods name it in
+    ``spec.schedulerName``."""
+
+    name: str
+    barrier: CapacityBarrier
+
+    def catch_up(self, namespace: str, node: str) -> None:
+        """Wait until the scheduler has seen every CSIStorageCapacity change made so
+        far (``CapacityBarrier``: a probe pod of ``namespace`` pinned to ``node``)."""
+        self.barrier.wait_seen(self.name, namespace, node)
+
+
 @pytest.fixture
-def own_scheduler(cluster: Cluster) -> Iterator[Callable[..., list[str]]]:
+def own_scheduler(
+    cluster: Cluster, kube: Client
+) -> Iterator[Callable[..., list[ScoringScheduler]]]:
     """Starts a kube-scheduler of the test's own (``OwnSchedulers``) with one profile
     per shape given (None: the default shape), VolumeBinding the only score plugin
-    when ``sole_scorer``, and StorageCapacityScoring on; returns the profiles'
-    scheduler names, for the test's pods' ``schedulerName``. Stopped after the test;
-    the cluster's own scheduler is never touched."""
+    when ``sole_scorer``, and StorageCapacityScoring on; returns its profiles, whose
+    names the test's pods give as ``schedulerName``. Stopped after the test; the
+    cluster's own scheduler is never touched."""
     with contextlib.ExitStack() as running:
 
-        def start(*shapes: Shape, sole_scorer: bool) -> list[str]:
+        def start(*shapes: Shape, sole_scorer: bool) -> list[ScoringScheduler]:
             try:
                 schedulers = own_schedulers(cluster)
             except Unsupported as unsupported:
@@ -70,10 +88,12 @@ def own_scheduler(cluster: Cluster) -> Iterator[Callable[..., list[str]]]:
                 )
                 for n, shape in zip(names, shapes, strict=True)
             ]
+            # Made before the scheduler starts, so that its first list holds them.
+            barrier = running.enter_context(CapacityBarrier.installed(kube))
             running.enter_context(
                 schedulers.own_scheduler(name, profiles, {"StorageCapacityScoring": True})
             )
-            return names
+            return [ScoringScheduler(n, barrier) for n in names]
 
         yield start
 

@@ -20,6 +20,9 @@ Each test's scheduler starts once the resized pools are published, so its first 
 of CSIStorageCapacity has them. Started before, it learnt them from its watch, which
 nothing orders against the test's pod: the likeliest cause of one failure on kind with
 six workers, where the pod was placed as if capacity did not count (docs/benchmarks.md).
+A scheduler's cache may still lag later changes, so before each pod the test also
+waits until the scheduler has seen the capacity published so far
+(``ScoringScheduler.catch_up``).
 
 With scoring off, no tie-break can pass a test for it: the inverted shape expects the
 second candidate by name (kube-scheduler leans to the first on equal scores), and
@@ -48,7 +51,7 @@ from csi_harness._internal.providers.base import (
     scheduling_nodes,
 )
 from csi_mock.admin.client import AdminClient
-from tests.e2e.conftest import wait_pod_placed
+from tests.e2e.conftest import ScoringScheduler, wait_pod_placed
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 
@@ -107,13 +110,15 @@ def place(
     name: str,
     size: str,
     nodes: tuple[str, str],
-    scheduler: str,
+    scheduler: ScoringScheduler,
 ) -> str:
-    """Create a claim and a pod of ``scheduler`` pinned to ``nodes``; return the node
-    it landed on, once the pod runs there where the node has a real kubelet and the
-    claim's selected-node names it (as upstream checks)."""
+    """Create a claim and a pod of ``scheduler`` pinned to ``nodes``, once the
+    scheduler has seen the capacity published so far; return the node it landed on,
+    once the pod runs there where the node has a real kubelet and the claim's
+    selected-node names it (as upstream checks)."""
+    scheduler.catch_up(namespace, nodes[0])
     pod = objects.pod(name, namespace, claims=[name], nodes=list(nodes))
-    pod["spec"]["schedulerName"] = scheduler
+    pod["spec"]["schedulerName"] = scheduler.name
     objects.create(kube, objects.claim(name, namespace, size, driver.spec.storage_class()), pod)
     node = wait_pod_placed(kube, driver, name, namespace)
     claim = kube.get(PersistentVolumeClaim, name, namespace=namespace)
@@ -139,7 +144,7 @@ def test_default_shape_places_the_pod_on_the_node_with_most_free_capacity(
     driver: Driver,
     admin: AdminClient,
     candidates: tuple[str, str],
-    own_scheduler: Callable[..., list[str]],
+    own_scheduler: Callable[..., list[ScoringScheduler]],
     roomy_first: bool,
 ) -> None:
     roomy, smaller = roomy_then_smaller(candidates, roomy_first)
@@ -170,7 +175,7 @@ def test_recreated_pod_and_claim_land_on_the_node_with_most_free_capacity_again(
     driver: Driver,
     admin: AdminClient,
     candidates: tuple[str, str],
-    own_scheduler: Callable[..., list[str]],
+    own_scheduler: Callable[..., list[ScoringScheduler]],
     roomy_first: bool,
 ) -> None:
     roomy, smaller = roomy_then_smaller(candidates, roomy_first)
@@ -194,7 +199,7 @@ def test_inverted_shape_places_the_pod_on_the_fullest_node_that_still_fits(
     driver: Driver,
     admin: AdminClient,
     candidates: tuple[str, str],
-    own_scheduler: Callable[..., list[str]],
+    own_scheduler: Callable[..., list[ScoringScheduler]],
 ) -> None:
     # Higher utilization of the published capacity scores higher: fill the fullest
     # node that still fits. VolumeBinding alone scores, so other tests' pods on the

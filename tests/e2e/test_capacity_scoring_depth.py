@@ -18,7 +18,10 @@ of the test's own (``own_scheduler``). Its profiles score with VolumeBinding alo
 so the scores are VolumeBinding's as computed in the comments, and other tests' pods
 on the candidates (which NodeResourcesFit would weigh) do not count: the suite runs
 beside the others. A pod placed to prepare a later one is still deleted once
-scheduled; only its claim stays.
+scheduled; only its claim stays. Before each pod the test waits until its scheduler
+has seen the capacity published so far (``ScoringScheduler.catch_up``): a scheduler
+scores from its cache, which may lag the API server the test reads (once on kind,
+a pod was placed by the capacity of the step before).
 
 Every test has a step whose winner is the second candidate by name, so with
 VolumeBinding's score off (``CSI_HARNESS_SCORING_OFF``) it fails: kube-scheduler
@@ -49,21 +52,22 @@ from csi_harness import (
 )
 from csi_harness._internal.deploy.spec import node_pool_name
 from csi_harness._internal.kube.scheduler_config import PACKING_SHAPE
+from tests.e2e.conftest import ScoringScheduler
 
 pytestmark = [pytest.mark.e2e, pytest.mark.mission]
 
 GI = 1 << 30
 FEATURE = "capacity scoring: depth"
 ZONE_POOLS_ONLY = pytest.mark.driver(node_pool_size=None, zone_pool_size="10Gi")
-OwnScheduler = Callable[..., list[str]]
+OwnScheduler = Callable[..., list[ScoringScheduler]]
 
 
 @pytest.fixture
-def scheduler(own_scheduler: OwnScheduler) -> str:
+def scheduler(own_scheduler: OwnScheduler) -> ScoringScheduler:
     """A scheduler of the test's own whose one profile scores with VolumeBinding alone,
     in the default shape."""
-    (name,) = own_scheduler(None, sole_scorer=True)
-    return name
+    (profile,) = own_scheduler(None, sole_scorer=True)
+    return profile
 
 
 # -- helpers -------------------------------------------------------------------------
@@ -141,12 +145,14 @@ def node_chosen_for(
     pod: str,
     claims: Sequence[str],
     nodes: Sequence[str],
-    scheduler: str,
+    scheduler: ScoringScheduler,
 ) -> str:
-    """The node ``scheduler`` binds a new pod with ``claims`` (pinned to ``nodes``) to.
-    The pod is deleted once scheduled; its claims and their volumes stay."""
+    """The node ``scheduler`` binds a new pod with ``claims`` (pinned to ``nodes``) to,
+    once it has seen the capacity published so far. The pod is deleted once
+    scheduled; its claims and their volumes stay."""
+    scheduler.catch_up(namespace, nodes[0])
     manifest = objects.pod(pod, namespace, claims=list(claims), nodes=list(nodes))
-    manifest["spec"]["schedulerName"] = scheduler
+    manifest["spec"]["schedulerName"] = scheduler.name
     objects.create(kube, manifest)
     node = wait_pod_scheduled(kube, pod, namespace, timeout=90)
     kube.delete(Pod, pod, namespace=namespace, grace_period=0)
@@ -205,7 +211,7 @@ def test_the_node_score_is_the_mean_of_the_scores_of_the_pods_storage_classes(
     driver: Driver,
     deploy_second_driver: Callable[..., Driver],
     namespace: str,
-    scheduler: str,
+    scheduler: ScoringScheduler,
 ) -> None:
     other = deploy_second_driver()
     first, second = two_candidates(kube, driver, other)
@@ -238,7 +244,7 @@ def test_the_node_score_is_the_mean_of_the_scores_of_the_pods_storage_classes(
     FEATURE, "zone pools: the zone with more free capacity wins, whichever node of it used it"
 )
 def test_a_pool_shared_by_a_zone_scores_by_what_all_its_nodes_left_free(
-    kube: Client, namespace: str, driver: Driver, scheduler: str
+    kube: Client, namespace: str, driver: Driver, scheduler: ScoringScheduler
 ) -> None:
     shared, lone, neighbour = zonal_candidates(kube, driver)
     zone_of = {node.name: node.zone for node in driver.nodes}
@@ -274,7 +280,7 @@ def test_only_the_capacity_of_the_driver_that_tracks_it_weighs_in_the_score(
     driver: Driver,
     deploy_second_driver: Callable[..., Driver],
     namespace: str,
-    scheduler: str,
+    scheduler: ScoringScheduler,
 ) -> None:
     untracked = deploy_second_driver(storage_capacity=False)
     first, second = two_candidates(kube, driver, untracked)
