@@ -69,13 +69,14 @@ def own_scheduler(
     cluster: Cluster, kube: Client
 ) -> Iterator[Callable[..., list[ScoringScheduler]]]:
     """Starts a kube-scheduler of the test's own (``OwnSchedulers``) with one profile
-    per shape given (None: the default shape), VolumeBinding the only score plugin
-    when ``sole_scorer``, and StorageCapacityScoring on; returns its profiles, whose
+    per shape given (None: the default shape), VolumeBinding weighed against
+    NodeAffinity alone when ``against_preference`` (``capacity_scoring_profile``), and
+    StorageCapacityScoring on; returns its profiles, whose
     names the test's pods give as ``schedulerName``. Stopped after the test; the
     cluster's own scheduler is never touched."""
     with contextlib.ExitStack() as running:
 
-        def start(*shapes: Shape, sole_scorer: bool) -> list[ScoringScheduler]:
+        def start(*shapes: Shape, against_preference: bool) -> list[ScoringScheduler]:
             try:
                 schedulers = own_schedulers(cluster)
             except Unsupported as unsupported:
@@ -84,7 +85,10 @@ def own_scheduler(
             names = [f"{name}-{i}" for i in range(len(shapes))]
             profiles = [
                 capacity_scoring_profile(
-                    n, shape, sole_scorer=sole_scorer, scoring=SCORING_OFF not in os.environ
+                    n,
+                    shape,
+                    against_preference=against_preference,
+                    scoring=SCORING_OFF not in os.environ,
                 )
                 for n, shape in zip(names, shapes, strict=True)
             ]

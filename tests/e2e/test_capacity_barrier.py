@@ -28,7 +28,7 @@ def test_a_claim_of_the_barrier_class_is_placed_only_once_a_capacity_of_it_is_pu
     namespace: str,
     own_scheduler: Callable[..., list[ScoringScheduler]],
 ) -> None:
-    (scheduler,) = own_scheduler(None, sole_scorer=True)
+    (scheduler,) = own_scheduler(None, against_preference=True)
     node = scheduling_nodes(driver.nodes)[0].name
     pod = objects.pod("early", namespace, claims=["early"], nodes=[node])
     pod["spec"]["schedulerName"] = scheduler.name

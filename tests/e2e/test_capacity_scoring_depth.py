@@ -14,18 +14,20 @@ by that rule.
 
 As in ``test_capacity_scoring.py`` the candidates are alike nodes (on the local
 provider its simulated ones), and each test's pods are scheduled by a kube-scheduler
-of the test's own (``own_scheduler``). Its profiles score with VolumeBinding alone,
-so the scores are VolumeBinding's as computed in the comments, and other tests' pods
-on the candidates (which NodeResourcesFit would weigh) do not count: the suite runs
-beside the others. A pod placed to prepare a later one is still deleted once
-scheduled; only its claim stays. Before each pod the test waits until its scheduler
-has seen the capacity published so far (``ScoringScheduler.catch_up``): a scheduler
-scores from its cache, which may lag the API server the test reads (once on kind,
-a pod was placed by the capacity of the step before).
+of the test's own (``own_scheduler``). Its profiles score with VolumeBinding and
+NodeAffinity alone (``capacity_scoring_profile(against_preference=True)``), so other
+tests' pods on the candidates (which NodeResourcesFit would weigh) do not count and
+the suite runs beside the others. A pod placed to prepare a later one is still
+deleted once scheduled; only its claim stays. Before each pod the test waits until
+its scheduler has seen the capacity published so far (``ScoringScheduler.catch_up``):
+a scheduler scores from its cache, which may lag the API server the test reads (once
+on kind, a pod was placed by the capacity of the step before).
 
-Every test has a step whose winner is the second candidate by name, so with
-VolumeBinding's score off (``CSI_HARNESS_SCORING_OFF``) it fails: kube-scheduler
-breaks equal scores by node order.
+Each decisive pod prefers the node that capacity must beat (``leaning_to``): the
+preference is worth 100 points, VolumeBinding's score 20 times its own, so every
+capacity difference below (9 points or more) outweighs it, and with VolumeBinding's
+score off (``CSI_HARNESS_SCORING_OFF``) the preference decides and every test fails,
+each time: none can pass by a tie-break.
 """
 
 from __future__ import annotations
@@ -64,9 +66,9 @@ OwnScheduler = Callable[..., list[ScoringScheduler]]
 
 @pytest.fixture
 def scheduler(own_scheduler: OwnScheduler) -> ScoringScheduler:
-    """A scheduler of the test's own whose one profile scores with VolumeBinding alone,
-    in the default shape."""
-    (profile,) = own_scheduler(None, sole_scorer=True)
+    """A scheduler of the test's own whose one profile weighs VolumeBinding's score, in
+    the default shape, against the pod's preferred node alone."""
+    (profile,) = own_scheduler(None, against_preference=True)
     return profile
 
 
@@ -146,12 +148,16 @@ def node_chosen_for(
     claims: Sequence[str],
     nodes: Sequence[str],
     scheduler: ScoringScheduler,
+    *,
+    leaning_to: str | None = None,
 ) -> str:
-    """The node ``scheduler`` binds a new pod with ``claims`` (pinned to ``nodes``) to,
-    once it has seen the capacity published so far. The pod is deleted once
-    scheduled; its claims and their volumes stay."""
+    """The node ``scheduler`` binds a new pod with ``claims`` (pinned to ``nodes``,
+    preferring ``leaning_to``) to, once it has seen the capacity published so far. The
+    pod is deleted once scheduled; its claims and their volumes stay."""
     scheduler.catch_up(namespace, nodes[0])
-    manifest = objects.pod(pod, namespace, claims=list(claims), nodes=list(nodes))
+    manifest = objects.pod(
+        pod, namespace, claims=list(claims), nodes=list(nodes), preferred_node=leaning_to
+    )
     manifest["spec"]["schedulerName"] = scheduler.name
     objects.create(kube, manifest)
     node = wait_pod_scheduled(kube, pod, namespace, timeout=90)
@@ -222,7 +228,12 @@ def test_the_node_score_is_the_mean_of_the_scores_of_the_pods_storage_classes(
 
     # One claim of our class alone: 4/40 -> 90 on first, 4/20 -> 80 on second.
     create_claims(kube, namespace, ("alone", "4Gi", ours))
-    assert node_chosen_for(kube, namespace, "alone", ["alone"], candidates, scheduler) == first
+    assert (
+        node_chosen_for(
+            kube, namespace, "alone", ["alone"], candidates, scheduler, leaning_to=second
+        )
+        == first
+    )
     wait_published(kube, driver, {first: 36 * GI})
 
     # The same claim with two of the other class (their requests add up, 6Gi): on
@@ -236,7 +247,10 @@ def test_the_node_score_is_the_mean_of_the_scores_of_the_pods_storage_classes(
         ("theirs-2", "3Gi", theirs),
     )
     claims = ["ours", "theirs-1", "theirs-2"]
-    assert node_chosen_for(kube, namespace, "mixed", claims, candidates, scheduler) == second
+    assert (
+        node_chosen_for(kube, namespace, "mixed", claims, candidates, scheduler, leaning_to=first)
+        == second
+    )
 
 
 @ZONE_POOLS_ONLY
@@ -255,7 +269,10 @@ def test_a_pool_shared_by_a_zone_scores_by_what_all_its_nodes_left_free(
 
     # 5/30 -> 84 in the larger zone, 5/20 -> 75 in the other.
     create_claims(kube, namespace, ("first", "5Gi", cls))
-    assert node_chosen_for(kube, namespace, "first", ["first"], candidates, scheduler) == shared
+    assert (
+        node_chosen_for(kube, namespace, "first", ["first"], candidates, scheduler, leaning_to=lone)
+        == shared
+    )
     wait_published(kube, driver, {shared: 25 * GI, neighbour: 25 * GI})
 
     # A volume for the other node of the zone comes from the same pool, and every
@@ -269,7 +286,10 @@ def test_a_pool_shared_by_a_zone_scores_by_what_all_its_nodes_left_free(
 
     # 5/10 -> 50 in the larger zone now, 5/20 -> 75 in the other.
     create_claims(kube, namespace, ("next", "5Gi", cls))
-    assert node_chosen_for(kube, namespace, "next", ["next"], candidates, scheduler) == lone
+    assert (
+        node_chosen_for(kube, namespace, "next", ["next"], candidates, scheduler, leaning_to=shared)
+        == lone
+    )
 
 
 @pytest.mark.scenario(
@@ -298,7 +318,12 @@ def test_only_the_capacity_of_the_driver_that_tracks_it_weighs_in_the_score(
     # driver's capacity read, first would score (75 + 92) / 2 -> 84 and second
     # (84 + 17) / 2 -> 51.
     claims = ["tracked", "untracked"]
-    assert node_chosen_for(kube, namespace, "both", claims, (first, second), scheduler) == second
+    assert (
+        node_chosen_for(
+            kube, namespace, "both", claims, (first, second), scheduler, leaning_to=first
+        )
+        == second
+    )
 
 
 @pytest.mark.scenario(
@@ -307,7 +332,7 @@ def test_only_the_capacity_of_the_driver_that_tracks_it_weighs_in_the_score(
 def test_a_packing_profile_and_the_default_profile_score_the_same_pools_each_their_way(
     kube: Client, namespace: str, driver: Driver, own_scheduler: OwnScheduler
 ) -> None:
-    default, packing = own_scheduler(None, PACKING_SHAPE, sole_scorer=True)
+    default, packing = own_scheduler(None, PACKING_SHAPE, against_preference=True)
     roomy, tight = two_candidates(kube, driver)
     resize_node_pools(kube, driver, {roomy: 30 * GI, tight: 6 * GI})
     cls = driver.spec.storage_class()
@@ -315,8 +340,18 @@ def test_a_packing_profile_and_the_default_profile_score_the_same_pools_each_the
     candidates = (roomy, tight)
 
     # The default shape: 5/30 -> 84 on roomy, 5/6 -> 17 on tight.
-    assert node_chosen_for(kube, namespace, "spread", ["spread"], candidates, default) == roomy
+    assert (
+        node_chosen_for(
+            kube, namespace, "spread", ["spread"], candidates, default, leaning_to=tight
+        )
+        == roomy
+    )
     wait_published(kube, driver, {roomy: 25 * GI})
     # The packing shape (score = utilization) of the other profile, in the same
     # scheduler: 5/25 -> 20 on roomy, 5/6 -> 83 on tight.
-    assert node_chosen_for(kube, namespace, "packed", ["packed"], candidates, packing) == tight
+    assert (
+        node_chosen_for(
+            kube, namespace, "packed", ["packed"], candidates, packing, leaning_to=roomy
+        )
+        == tight
+    )

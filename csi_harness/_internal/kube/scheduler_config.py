@@ -26,26 +26,39 @@ def volume_binding_shape(points: tuple[tuple[int, int], ...], **args: Any) -> di
     }
 
 
+CAPACITY_WEIGHT = 20
+"""VolumeBinding's weight in a profile that weighs capacity against a preference: its
+score (0-100) counts 20 times, so 6 points of it outweigh the 100 that NodeAffinity
+gives a pod's preferred node."""
+
+
 def capacity_scoring_profile(
     scheduler_name: str,
     points: tuple[tuple[int, int], ...] | None = None,
     *,
-    sole_scorer: bool = False,
+    against_preference: bool = False,
     scoring: bool = True,
 ) -> dict[str, Any]:
     """A scheduler profile named ``scheduler_name`` for a scheduler of a test's own:
     VolumeBinding scores with ``points`` (None: kube-scheduler's default shape).
-    ``sole_scorer``: every other score plugin is off, so other pods on a node (which
-    NodeResourcesFit and the like weigh) do not move its score. ``scoring`` False
-    turns VolumeBinding's score off too, for showing that a test depends on it."""
+
+    ``against_preference``: VolumeBinding (weight ``CAPACITY_WEIGHT``) and NodeAffinity
+    (weight 1) are the only score plugins, so other pods on a node (which
+    NodeResourcesFit and the like weigh) do not move its score, and a node the pod
+    prefers (``preferredDuringSchedulingIgnoredDuringExecution``) gets 100 points that
+    only a capacity score at least 6 points higher outweighs. A test whose pod prefers
+    the node that capacity must beat then fails for certain with ``scoring`` False
+    (VolumeBinding's score off, the preference alone decides), not by a tie-break's
+    chance."""
     profile: dict[str, Any] = {"schedulerName": scheduler_name}
     if points is not None:
         profile["pluginConfig"] = [{"name": "VolumeBinding", "args": {"shape": _shape(points)}}]
     score: dict[str, Any] = {}
-    if sole_scorer:
+    if against_preference:
         score["disabled"] = [{"name": "*"}]
+        score["enabled"] = [{"name": "NodeAffinity", "weight": 1}]
         if scoring:
-            score["enabled"] = [{"name": "VolumeBinding", "weight": 1}]
+            score["enabled"].insert(0, {"name": "VolumeBinding", "weight": CAPACITY_WEIGHT})
     elif not scoring:
         score["disabled"] = [{"name": "VolumeBinding"}]
     if score:
