@@ -10,10 +10,7 @@ the controller, so they share the one cluster."""
 from __future__ import annotations
 
 import secrets
-import shutil
-import tempfile
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +21,7 @@ from csi_harness._internal.providers.base import Cluster
 from csi_harness._internal.providers.factory import DEFAULT_NAME
 from csi_harness._internal.providers.provider import ClusterProvider
 from csi_harness._internal.pytest_plugin import scheduling
+from csi_harness._internal.pytest_plugin.pool_dir import PoolDir, make_pool_dir
 from csi_harness._internal.pytest_plugin.providers import (
     SESSION_NAME,
     open_cluster,
@@ -35,7 +33,7 @@ from csi_harness._internal.shared_session import end_session, worker_cluster
 _SESSION_CLUSTER = pytest.StashKey[AbstractContextManager[Cluster]]()
 _SESSION_TOKEN = pytest.StashKey[str]()
 _NAME_LEASE = pytest.StashKey[NameLease]()
-_POOL_DIR = pytest.StashKey[Path]()
+_POOL_DIR = pytest.StashKey[PoolDir]()
 SESSION_INPUT = "csi_harness_session"
 NAME_INPUT = "csi_harness_cluster_name"
 POOL_INPUT = "csi_harness_pool_dir"
@@ -105,7 +103,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if workers:
         # The controller runs no test: its workers share the cluster (pytest_unconfigure).
         config.stash[_SESSION_TOKEN] = secrets.token_hex(8)
-        config.stash[_POOL_DIR] = Path(tempfile.mkdtemp(prefix="csi-harness-pool-"))
+        config.stash[_POOL_DIR] = make_pool_dir()
 
 
 def _lease_cluster_name(config: pytest.Config) -> None:
@@ -157,7 +155,7 @@ def pytest_configure_node(node: Any) -> None:
     """pytest-xdist's hook, in the controller: tell each worker the session's token
     and the cluster name it leased."""
     node.workerinput[SESSION_INPUT] = node.config.stash[_SESSION_TOKEN]
-    node.workerinput[POOL_INPUT] = str(node.config.stash[_POOL_DIR])
+    node.workerinput[POOL_INPUT] = str(node.config.stash[_POOL_DIR].path)
     name = node.config.stash.get(SESSION_NAME, None)
     if name is not None:
         node.workerinput[NAME_INPUT] = name
@@ -170,7 +168,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     try:
         pool_dir = config.stash.get(_POOL_DIR, None)
         if pool_dir is not None:  # the last worker removed the drivers it held
-            shutil.rmtree(pool_dir, ignore_errors=True)
+            pool_dir.remove()
         token = config.stash.get(_SESSION_TOKEN, None)
         if token is None:
             return
