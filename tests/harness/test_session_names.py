@@ -53,8 +53,10 @@ def names_written(names: Path, count: int) -> list[str]:
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         files = [p for p in names.iterdir() if p.name != "release"]
-        if len(files) >= count:
-            return sorted(p.read_text() for p in files)
+        written = [p.read_text() for p in files]
+        # A file is made before its name is written into it: wait for the name too.
+        if len(files) >= count and all(written):
+            return sorted(written)
         time.sleep(0.1)
     raise AssertionError(f"only {sorted(p.name for p in names.iterdir())} written")
 
