@@ -88,8 +88,8 @@ CI_WORKERS ?= 7
 # (docs/harness.md).
 KIND_WORKERS ?= 6
 # CI's kind part leaves the `alone` tests to the local part (CI_KIND_LEAVES_OUT): 4
-# (its 79 tests, one run each from a clean clone's tree: 5m 30.7s at 4, 6m 35.5s at 3;
-# docs/records/toolchain.md, session 39).
+# (its 79 tests: 5m 30.7s and 6m 35.2s at 4, 6m 35.5s and 5m 53.8s at 3, no difference
+# shown beyond the spread; docs/records/toolchain.md, session 39).
 CI_KIND_WORKERS ?= 4
 
 .PHONY: install system-deps run test ci-user-project ci-github-actions e2e e2e-kind kind-mirror user-project github-actions e2e-upstream e2e-upstream-run e2e-upstream-kind kind-image cluster-up cluster-down lint unit sanity tools doctor bench bench-e2e mission scale scale-nodes clean
