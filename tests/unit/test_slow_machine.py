@@ -1,0 +1,50 @@
+"""The slow-machine benchmark wrapper (benchmarks/slow_machine.py): what it refuses before
+it starts any spinner, and that its spinners take the share of a CPU they are given."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from benchmarks import slow_machine
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--factor", "2"], "no command given"),
+        (["--factor", "1", "--", "true"], "--factor must be more than 1, not 1.0"),
+        (["--factor", "2", "--period-ms", "0.5", "--", "true"], "--period-ms must be 1 to 100"),
+    ],
+)
+def test_bad_arguments_are_refused_by_name(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        slow_machine.main(argv)
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs root")
+def test_each_spinner_takes_the_share_of_its_cpu_it_is_given() -> None:
+    pids = slow_machine.start_spinners(0.5, 0.01)
+    try:
+        time.sleep(0.3)
+        before = [_cpu_seconds(pid) for pid in pids]
+        began = time.monotonic()
+        time.sleep(2)
+        elapsed = time.monotonic() - began
+        shares = [(_cpu_seconds(pid) - b) / elapsed for pid, b in zip(pids, before, strict=True)]
+    finally:
+        slow_machine.stop_spinners(pids)
+    assert len(pids) == len(os.sched_getaffinity(0))
+    assert all(0.4 < share < 0.6 for share in shares), shares
+
+
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
