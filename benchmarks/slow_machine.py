@@ -1,9 +1,10 @@
 """Run a command on this machine made N times slower, to measure what a slower CI machine would.
 
-Per CPU, a real-time (SCHED_FIFO) process pinned to that CPU spins for (1 - 1/N) of every
+Per CPU, a real-time (SCHED_FIFO) process pinned to that CPU spins for a share of every
 period and sleeps for the rest. A real-time task runs before every ordinary one, so every
 other process of the machine (the command, its children, Docker's containers and the
-kubelets' pods, whatever cgroup they are in) gets 1/N of each CPU, in slices of the period.
+kubelets' pods, whatever cgroup they are in) gets only the rest of each CPU, in slices of
+the period.
 The kernel's own limit on real-time tasks (sched_rt_runtime_us, 95 % by default) stays in
 force, so a spinner that outlives its parent cannot take a CPU whole; each spinner also
 dies with this process (PR_SET_PDEATHSIG).

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from benchmarks import slow_machine
+from benchmarks.bench_rpc import cpu_seconds
 
 
 @pytest.mark.parametrize(
@@ -37,21 +38,15 @@ def test_each_spinner_takes_the_share_of_its_cpu_it_is_given() -> None:
     pids = slow_machine.start_spinners(0.5, 0.01)
     try:
         time.sleep(0.3)
-        before = [_cpu_seconds(pid) for pid in pids]
+        before = [cpu_seconds(pid) for pid in pids]
         began = time.monotonic()
         time.sleep(2)
         elapsed = time.monotonic() - began
-        shares = [(_cpu_seconds(pid) - b) / elapsed for pid, b in zip(pids, before, strict=True)]
+        shares = [(cpu_seconds(pid) - b) / elapsed for pid, b in zip(pids, before, strict=True)]
     finally:
         slow_machine.stop_spinners(pids)
     assert len(pids) == len(os.sched_getaffinity(0))
     assert all(0.4 < share < 0.6 for share in shares), shares
-
-
-def _cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _real_time_processes() -> list[int]:
@@ -65,7 +60,7 @@ def _real_time_processes() -> list[int]:
                 if not cmdline.read():
                     continue
             policy = os.sched_getscheduler(int(entry.name))
-        except (OSError, ProcessLookupError):
+        except OSError:  # the process ended meanwhile
             continue
         if policy in (os.SCHED_FIFO, os.SCHED_RR):
             found.append(int(entry.name))
