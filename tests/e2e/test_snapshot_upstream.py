@@ -168,7 +168,7 @@ def test_a_claim_and_content_being_deleted_stay_while_the_snapshot_is_cut(
         SNAPSHOT_FINALIZER,
     )
     kube.delete(snapshots.VolumeSnapshot, "snap", namespace=namespace)
-    wait_gone(kube, snapshots.VolumeSnapshot, "snap", namespace)
+    snapshots.wait_snapshot_deleted(kube, "snap", namespace, timeout=90)
     wait_gone(kube, snapshots.VolumeSnapshotContent, content_name)
     deleted = admin.journal(method="DeleteSnapshot", code="OK", where={"snapshot_id": handle})
     assert len(deleted) == 1, deleted
@@ -238,7 +238,7 @@ def test_the_snapshot_class_secrets_reach_create_and_delete_snapshot(
         assert record.whole_request.get("secrets") == {SECRET_KEY: digest}, record.whole_request
 
     kube.delete(snapshots.VolumeSnapshot, "snap", namespace=namespace)
-    wait_gone(kube, snapshots.VolumeSnapshot, "snap", namespace)
+    snapshots.wait_snapshot_deleted(kube, "snap", namespace, timeout=90)
     wait_gone(kube, snapshots.VolumeSnapshotContent, content["metadata"]["name"])
     (deleted,) = admin.journal(method="DeleteSnapshot")
     assert deleted.code == "OK"
@@ -338,7 +338,7 @@ def retained_snapshot_handle(kube: Client, driver: Driver, namespace: str) -> st
         patch_type=PatchType.MERGE,
     )
     kube.delete(snapshots.VolumeSnapshot, "seed", namespace=namespace)
-    wait_gone(kube, snapshots.VolumeSnapshot, "seed", namespace)
+    snapshots.wait_snapshot_deleted(kube, "seed", namespace, timeout=90)
     kube.delete(snapshots.VolumeSnapshotContent, content)
     wait_gone(kube, snapshots.VolumeSnapshotContent, content)
     return handle
@@ -403,7 +403,7 @@ def test_the_snapshot_controller_counts_create_ready_and_delete(
         "boundVolumeSnapshotContentName"
     ]
     kube.delete(snapshots.VolumeSnapshot, "snap", namespace=namespace)
-    wait_gone(kube, snapshots.VolumeSnapshot, "snap", namespace)
+    snapshots.wait_snapshot_deleted(kube, "snap", namespace, timeout=90)
     wait_operation_count(cluster, name, "DeleteSnapshot", snapshot_type, 1)
     wait_gone(kube, snapshots.VolumeSnapshotContent, content)
     assert [r.code for r in admin.journal(method="DeleteSnapshot")] == ["OK"]

@@ -152,3 +152,63 @@ def wait_snapshot_ready(
         check=check,
         timeout=timeout,
     )
+
+
+BEING_CREATED = "snapshot.storage.kubernetes.io/volumesnapshot-being-created"
+BEING_DELETED = "snapshot.storage.kubernetes.io/volumesnapshot-being-deleted"
+"""The annotations on a VolumeSnapshotContent by which the snapshot-controller and
+csi-snapshotter hand a deletion over: csi-snapshotter deletes a content marked
+being-deleted, but not while it is still marked being-created."""
+
+
+def snapshot_deleted(kube: Client, name: str, namespace: str) -> tuple[bool, str]:
+    """A ``wait_for`` probe: the VolumeSnapshot is gone. Until it is, the observation
+    says what holds it: its finalizers, and whether its content is still there, marked
+    being-created or being-deleted, and with which finalizers; a stalled deletion then
+    shows which controller has not acted."""
+    try:
+        snapshot = kube.get(VolumeSnapshot, name, namespace=namespace)
+    except ApiError as exc:
+        if exc.status.code == 404:
+            return True, f"{name} gone"
+        raise
+    metadata = snapshot.get("metadata") or {}
+    parts = [
+        f"{name} still exists (deletionTimestamp={metadata.get('deletionTimestamp')}, "
+        f"finalizers={metadata.get('finalizers') or []})"
+    ]
+    content_name = (snapshot.get("status") or {}).get("boundVolumeSnapshotContentName")
+    if content_name is not None:
+        parts.append(_describe_content(kube, content_name))
+    return False, "; ".join(parts)
+
+
+def _describe_content(kube: Client, name: str) -> str:
+    try:
+        content = kube.get(VolumeSnapshotContent, name)
+    except ApiError as exc:
+        if exc.status.code == 404:
+            return f"its content {name} is gone"
+        raise
+    metadata = content.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    marks = [
+        mark.rsplit("/", 1)[1] for mark in (BEING_CREATED, BEING_DELETED) if mark in annotations
+    ]
+    status = content.get("status") or {}
+    return (
+        f"its content {name}: deletionTimestamp={metadata.get('deletionTimestamp')}, "
+        f"finalizers={metadata.get('finalizers') or []}, "
+        f"marked {', '.join(marks) or 'neither being-created nor being-deleted'}, "
+        f"readyToUse={status.get('readyToUse')}, snapshotHandle={status.get('snapshotHandle')}"
+    )
+
+
+def wait_snapshot_deleted(kube: Client, name: str, namespace: str, *, timeout: float) -> None:
+    """Wait until the VolumeSnapshot is gone (``snapshot_deleted``)."""
+    wait_for(
+        f"VolumeSnapshot {namespace}/{name} to be deleted",
+        lambda: snapshot_deleted(kube, name, namespace),
+        timeout=timeout,
+        interval=0.2,
+    )

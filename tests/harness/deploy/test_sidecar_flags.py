@@ -74,3 +74,10 @@ def test_the_snapshot_controller_is_not_throttled_below_what_tests_at_the_same_t
     flags = snapshot_controller_flags()
 
     assert "--kube-api-qps=50" in flags and "--kube-api-burst=100" in flags
+
+
+def test_the_snapshot_controller_looks_at_every_snapshot_again_within_seconds() -> None:
+    # Its default resync is 15 minutes: a deletion it left half done would outlast a test.
+    flags = snapshot_controller_flags()
+
+    assert "--resync-period=20s" in flags
