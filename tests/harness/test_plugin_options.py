@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from csi_harness._internal.kube.nodes import ClusterNode
 from csi_harness._internal.pytest_plugin.fixtures import access_mode
 
@@ -135,3 +137,18 @@ def test_a_real_nodes_only_test_runs_beside_cluster_wide_ones_only_beside_simula
     assert mode == "beside"
     # ...and every node when there are none: then it waits for them as others do.
     assert access_mode(cluster_wide=False, real_nodes_only=True, nodes=[REAL]) == "shared"
+
+
+def test_a_time_scale_below_one_is_a_usage_error_naming_the_option() -> None:
+    run = run_pytest("--csi-time-scale=0.5")
+    assert run.returncode == 4, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "--csi-time-scale: expected a number of 1 or more, got '0.5'" in run.stderr
+
+
+def test_a_time_scale_variable_that_is_no_number_is_a_usage_error_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CSI_HARNESS_TIME_SCALE", "slow")
+    run = run_pytest()
+    assert run.returncode == 4, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "CSI_HARNESS_TIME_SCALE: expected a number of 1 or more, got 'slow'" in run.stderr

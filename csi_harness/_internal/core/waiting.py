@@ -3,6 +3,8 @@ was last seen, and failing early when a process it depends on dies."""
 
 from __future__ import annotations
 
+import math
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +15,51 @@ T = TypeVar("T")
 
 class WaitTimeout(TimeoutError):
     pass
+
+
+TIME_SCALE_VARIABLE = "CSI_HARNESS_TIME_SCALE"
+"""The environment variable that lengthens every wait: ``time_scale``."""
+
+
+def time_scale() -> float:
+    """How many times longer than written each wait may take: ``CSI_HARNESS_TIME_SCALE``
+    (pytest's ``--csi-time-scale`` sets it), 1 when unset. For machines slower than
+    the ones the deadlines were written on; a factor below 1 would only make waits fail
+    early, so it is refused, as is anything but a finite number."""
+    text = os.environ.get(TIME_SCALE_VARIABLE, "").strip()
+    if not text:
+        return 1.0
+    try:
+        return parse_time_scale(text)
+    except ValueError as exc:
+        raise ValueError(f"{TIME_SCALE_VARIABLE}: {exc}") from None
+
+
+def parse_time_scale(text: str) -> float:
+    """``text`` as a time scale (a finite number of 1 or more), or a ValueError."""
+    try:
+        scale = float(text)
+    except ValueError:
+        scale = math.nan
+    if not (math.isfinite(scale) and scale >= 1):
+        raise ValueError(f"expected a number of 1 or more, got {text!r}")
+    return scale
+
+
+def scaled(timeout: float) -> tuple[float, str]:
+    """``timeout`` times ``time_scale()``, and how a timeout message says it: "90s",
+    or "180s (90s x 2 from CSI_HARNESS_TIME_SCALE)"."""
+    scale = time_scale()
+    if scale == 1:
+        return timeout, _seconds(timeout)
+    said = (
+        f"{_seconds(timeout * scale)} ({_seconds(timeout)} x {scale:g} from {TIME_SCALE_VARIABLE})"
+    )
+    return timeout * scale, said
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.0f}s" if value >= 10 else f"{value:.2g}s"
 
 
 NOT_TRANSIENT: tuple[type[Exception], ...] = (
@@ -45,8 +92,10 @@ def wait_for(
     that must never be seen), which a later success must not hide, and a probe with a
     bug (a TypeError, a NameError) would fail the same way until the timeout. Those
     are raised at once. ``check`` runs before every probe and may raise (e.g. when a
-    component process exited) to end the wait at once.
+    component process exited) to end the wait at once. ``timeout`` is scaled by
+    ``time_scale()``.
     """
+    timeout, said = scaled(timeout)
     deadline = time.monotonic() + timeout
     seen: object = "nothing yet"
     while True:
@@ -62,9 +111,7 @@ def wait_for(
         except Exception as exc:  # a probe error is an observation, not a verdict
             seen = f"{type(exc).__name__}: {exc}"
         if time.monotonic() >= deadline:
-            raise WaitTimeout(
-                f"timed out after {timeout:.0f}s waiting for {what}; last seen: {seen}"
-            )
+            raise WaitTimeout(f"timed out after {said} waiting for {what}; last seen: {seen}")
         time.sleep(interval)
 
 

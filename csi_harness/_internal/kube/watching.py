@@ -27,7 +27,7 @@ from lightkube import AsyncClient, Client
 from lightkube.core.exceptions import ApiError
 from lightkube.models.meta_v1 import ObjectMeta
 
-from csi_harness._internal.core.waiting import WaitTimeout
+from csi_harness._internal.core.waiting import WaitTimeout, scaled
 
 __all__ = [
     "WATCH_SLICE",
@@ -260,7 +260,7 @@ def watch_until(
     ``metadata.name``) after the list and after every change, and returns
     ``(done, observation)``. After ``timeout`` seconds it raises ``WaitTimeout`` with
     the last observation, or the last transient error if that came later, in
-    ``wait_for``'s words.
+    ``wait_for``'s words; ``timeout`` is scaled as ``wait_for``'s is.
     """
     selected = {**(fields or {}), **({"metadata.name": name} if name is not None else {})}
     selection = Selection(resource, namespace, labels, selected or None)
@@ -270,6 +270,7 @@ def watch_until(
         nonlocal seen
         seen = f"{type(exc).__name__}: {exc}"
 
+    timeout, said = scaled(timeout)
     deadline = time.monotonic() + timeout
     with contextlib.closing(follow(kube, selection, deadline=deadline, on_error=failed)) as states:
         for objects in states:
@@ -277,4 +278,4 @@ def watch_until(
             if done:
                 return value
             seen = value
-    raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {what}; last seen: {seen}")
+    raise WaitTimeout(f"timed out after {said} waiting for {what}; last seen: {seen}")

@@ -8,6 +8,7 @@ import argparse
 
 import pytest
 
+from csi_harness._internal.core.waiting import TIME_SCALE_VARIABLE, parse_time_scale
 from csi_harness._internal.pytest_plugin.pooled_drivers import MAX_IDLE
 
 
@@ -74,6 +75,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "on kind and existing clusters the xdist workers share them, N for each); "
         "more reuses more on a cluster with room for the idle drivers' pods",
     )
+    group.addoption(
+        "--csi-time-scale",
+        type=_time_scale,
+        default=None,
+        metavar="F",
+        help=f"let every wait of the harness take F times as long as written (a number of "
+        f"1 or more; sets {TIME_SCALE_VARIABLE}), on machines slower than the deadlines "
+        "assume",
+    )
+
+
+def _time_scale(text: str) -> float:
+    try:
+        return parse_time_scale(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _idle_count(text: str) -> int:

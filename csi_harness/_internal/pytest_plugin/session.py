@@ -9,6 +9,7 @@ the controller, so they share the one cluster."""
 
 from __future__ import annotations
 
+import os
 import secrets
 from contextlib import AbstractContextManager
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 
 from csi_harness._internal import reporting
 from csi_harness._internal.core.name_lease import NameLease, NoNameFree, lease_name
+from csi_harness._internal.core.waiting import TIME_SCALE_VARIABLE, time_scale
 from csi_harness._internal.providers.base import Cluster
 from csi_harness._internal.providers.factory import DEFAULT_NAME
 from csi_harness._internal.providers.provider import ClusterProvider
@@ -52,6 +54,7 @@ TEST_DRIVER_DOMAIN = "csi-mock"
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _set_time_scale(config)
     # Failure diagnostics and the feature x scenario summary (csi_harness/_internal/reporting.py).
     config.pluginmanager.register(reporting)
     config.pluginmanager.register(scheduling)
@@ -151,6 +154,20 @@ def _shared(provider: ClusterProvider) -> bool:
 
 
 @pytest.hookimpl(optionalhook=True)
+def _set_time_scale(config: pytest.Config) -> None:
+    """--csi-time-scale into the environment, where every wait reads it (xdist's
+    workers run this too); without it, a CSI_HARNESS_TIME_SCALE that is not a time scale
+    stops the session here rather than at the first wait."""
+    scale = config.getoption("--csi-time-scale", None)
+    if scale is not None:
+        os.environ[TIME_SCALE_VARIABLE] = f"{scale:g}"
+        return
+    try:
+        time_scale()
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist's hook, in the controller: tell each worker the session's token
     and the cluster name it leased."""

@@ -2,7 +2,13 @@ import time
 
 import pytest
 
-from csi_harness._internal.core.waiting import WaitTimeout, wait_for
+from csi_harness._internal.core.waiting import (
+    TIME_SCALE_VARIABLE,
+    WaitTimeout,
+    scaled,
+    time_scale,
+    wait_for,
+)
 
 
 def test_wait_for_returns_the_value_of_the_first_successful_probe() -> None:
@@ -140,3 +146,44 @@ def test_check_runs_before_every_probe() -> None:
 
     wait_for("x", probe, timeout=5, interval=0, check=lambda: events.append("check"))
     assert events == ["check", "probe"] * 3
+
+
+def test_a_time_scale_lets_a_wait_run_that_many_times_as_long(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(TIME_SCALE_VARIABLE, "5")
+    started = time.monotonic()
+
+    def probe() -> tuple[bool, float]:
+        elapsed = time.monotonic() - started
+        return elapsed >= 0.3, elapsed
+
+    assert wait_for("a slow thing", probe, timeout=0.1, interval=0.01) >= 0.3
+
+
+def test_a_scaled_timeout_says_what_it_was_written_as_and_by_what_it_grew(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert scaled(90) == (90, "90s")
+    monkeypatch.setenv(TIME_SCALE_VARIABLE, "2.5")
+
+    assert scaled(90) == (225, "225s (90s x 2.5 from CSI_HARNESS_TIME_SCALE)")
+
+
+@pytest.mark.parametrize("text", ["0.5", "0", "-2", "fast", "nan", "inf"])
+def test_a_time_scale_that_is_not_one_or_more_is_refused_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    monkeypatch.setenv(TIME_SCALE_VARIABLE, text)
+
+    with pytest.raises(
+        ValueError, match=f"^CSI_HARNESS_TIME_SCALE: expected a number of 1 or more, got '{text}'$"
+    ):
+        wait_for("anything", lambda: (True, None), timeout=1)
+
+
+def test_an_unset_or_empty_time_scale_is_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(TIME_SCALE_VARIABLE, raising=False)
+    assert time_scale() == 1
+    monkeypatch.setenv(TIME_SCALE_VARIABLE, " ")
+    assert time_scale() == 1

@@ -18,7 +18,7 @@ from lightkube.core.exceptions import ApiError
 from lightkube.models.meta_v1 import Status
 from lightkube.resources.core_v1 import Pod
 
-from csi_harness._internal.core.waiting import WaitTimeout
+from csi_harness._internal.core.waiting import TIME_SCALE_VARIABLE, WaitTimeout
 from csi_harness._internal.kube import watching
 from csi_harness._internal.kube.watching import (
     LightkubeListerWatcher,
@@ -189,7 +189,7 @@ def test_a_timeout_names_the_last_observation_and_keeps_the_deadline() -> None:
         wait_node(api, timeout=0.3)
     elapsed = time.monotonic() - started
 
-    assert str(failure.value) == "timed out after 0s waiting for a node; last seen: unscheduled"
+    assert str(failure.value) == "timed out after 0.3s waiting for a node; last seen: unscheduled"
     assert 0.3 <= elapsed < 1.3
 
 
@@ -288,3 +288,20 @@ def test_lightkube_watch_raises_the_410_of_an_error_event() -> None:
         list(api.watch(Selection(Pod, "ns"), resource_version="10", seconds=5))
 
     assert failure.value.status.code == 410
+
+
+def test_a_time_scale_lengthens_the_watch_and_the_timeout_says_by_what(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(TIME_SCALE_VARIABLE, "3")
+    api = FakeApi(lists=[([], "10")], watches=[[("ADDED", pod("app", "11"))]])
+
+    started = time.monotonic()
+    with pytest.raises(WaitTimeout) as failure:
+        wait_node(api, timeout=0.3)
+    elapsed = time.monotonic() - started
+
+    assert str(failure.value).startswith(
+        "timed out after 0.9s (0.3s x 3 from CSI_HARNESS_TIME_SCALE) waiting for a node"
+    )
+    assert 0.9 <= elapsed < 1.9
