@@ -153,7 +153,6 @@ def _shared(provider: ClusterProvider) -> bool:
     return provider.brings_up and not provider.attaching
 
 
-@pytest.hookimpl(optionalhook=True)
 def _set_time_scale(config: pytest.Config) -> None:
     """--csi-time-scale into the environment, where every wait reads it (xdist's
     workers run this too); without it, a CSI_HARNESS_TIME_SCALE that is not a time scale
@@ -168,6 +167,7 @@ def _set_time_scale(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist's hook, in the controller: tell each worker the session's token
     and the cluster name it leased."""
