@@ -220,16 +220,23 @@ def create(kube: Client, *manifests: dict[str, Any]) -> None:
         kube.create(cast(Any, from_dict(manifest)))
 
 
+def get_or_none(
+    kube: Client, resource: Any, name: str, *, namespace: str | None = None
+) -> Any | None:
+    """The object (in ``namespace``, if namespaced), or None when it is not there;
+    errors other than 404 propagate."""
+    try:
+        return kube.get(resource, name, namespace=namespace)
+    except ApiError as exc:
+        if exc.status.code == 404:
+            return None
+        raise
+
+
 def exists(kube: Client, resource: Any, name: str, *, namespace: str | None = None) -> bool:
     """Whether the object (in ``namespace``, if namespaced) is there; errors other than
     404 propagate."""
-    try:
-        kube.get(resource, name, namespace=namespace)
-    except ApiError as exc:
-        if exc.status.code == 404:
-            return False
-        raise
-    return True
+    return get_or_none(kube, resource, name, namespace=namespace) is not None
 
 
 def gone(

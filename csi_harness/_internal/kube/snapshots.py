@@ -20,7 +20,7 @@ from lightkube.generic_resource import create_global_resource, create_namespaced
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 
 from csi_harness._internal.core.waiting import wait_for
-from csi_harness._internal.kube.objects import exists, gone
+from csi_harness._internal.kube.objects import exists, get_or_none, gone
 from csi_harness._internal.kube.watching import ListerWatcher, watch_until
 
 GROUP = "snapshot.storage.k8s.io"
@@ -166,12 +166,9 @@ def snapshot_deleted(kube: Client, name: str, namespace: str) -> tuple[bool, str
     says what holds it: its finalizers, and whether its content is still there, marked
     being-created or being-deleted, and with which finalizers; a stalled deletion then
     shows which controller has not acted."""
-    try:
-        snapshot = kube.get(VolumeSnapshot, name, namespace=namespace)
-    except ApiError as exc:
-        if exc.status.code == 404:
-            return True, f"{name} gone"
-        raise
+    snapshot = get_or_none(kube, VolumeSnapshot, name, namespace=namespace)
+    if snapshot is None:
+        return True, f"{name} gone"
     metadata = snapshot.get("metadata") or {}
     parts = [
         f"{name} still exists (deletionTimestamp={metadata.get('deletionTimestamp')}, "
@@ -184,12 +181,9 @@ def snapshot_deleted(kube: Client, name: str, namespace: str) -> tuple[bool, str
 
 
 def _describe_content(kube: Client, name: str) -> str:
-    try:
-        content = kube.get(VolumeSnapshotContent, name)
-    except ApiError as exc:
-        if exc.status.code == 404:
-            return f"its content {name} is gone"
-        raise
+    content = get_or_none(kube, VolumeSnapshotContent, name)
+    if content is None:
+        return f"its content {name} is gone"
     metadata = content.get("metadata") or {}
     annotations = metadata.get("annotations") or {}
     marks = [
